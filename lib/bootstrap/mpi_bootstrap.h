@@ -1,0 +1,27 @@
+// Bootstrap over MPI_COMM_WORLD. The caller owns MPI_Init/MPI_Finalize (benchmarks/ main).
+#pragma once
+#include "bootstrap/bootstrap.h"
+
+namespace fb {
+
+class MpiBootstrap : public Bootstrap {
+ public:
+  MpiBootstrap();
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string hostname() const override { return host_; }
+  void barrier() override;
+  std::vector<std::vector<std::byte>> allGather(std::span<const std::byte> mine) override;
+  double allReduceMax(double v) override;
+  std::int64_t allReduceSum(std::int64_t v) override;
+  [[noreturn]] void abortJob(int code) override;
+
+ private:
+  int rank_ = 0, size_ = 1;
+  std::string host_;
+};
+
+// "Open MPI v4.1.4, ..." from MPI_Get_library_version, first line.
+std::string mpiLibraryVersion();
+
+}  // namespace fb

@@ -1,0 +1,29 @@
+#include "core/error.h"
+
+#include <cstring>
+#include <mutex>
+
+namespace fb {
+namespace {
+std::mutex g_mu;
+std::string g_identity;
+}  // namespace
+
+void setIdentity(const std::string& host, int rank) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_identity = "[" + host + ":" + std::to_string(rank) + "]";
+}
+
+std::string identity() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_identity.empty() ? std::string("[fabricbench]") : g_identity;
+}
+
+namespace detail {
+std::string where(const char* file, int line) {
+  const char* base = std::strrchr(file, '/');
+  return std::string(" (") + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+}
+std::string errnoText(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+}  // namespace detail
+}  // namespace fb

@@ -1,0 +1,96 @@
+// Data plane between ranks (gloo's Pair + UnboundBuffer, merged). One Transport per process
+// and communicator-sized group; created collectively through makeTransport() (every rank calls
+// it at the same point, it exchanges addresses through the Bootstrap and connects).
+//
+// Contract:
+//  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op
+//    for tcp; an MR for verbs) and of a kind supports() accepts.
+//  * Messages between one (sender, receiver) pair are matched in posting order: the k-th isend
+//    from A to B fills the k-th irecv on B posted for A. Sizes must agree (receiver's n == sender's n);
+//    a mismatch is an fb::Error, never silent truncation.
+//  * wait() drives progress for all outstanding requests of this transport and returns when the
+//    given request is done; it throws IoError (naming the peer) when a peer is lost, TimeoutError
+//    at the deadline. After an error the transport is dead.
+//  * Only one thread uses a Transport at a time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/units.h"
+
+namespace fb {
+
+enum class MemKind { kHost, kDevice };
+
+struct Request {
+  std::uint64_t id = 0;  // 0 = empty / already completed
+  explicit operator bool() const { return id != 0; }
+};
+
+// How this transport reaches its peers, for the "path" column and run.json.
+struct PathInfo {
+  std::string label;                                       // short, e.g. "tcp lo 127.0.0.1"
+  std::vector<std::pair<std::string, std::string>> details;  // key/value: interface, speed, GID...
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view name() const = 0;  // "tcp", "verbs", ...
+  virtual PathInfo path() const = 0;
+  virtual bool supports(MemKind kind) const { return kind == MemKind::kHost; }
+  virtual void registerMemory(void* /*ptr*/, std::size_t /*bytes*/, MemKind /*kind*/) {}
+  virtual void deregisterMemory(void* /*ptr*/) {}
+
+  virtual Request isend(int peer, const void* buf, std::size_t bytes) = 0;
+  virtual Request irecv(int peer, void* buf, std::size_t bytes) = 0;
+  virtual void wait(Request& req, Deadline deadline) = 0;
+
+  // Send `sendBytes` to rank+1 while receiving `recvBytes` from rank-1 (full duplex).
+  // The default posts both and waits for both; a backend may do better.
+  virtual void ringExchange(const void* sendBuf, std::size_t sendBytes, void* recvBuf,
+                            std::size_t recvBytes, Deadline deadline);
+  // Same, with explicit peers (either may be -1 for "none").
+  void sendRecv(int sendPeer, const void* sendBuf, std::size_t sendBytes, int recvPeer, void* recvBuf,
+                std::size_t recvBytes, Deadline deadline);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ protected:
+  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  int rank_, size_;
+};
+
+// Options any backend may read; each backend ignores what is not its own.
+struct TransportOptions {
+  std::string tcpInterface;      // --tcp-if: interface name or IPv4 address; "" = hostname's address
+  std::string verbsDevice;       // --ib-dev: e.g. "mlx5_0", "rxe0"; "" = first active port
+  int verbsPort = 0;             // 0 = first active port
+  int gidIndex = -1;             // --gid-index; -1 = choose a RoCEv2 GID bound to a routable IPv4
+  bool gpuDirect = false;        // --gpu-memory for verbs
+  std::chrono::milliseconds connectTimeout{30000};
+};
+
+// Availability of a backend in this build and on this machine, for --list.
+struct BackendStatus {
+  std::string name;
+  bool built = false;
+  bool usable = false;
+  std::string reason;  // why not usable, or what it found
+};
+
+// Collective over bootstrap: every rank calls with the same name. Throws ConfigError for an
+// unknown name, UnavailableError when the backend is not built or finds no hardware.
+std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bootstrap,
+                                         const TransportOptions& options);
+// Backends that speak Transport (host-driven rings run over these): "tcp", "verbs".
+std::vector<std::string> transportNames();
+BackendStatus probeTransport(std::string_view name, const TransportOptions& options);
+
+}  // namespace fb
