@@ -1,9 +1,651 @@
-// PLACEHOLDER: being written (issue 2). Throws until implemented.
 #include "transport/tcp/tcp_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+
 #include "core/error.h"
+
 namespace fb::tcp {
-std::unique_ptr<Transport> createTransport(Bootstrap&, const TransportOptions&) {
-  throw UnavailableError("tcp: not implemented yet");
+namespace {
+
+constexpr std::uint32_t kMsgMagic = 0x46425431;    // "FBT1": data message header
+constexpr std::uint32_t kHelloMagic = 0x4642544b;  // "FBTK": connection hello
+constexpr std::size_t kDefaultSockBuf = 4u << 20;
+constexpr int kMaxIov = 64;  // iovec entries per sendmsg/readv (IOV_MAX is 1024)
+constexpr int kMaxStrangers = 64;
+
+struct Header {
+  std::uint32_t magic;
+  std::uint32_t index;  // message index on this (sender, receiver) pair, low 32 bits
+  std::uint64_t bytes;
+};
+static_assert(sizeof(Header) == 16);
+constexpr std::size_t kHdr = sizeof(Header);
+
+struct Hello {
+  std::uint32_t magic;
+  std::uint32_t rank;
+  Token token;
+};
+static_assert(sizeof(Hello) == 24);
+
+std::string bytesText(std::size_t n) { return std::to_string(n) + " B"; }
+
+std::size_t sockBufFromEnv() {
+  const char* e = std::getenv("FB_TCP_SOCKBUF");
+  if (!e || !*e) return kDefaultSockBuf;
+  try {
+    return parseSize(e);
+  } catch (const Error&) {
+    FB_THROW(ConfigError, "FB_TCP_SOCKBUF='", e, "' is not a size (e.g. 4M, 0 = kernel autotuning)");
+  }
 }
-BackendStatus probe(const TransportOptions&) { return {"tcp", true, false, "not implemented yet"}; }
+
+// One posted send or receive. `done` counts header + payload bytes already moved.
+struct Op {
+  char* buf;
+  std::size_t bytes;
+  std::size_t done = 0;
+  std::uint64_t index;  // message index on this pair
+  Header hdr;
+};
+
+struct Peer {
+  int rank = -1;
+  Socket sock;
+  Endpoint remote;
+  std::string host;
+  std::deque<Op> sendq, recvq;
+  std::uint64_t sendPosted = 0, sendDone = 0, recvPosted = 0, recvDone = 0;
+  bool pending() const { return !sendq.empty() || !recvq.empty(); }
+};
+
+// Request id: ((seq + 1) << 20) | (dir << 19) | peer. dir 0 = send, 1 = recv.
+constexpr int kPeerBits = 19;
+constexpr std::uint64_t kPeerMask = (1u << kPeerBits) - 1;
+std::uint64_t makeId(int peer, int dir, std::uint64_t seq) {
+  return ((seq + 1) << (kPeerBits + 1)) | (static_cast<std::uint64_t>(dir) << kPeerBits) |
+         static_cast<std::uint64_t>(peer);
+}
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(int rank, int size, Interface iface, std::string ifaceHow)
+      : Transport(rank, size), iface_(std::move(iface)), ifaceHow_(std::move(ifaceHow)), peers_(size) {
+    for (int r = 0; r < size; ++r) peers_[r].rank = r;
+  }
+
+  std::string_view name() const override { return "tcp"; }
+  PathInfo path() const override { return path_; }
+
+  Request isend(int peer, const void* buf, std::size_t bytes) override {
+    checkUsable(peer, buf, bytes, "isend");
+    Peer& p = peers_[peer];
+    std::uint64_t seq = p.sendPosted++;
+    Op op{static_cast<char*>(const_cast<void*>(buf)), bytes, 0, seq,
+          Header{kMsgMagic, static_cast<std::uint32_t>(seq), bytes}};
+    p.sendq.push_back(op);
+    if (peer == rank_) {
+      matchSelf();
+    } else if (p.sendq.size() == 1) {
+      guarded([&] { pumpSend(p); });  // start moving data now; the rest happens in wait()
+    }
+    return Request{makeId(peer, 0, seq)};
+  }
+
+  Request irecv(int peer, void* buf, std::size_t bytes) override {
+    checkUsable(peer, buf, bytes, "irecv");
+    Peer& p = peers_[peer];
+    std::uint64_t seq = p.recvPosted++;
+    p.recvq.push_back(Op{static_cast<char*>(buf), bytes, 0, seq, Header{}});
+    if (peer == rank_) matchSelf();
+    return Request{makeId(peer, 1, seq)};
+  }
+
+  void wait(Request& req, Deadline deadline) override {
+    if (!req) return;
+    if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
+    int peer = static_cast<int>(req.id & kPeerMask);
+    int dir = static_cast<int>((req.id >> kPeerBits) & 1);
+    std::uint64_t seq = (req.id >> (kPeerBits + 1)) - 1;
+    FB_ENFORCE(peer < size_ && seq < (dir ? peers_[peer].recvPosted : peers_[peer].sendPosted),
+               "request ", req.id, " was not posted on this transport");
+    auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
+    guarded([&] {
+      while (!isDone()) {
+        bool moved = progressAll();
+        if (isDone()) break;
+        if (deadline.expired()) throwTimeout(peer, dir, seq);
+        if (!moved) pollOnce(peer, dir, seq, deadline);
+      }
+    });
+    req.id = 0;
+  }
+
+  // ---- set-up ----
+  void setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook);
+
+ private:
+  void checkUsable(int peer, const void* buf, std::size_t bytes, const char* what) {
+    if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
+    FB_ENFORCE(peer >= 0 && peer < size_, what, ": peer ", peer, " out of range [0, ", size_, ")");
+    FB_ENFORCE(buf != nullptr || bytes == 0, what, ": null buffer with ", bytes, " bytes");
+  }
+
+  // Runs f; any exception marks the transport dead (contract: after an error it is dead).
+  template <typename F>
+  void guarded(F&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      dead_ = true;
+      deadReason_ = e.what();
+      throw;
+    }
+  }
+
+  std::string peerText(const Peer& p) const {
+    return "rank " + std::to_string(p.rank) + " (" + p.host + " " + p.remote.str() + ")";
+  }
+
+  [[noreturn]] void throwLost(const Peer& p, const std::string& what) {
+    throw IoError(identity() + " tcp: lost connection to " + peerText(p) + ": " + what, p.rank);
+  }
+
+  // Sends as much of p's queue as the socket takes: several messages per sendmsg.
+  void pumpSend(Peer& p) {
+    while (!p.sendq.empty()) {
+      iovec iov[kMaxIov];
+      int n = 0;
+      std::size_t want = 0;
+      for (auto it = p.sendq.begin(); it != p.sendq.end() && n + 2 <= kMaxIov; ++it) {
+        Op& op = *it;
+        if (op.done < kHdr) {
+          iov[n++] = {reinterpret_cast<char*>(&op.hdr) + op.done, kHdr - op.done};
+          if (op.bytes) iov[n++] = {op.buf, op.bytes};
+        } else {
+          iov[n++] = {op.buf + (op.done - kHdr), op.bytes - (op.done - kHdr)};
+        }
+      }
+      for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<std::size_t>(n);
+      ssize_t rv = ::sendmsg(p.sock.fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (rv < 0) {
+        int e = errno;
+        if (e == EINTR) continue;
+        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        const Op& op = p.sendq.front();
+        throwLost(p, "send of message " + std::to_string(op.index) + " (" + bytesText(op.bytes) + ", " +
+                         bytesText(op.done > kHdr ? op.done - kHdr : 0) + " sent) failed: " + detail::errnoText(e));
+      }
+      auto left = static_cast<std::size_t>(rv);
+      while (left > 0) {
+        Op& op = p.sendq.front();
+        std::size_t take = std::min(left, kHdr + op.bytes - op.done);
+        op.done += take;
+        left -= take;
+        if (op.done == kHdr + op.bytes) {
+          p.sendq.pop_front();
+          ++p.sendDone;
+        } else {
+          break;
+        }
+      }
+      if (static_cast<std::size_t>(rv) < want) return;  // socket buffer full: poll for POLLOUT
+    }
+  }
+
+  // Receives into p's posted buffers (the next messages' headers and payloads in one readv).
+  void pumpRecv(Peer& p) {
+    while (!p.recvq.empty()) {
+      iovec iov[kMaxIov];
+      int n = 0;
+      std::size_t want = 0;
+      for (auto it = p.recvq.begin(); it != p.recvq.end() && n + 2 <= kMaxIov; ++it) {
+        Op& op = *it;
+        if (op.done < kHdr) {
+          iov[n++] = {reinterpret_cast<char*>(&op.hdr) + op.done, kHdr - op.done};
+          if (op.bytes) iov[n++] = {op.buf, op.bytes};
+        } else {
+          iov[n++] = {op.buf + (op.done - kHdr), op.bytes - (op.done - kHdr)};
+        }
+      }
+      for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+      ssize_t rv = ::readv(p.sock.fd(), iov, n);
+      if (rv < 0) {
+        int e = errno;
+        if (e == EINTR) continue;
+        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        const Op& op = p.recvq.front();
+        throwLost(p, "receive of message " + std::to_string(op.index) + " (" + bytesText(op.bytes) +
+                         ") failed: " + detail::errnoText(e));
+      }
+      if (rv == 0) {
+        const Op& op = p.recvq.front();
+        throwLost(p, "peer closed the connection (EOF) while " + std::to_string(p.recvq.size()) +
+                         " receive(s) were pending, the first message " + std::to_string(op.index) + " (" +
+                         bytesText(op.bytes) + ", " + bytesText(op.done > kHdr ? op.done - kHdr : 0) +
+                         " received)");
+      }
+      // Bytes may run past a header into the following buffers (speculatively); every header is
+      // checked as soon as it is complete, and any mismatch is fatal, so nothing is accepted
+      // silently.
+      auto left = static_cast<std::size_t>(rv);
+      for (auto it = p.recvq.begin(); it != p.recvq.end() && left > 0; ++it) {
+        Op& op = *it;
+        std::size_t take = std::min(left, kHdr + op.bytes - op.done);
+        bool hadHeader = op.done >= kHdr;
+        op.done += take;
+        left -= take;
+        if (!hadHeader && op.done >= kHdr) checkHeader(p, op);
+      }
+      // A zero-byte message's header may complete it; pop every finished op from the front.
+      while (!p.recvq.empty() && p.recvq.front().done == kHdr + p.recvq.front().bytes) {
+        p.recvq.pop_front();
+        ++p.recvDone;
+      }
+      if (static_cast<std::size_t>(rv) < want) return;  // drained the socket: poll for POLLIN
+    }
+  }
+
+  void checkHeader(const Peer& p, const Op& op) {
+    if (op.hdr.magic != kMsgMagic)
+      FB_THROW(Error, "tcp: corrupt stream from ", peerText(p), ": message ", op.index,
+               " has a bad header (magic 0x", std::hex, op.hdr.magic, std::dec, ")");
+    if (op.hdr.index != static_cast<std::uint32_t>(op.index))
+      FB_THROW(Error, "tcp: out-of-order stream from ", peerText(p), ": expected message ", op.index,
+               ", got ", op.hdr.index);
+    if (op.hdr.bytes != op.bytes)
+      FB_THROW(Error, "tcp: size mismatch on message ", op.index, " from ", peerText(p), ": rank ", p.rank,
+               " sent ", op.hdr.bytes, " bytes, rank ", rank_, " posted a receive of ", op.bytes, " bytes");
+  }
+
+  // Pairs sends to self with receives from self, in order.
+  void matchSelf() {
+    Peer& p = peers_[rank_];
+    while (!p.sendq.empty() && !p.recvq.empty()) {
+      Op& s = p.sendq.front();
+      Op& r = p.recvq.front();
+      if (s.bytes != r.bytes) {
+        dead_ = true;
+        deadReason_ = "size mismatch on a message to self";
+        FB_THROW(Error, "tcp: size mismatch on message ", r.index, " to self (rank ", rank_, "): sent ", s.bytes,
+                 " bytes, posted a receive of ", r.bytes, " bytes");
+      }
+      if (s.bytes) std::memmove(r.buf, s.buf, s.bytes);
+      p.sendq.pop_front();
+      p.recvq.pop_front();
+      ++p.sendDone;
+      ++p.recvDone;
+    }
+  }
+
+  // One pass over every peer with pending work; true when any request completed or bytes moved.
+  bool progressAll() {
+    bool moved = false;
+    for (Peer& p : peers_) {
+      if (p.rank == rank_ || !p.pending()) continue;
+      auto before = p.sendq.empty() ? 0 : p.sendq.front().done;
+      auto beforeR = p.recvq.empty() ? 0 : p.recvq.front().done;
+      auto sd = p.sendDone, rd = p.recvDone;
+      if (!p.sendq.empty()) pumpSend(p);
+      if (!p.recvq.empty()) pumpRecv(p);
+      if (p.sendDone != sd || p.recvDone != rd || (!p.sendq.empty() && p.sendq.front().done != before) ||
+          (!p.recvq.empty() && p.recvq.front().done != beforeR))
+        moved = true;
+    }
+    return moved;
+  }
+
+  void pollOnce(int peer, int dir, std::uint64_t seq, Deadline deadline) {
+    fds_.clear();
+    for (Peer& p : peers_) {
+      if (p.rank == rank_ || !p.pending()) continue;
+      short ev = 0;
+      if (!p.sendq.empty()) ev |= POLLOUT;
+      if (!p.recvq.empty()) ev |= POLLIN;
+      fds_.push_back(pollfd{p.sock.fd(), ev, 0});
+    }
+    if (fds_.empty()) {
+      // Only unmatched self messages are left: nothing can complete them while we wait.
+      FB_THROW(Error, "tcp: waiting on ", describe(peer, dir, seq),
+               " can never complete: no network work is pending (unmatched send/receive to self)");
+    }
+    int rv = ::poll(fds_.data(), fds_.size(), deadline.msLeft());
+    if (rv < 0 && errno != EINTR) FB_THROW(IoError, "tcp: poll: ", detail::errnoText(errno));
+    if (rv == 0 && deadline.expired()) throwTimeout(peer, dir, seq);
+  }
+
+  std::string describe(int peer, int dir, std::uint64_t seq) const {
+    const Peer& p = peers_[peer];
+    return std::string(dir ? "receive of message " : "send of message ") + std::to_string(seq) +
+           (dir ? " from " : " to ") + (peer == rank_ ? "self" : peerText(p));
+  }
+
+  [[noreturn]] void throwTimeout(int peer, int dir, std::uint64_t seq) {
+    std::string pending;
+    int listed = 0, total = 0;
+    for (const Peer& p : peers_) {
+      for (int d = 0; d < 2; ++d) {
+        const auto& q = d ? p.recvq : p.sendq;
+        if (q.empty()) continue;
+        total += static_cast<int>(q.size());
+        if (listed++ >= 8) continue;
+        const Op& op = q.front();
+        pending += std::string(listed > 1 ? "; " : "") + std::to_string(q.size()) +
+                   (d ? " receive(s) from rank " : " send(s) to rank ") + std::to_string(p.rank) +
+                   ", first: message " + std::to_string(op.index) + " of " + bytesText(op.bytes) + " with " +
+                   bytesText(op.done > kHdr ? op.done - kHdr : 0) + (d ? " received" : " sent");
+      }
+    }
+    FB_THROW(TimeoutError, "tcp: deadline expired waiting for the ", describe(peer, dir, seq), "; pending (", total,
+             " requests): ", pending);
+  }
+
+  Interface iface_;
+  std::string ifaceHow_;
+  std::vector<Peer> peers_;
+  std::vector<pollfd> fds_;
+  PathInfo path_;
+  bool dead_ = false;
+  std::string deadReason_;
+};
+
+// ---------------- connection set-up ----------------
+
+// Address blob for the all-gather: addr (4, network order), port (2, host order), hostname.
+std::vector<std::byte> encodeEndpoint(const Endpoint& ep, const std::string& host) {
+  std::vector<std::byte> b(6 + host.size());
+  std::memcpy(b.data(), &ep.addr, 4);
+  std::memcpy(b.data() + 4, &ep.port, 2);
+  std::memcpy(b.data() + 6, host.data(), host.size());
+  return b;
+}
+std::pair<Endpoint, std::string> decodeEndpoint(const std::vector<std::byte>& b) {
+  FB_ENFORCE(b.size() >= 6, "tcp: malformed address blob (", b.size(), " bytes)");
+  Endpoint ep;
+  std::memcpy(&ep.addr, b.data(), 4);
+  std::memcpy(&ep.port, b.data() + 4, 2);
+  return {ep, std::string(reinterpret_cast<const char*>(b.data()) + 6, b.size() - 6)};
+}
+
+// A connection on its way to being a Peer.
+struct Pending {
+  enum class State { kConnecting, kAwaitHello } state;
+  Socket sock;
+  int peer = -1;  // outbound: the rank we connect to; inbound: -1 until its hello says
+  bool outbound = false;
+  Endpoint remote;
+  Hello hello{};
+  std::size_t got = 0;
+  Clock::time_point retryAt{};
+};
+
+void configureSocket(int fd, std::size_t sockBuf) {
+  setNonBlocking(fd);
+  setNoDelay(fd);
+  setBufferSizes(fd, sockBuf);
+}
+
+Socket startConnect(const Endpoint& to, std::size_t sockBuf) {
+  Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
+  configureSocket(s.fd(), sockBuf);
+  sockaddr_in sa = to.sockaddr();
+  int rv;
+  do {
+    rv = ::connect(s.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  } while (rv < 0 && errno == EINTR);
+  if (rv < 0 && errno != EINPROGRESS) return Socket();  // refused etc.: caller retries
+  return s;
+}
+
+bool sendAll(int fd, const void* data, std::size_t n) {
+  // Only for the 24-byte hello on a fresh socket: it always fits in the send buffer.
+  for (;;) {
+    ssize_t rv = ::send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (rv < 0 && errno == EINTR) continue;
+    return rv == static_cast<ssize_t>(n);
+  }
+}
+
+}  // namespace
+
+void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook) {
+  const std::size_t sockBuf = sockBufFromEnv();
+  const std::string myHost = bs.hostname();
+  Deadline deadline = Deadline::in(options.connectTimeout);
+
+  // 1. Listen on the chosen address only.
+  Socket listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
+  configureSocket(listener.fd(), sockBuf);  // accepted sockets inherit the buffer sizes
+  Endpoint me{iface_.addr, 0};
+  sockaddr_in sa = me.sockaddr();
+  if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
+    FB_THROW(IoError, "tcp: bind to ", iface_.name, " ", iface_.ip(), ": ", detail::errnoText(errno));
+  FB_SYSCALL_CHECK(::listen(listener.fd(), size_ + kMaxStrangers));
+  socklen_t len = sizeof(sa);
+  FB_SYSCALL_CHECK(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&sa), &len));
+  me.port = ntohs(sa.sin_port);
+
+  // 2. The job's token, from rank 0.
+  Token token{};
+  if (rank_ == 0) randomBytes(token.data(), token.size());
+  auto tok = bs.broadcastFromRoot(token);
+  FB_ENFORCE_EQ(tok.size(), kTokenBytes, "tcp: token from rank 0 has the wrong size");
+  std::memcpy(token.data(), tok.data(), kTokenBytes);
+
+  // 3. Everyone's address.
+  auto blobs = bs.allGather(encodeEndpoint(me, myHost));
+  SetupInfo info;
+  info.rank = rank_;
+  info.token = token;
+  for (int r = 0; r < size_; ++r) {
+    auto [ep, host] = decodeEndpoint(blobs[r]);
+    peers_[r].remote = ep;
+    peers_[r].host = host;
+    info.endpoints.push_back(ep);
+  }
+  if (hook) hook(bs, info);
+
+  // 4. Connect to lower ranks, accept higher ranks; one poll loop drives both.
+  Hello mine{kHelloMagic, static_cast<std::uint32_t>(rank_), token};
+  auto validHello = [&](const Hello& h) {
+    return h.magic == kHelloMagic && std::memcmp(h.token.data(), token.data(), kTokenBytes) == 0;
+  };
+  std::vector<Pending> pend;
+  std::vector<bool> established(size_, false);
+  established[rank_] = true;
+  int missing = size_ - 1;
+  int dropped = 0;
+  for (int r = 0; r < rank_; ++r) {
+    Pending c{Pending::State::kConnecting, startConnect(peers_[r].remote, sockBuf), r, true, peers_[r].remote};
+    c.retryAt = Clock::now();
+    pend.push_back(std::move(c));
+  }
+  auto drop = [&](Pending& c, const std::string& why) {
+    ++dropped;
+    std::fprintf(stderr, "%s tcp: dropped a connection from %s: %s\n", identity().c_str(), c.remote.str().c_str(),
+                 why.c_str());
+    c.sock.reset();
+  };
+  std::vector<pollfd> fds;
+  while (missing > 0) {
+    if (deadline.expired()) {
+      std::string who;
+      for (int r = 0; r < size_; ++r)
+        if (!established[r])
+          who += (who.empty() ? "" : ", ") + std::string(r < rank_ ? "connect to " : "accept from ") + "rank " +
+                 std::to_string(r) + " (" + peers_[r].host + " " + peers_[r].remote.str() + ")";
+      FB_THROW(TimeoutError, "tcp: connection set-up timed out after ", options.connectTimeout.count(),
+               " ms; rank ", rank_, " (", iface_.name, " ", me.str(), ") still waits to ", who);
+    }
+    // (Re)start outbound connections whose earlier attempt failed.
+    for (auto& c : pend)
+      if (c.outbound && !c.sock.valid() && Clock::now() >= c.retryAt)
+        c.sock = startConnect(c.remote, sockBuf), c.state = Pending::State::kConnecting, c.got = 0;
+
+    fds.clear();
+    fds.push_back({listener.fd(), POLLIN, 0});
+    for (auto& c : pend)
+      fds.push_back({c.sock.valid() ? c.sock.fd() : -1,
+                     static_cast<short>(c.state == Pending::State::kConnecting ? POLLOUT : POLLIN), 0});
+    int rv = ::poll(fds.data(), fds.size(), std::min(deadline.msLeft(), 50));
+    if (rv < 0 && errno != EINTR) FB_THROW(IoError, "tcp: poll: ", detail::errnoText(errno));
+
+    for (std::size_t i = 0; i < pend.size(); ++i) {
+      Pending& c = pend[i];
+      short re = fds[i + 1].revents;
+      if (!c.sock.valid() || re == 0) continue;
+      if (c.state == Pending::State::kConnecting) {
+        int err = 0;
+        socklen_t l = sizeof(err);
+        ::getsockopt(c.sock.fd(), SOL_SOCKET, SO_ERROR, &err, &l);
+        if (err != 0 || !sendAll(c.sock.fd(), &mine, sizeof(mine))) {
+          c.sock.reset();  // refused / reset: try again shortly, until the deadline
+          c.retryAt = Clock::now() + std::chrono::milliseconds(20);
+          continue;
+        }
+        c.state = Pending::State::kAwaitHello;
+        continue;
+      }
+      // Await the 24-byte hello.
+      ssize_t n = ::recv(c.sock.fd(), reinterpret_cast<char*>(&c.hello) + c.got, sizeof(Hello) - c.got, 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n <= 0) {
+        if (c.outbound) {
+          c.sock.reset();
+          c.retryAt = Clock::now() + std::chrono::milliseconds(20);
+        } else {
+          drop(c, n == 0 ? "closed before its hello" : "error before its hello: " + detail::errnoText(errno));
+        }
+        continue;
+      }
+      c.got += static_cast<std::size_t>(n);
+      if (c.got < sizeof(Hello)) continue;
+      int r = static_cast<int>(c.hello.rank);
+      if (c.outbound) {
+        if (!validHello(c.hello) || r != c.peer)
+          FB_THROW(IoError, "tcp: the listener at ", c.remote.str(), " (expected rank ", c.peer,
+                   ") answered with a wrong token or rank ", c.hello.rank, ": not our job's peer");
+      } else {
+        if (!validHello(c.hello)) {
+          drop(c, "wrong token");
+          continue;
+        }
+        if (c.hello.rank >= static_cast<std::uint32_t>(size_) || r <= rank_ || established[r]) {
+          drop(c, "unexpected rank " + std::to_string(c.hello.rank));
+          continue;
+        }
+        if (!sendAll(c.sock.fd(), &mine, sizeof(mine))) {
+          drop(c, "could not answer its hello");
+          continue;
+        }
+        c.peer = r;
+      }
+      peers_[c.peer].sock = std::move(c.sock);
+      established[c.peer] = true;
+      --missing;
+    }
+    // Forget finished or dropped inbound attempts (outbound ones without a socket retry).
+    std::erase_if(pend, [](const Pending& c) { return !c.sock.valid() && (!c.outbound || c.peer < 0); });
+    std::erase_if(pend, [&](const Pending& c) { return c.outbound && established[c.peer]; });
+
+    if (fds[0].revents & POLLIN) {
+      for (;;) {
+        sockaddr_in from{};
+        socklen_t fl = sizeof(from);
+        int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&from), &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+          if (errno == EINTR || errno == ECONNABORTED) continue;
+          break;  // EAGAIN: backlog drained
+        }
+        Pending c{Pending::State::kAwaitHello, Socket(fd), -1, false, Endpoint{from.sin_addr.s_addr, ntohs(from.sin_port)}};
+        setNoDelay(fd);
+        int inbound = static_cast<int>(std::count_if(pend.begin(), pend.end(), [](auto& p) { return !p.outbound; }));
+        if (inbound >= kMaxStrangers + size_) {
+          drop(c, "too many connections without a hello");
+          continue;
+        }
+        pend.push_back(std::move(c));
+      }
+    }
+  }
+  listener.reset();  // no more strangers
+
+  // 5. What path() reports.
+  path_.label = "tcp " + iface_.name + " " + iface_.ip();
+  auto& d = path_.details;
+  d.emplace_back("interface", iface_.name);
+  d.emplace_back("address", iface_.ip());
+  d.emplace_back("chosen because", ifaceHow_);
+  std::string speed = readFirstLine("/sys/class/net/" + iface_.name + "/speed");
+  d.emplace_back("link speed", speed.empty() || speed[0] == '-' ? "unknown" : speed + " Mb/s");
+  std::string mtu = readFirstLine("/sys/class/net/" + iface_.name + "/mtu");
+  d.emplace_back("mtu", mtu.empty() ? "unknown" : mtu);
+  int probeFd = -1;
+  for (auto& p : peers_)
+    if (p.sock.valid()) probeFd = p.sock.fd();
+  if (probeFd >= 0) {
+    auto [snd, rcv] = grantedBufferSizes(probeFd);
+    d.emplace_back("socket buffers", "SO_SNDBUF " + std::to_string(snd) + " B, SO_RCVBUF " + std::to_string(rcv) +
+                                         " B (requested " + (sockBuf ? std::to_string(sockBuf) + " B" : "autotuning") + ")");
+  } else {
+    d.emplace_back("socket buffers", "none (single rank)");
+  }
+  d.emplace_back("connections", std::to_string(size_ - 1));
+  if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
+}
+
+std::unique_ptr<Transport> createTransport(Bootstrap& bootstrap, const TransportOptions& options,
+                                           const SetupHook& hook) {
+  std::string how;
+  Interface iface = chooseInterface(options.tcpInterface, bootstrap.hostname(), &how);
+  auto t = std::make_unique<TcpTransport>(bootstrap.rank(), bootstrap.size(), iface, how);
+  t->setup(bootstrap, options, hook);
+  return t;
+}
+
+std::unique_ptr<Transport> createTransport(Bootstrap& bootstrap, const TransportOptions& options) {
+  return createTransport(bootstrap, options, SetupHook());
+}
+
+BackendStatus probe(const TransportOptions& options) {
+  BackendStatus s{"tcp", true, false, ""};
+  try {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    std::string how;
+    Interface i = chooseInterface(options.tcpInterface, host, &how);
+    s.usable = true;
+    s.reason = "would use " + i.name + " " + i.ip() + " (" + how + ")";
+  } catch (const Error& e) {
+    s.reason = e.what();
+  }
+  return s;
+}
+
+std::vector<std::byte> helloMessage(int rank, const Token& token) {
+  Hello h{kHelloMagic, static_cast<std::uint32_t>(rank), token};
+  std::vector<std::byte> b(sizeof(h));
+  std::memcpy(b.data(), &h, sizeof(h));
+  return b;
+}
+
 }  // namespace fb::tcp
