@@ -1,1 +1,373 @@
-int main() { return 0; }
+// fabricbench: the one Google Benchmark executable, with our own main.
+//   MPI_Init → parse flags (ours + --benchmark_*) → every rank checks it got the same flags
+//   → --list, or: fingerprint → for each transport × collective × dtype × placement × size,
+//   register a benchmark named  <coll>/<impl>[:<path>]/<bytes>[/<dtype>][/inplace]
+//   → Google Benchmark runs them in registration order (identical on every rank); each
+//   benchmark is ONE Google Benchmark iteration = one Runner point (warm-up, timed batch of -n
+//   ops, max over ranks, verification), fed to SetIterationTime per operation.
+// Google Benchmark under MPI, the three traps: the iteration count is fixed (1 per benchmark,
+// -n ops inside), random interleaving is refused, only rank 0 reports or writes files.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "bootstrap/mpi_bootstrap.h"
+#include "collectives/collective.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "harness/runner.h"
+#include "options.h"
+#include "report/fingerprint.h"
+#include "report/result_sink.h"
+#include "transport/transport.h"
+#if defined(FB_BUILD_NCCL_COLL)
+#include "collectives/nccl/nccl_collective.h"
+#endif
+#if defined(FB_BUILD_CUDA_COLL)
+#include "collectives/cuda/cuda_collective.h"
+#endif
+
+namespace fb {
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+class NullReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+// One implementation + path that produces rows, e.g. {"tcp"}, {"nccl", "nvlink"}.
+struct Backend {
+  std::string impl;
+  std::string path;  // "" when the implementation has one path
+  std::function<std::unique_ptr<Collective>(CollKind)> make;
+  std::string label() const { return path.empty() ? impl : impl + ":" + path; }
+};
+
+std::string defaultRunId(const std::string& host) {
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) return job;
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
+  return std::string(buf) + "-" + host;
+}
+
+std::string joinArgs(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    if (i) s += ' ';
+    std::string a = argv[i];
+    bool quote = a.find_first_of(" \t\"'") != std::string::npos || a.empty();
+    s += quote ? "'" + a + "'" : a;
+  }
+  return s;
+}
+
+// What this build and this machine can run, and why not (--list).
+std::vector<BackendStatus> probeAll(Bootstrap& bs, const Options& o) {
+  std::vector<BackendStatus> out;
+  out.push_back(probeTransport("tcp", o.coll.transport));
+  out.push_back({"mpi", true, true, mpiLibraryVersion()});
+  out.push_back(probeTransport("verbs", o.coll.transport));
+#if defined(FB_BUILD_NCCL_COLL)
+  out.push_back(nccl::probe());
+#else
+  out.push_back({"nccl", false, false,
+                 FB_HAVE_NCCL ? "not built: the nccl backend is absent from this source tree"
+                              : "not built: CUDA toolkit or NCCL not found at configure time"});
+#endif
+#if defined(FB_BUILD_CUDA_COLL)
+  out.push_back(cudaipc::probe(&bs));
+#else
+  (void)bs;
+  out.push_back({"cuda", false, false,
+                 FB_HAVE_CUDA ? "not built: the cuda backend is absent from this source tree"
+                              : "not built: CUDA toolkit not found at configure time"});
+#endif
+  return out;
+}
+
+// Builds the backends the user asked for. Each is created on every rank at the same point;
+// one that is unavailable on any rank is skipped on all, with the reason.
+std::vector<Backend> makeBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes) {
+  std::vector<Backend> out;
+  auto skip = [&](const std::string& name, const std::string& why) {
+    notes.push_back("skipped " + name + ": " + why);
+  };
+  for (const auto& t : o.transports) {
+    try {
+      if (t == "tcp" || t == "verbs") {
+        std::shared_ptr<Transport> transport;
+        agreeOrThrow(bs, t, [&] { transport = makeTransport(t, bs, o.coll.transport); });
+        out.push_back({t, "", [transport](CollKind k) { return makeRingCollective(k, transport); }});
+      } else if (t == "mpi") {
+        out.push_back({"mpi", "", [](CollKind k) { return makeMpiCollective(k); }});
+      } else if (t == "nccl") {
+#if defined(FB_BUILD_NCCL_COLL)
+        std::vector<std::string> paths;
+        agreeOrThrow(bs, "nccl", [&] {
+          paths = o.coll.path == "auto" ? nccl::availablePaths(bs) : std::vector<std::string>{o.coll.path};
+          if (paths.empty()) throw UnavailableError("nccl: no usable path on this machine");
+        });
+        for (const auto& p : paths) {
+          CollectiveOptions co = o.coll;
+          out.push_back({"nccl", p, [&bs, co, p](CollKind k) { return nccl::makeCollective(k, bs, co, p); }});
+        }
+#else
+        throw UnavailableError(FB_HAVE_NCCL ? "nccl backend absent from this source tree"
+                                            : "not built: CUDA toolkit or NCCL not found at configure time");
+#endif
+      } else if (t == "cuda") {
+#if defined(FB_BUILD_CUDA_COLL)
+        agreeOrThrow(bs, "cuda", [&] {
+          auto st = cudaipc::probe(&bs);
+          if (!st.usable) throw UnavailableError(st.reason);
+        });
+        CollectiveOptions co = o.coll;
+        out.push_back({"cuda", "", [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); }});
+#else
+        throw UnavailableError(FB_HAVE_CUDA ? "cuda backend absent from this source tree"
+                                            : "not built: CUDA toolkit not found at configure time");
+#endif
+      }
+    } catch (const UnavailableError& e) {
+      skip(t, e.what());
+    }
+  }
+  return out;
+}
+
+struct RunState {
+  std::vector<std::unique_ptr<ResultSink>> sinks;
+  std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
+  std::vector<std::string> notes;
+  void add(const Sample& s) {
+    ++rows;
+    if (s.wrong > 0) {
+      ++badRows;
+      wrongTotal += s.wrong;
+    }
+    for (auto& k : sinks) k->add(s);
+  }
+  void end(RunSummary sum) {
+    sum.notes = notes;
+    for (auto& k : sinks) k->end(sum);
+    sinks.clear();
+  }
+};
+
+void printList(Bootstrap& bs, const Options& o) {
+  auto st = probeAll(bs, o);
+  if (bs.rank() != 0) return;
+  fmt::print("fabricbench {} — what this build and this machine can run\n\n", FB_VERSION);
+  fmt::print("{:<8} {:<6} {:<7} {}\n", "backend", "built", "usable", "details / why not");
+  for (const auto& s : st)
+    fmt::print("{:<8} {:<6} {:<7} {}\n", s.name, s.built ? "yes" : "no", s.usable ? "yes" : "no", s.reason);
+  fmt::print("\ncollectives: allreduce allgather reducescatter p2pring (every usable backend runs all four)\n");
+  fmt::print("dtypes: float32 float64 int32 float16 bfloat16 (nccl/cuda: see their rows)\n");
+#if defined(FB_BUILD_NCCL_COLL)
+  std::string topo = nccl::topologyText();
+  if (!topo.empty()) fmt::print("\nGPU topology:\n{}\n", topo);
+#endif
+}
+
+int realMain(int argc, char** argv, MpiBootstrap& bs) {
+  // 1. Flags, checked on every rank, agreed before any communication of data.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::optional<Options> parsed;
+  std::string err;
+  try {
+    parsed = parseOptions(args, bs.rank() == 0);
+    if (!parsed) return 0;  // --help
+    if (bs.rank() == 0 && !parsed->list && parsed->writeFiles && !parsed->runId.empty()) {
+      auto dir = std::filesystem::path(parsed->resultsDir) / parsed->runId;
+      if (std::filesystem::exists(dir))
+        throw ConfigError("result folder " + dir.string() + " already exists (choose another --run-id)");
+    }
+  } catch (const ConfigError& e) {
+    err = e.what();
+  }
+  auto all = bs.allGatherStrings(err.empty() ? "OK" + parsed->canonical : "ER" + err);
+  for (int r = 0; r < bs.size(); ++r) {
+    if (all[r].rfind("ER", 0) == 0) {
+      if (bs.rank() == 0)
+        std::cerr << "fabricbench: error: " << all[r].substr(2) << (bs.size() > 1 ? fmt::format(" (rank {})", r) : "")
+                  << "\n";
+      return kExitBadInput;
+    }
+  }
+  for (int r = 1; r < bs.size(); ++r) {
+    if (all[r] != all[0]) {
+      if (bs.rank() == 0)
+        std::cerr << "fabricbench: error: ranks were started with different flags (rank 0: '" << all[0].substr(2)
+                  << "', rank " << r << ": '" << all[r].substr(2) << "')\n";
+      return kExitBadInput;
+    }
+  }
+  Options& o = *parsed;
+
+  if (o.list) {
+    printList(bs, o);
+    return 0;
+  }
+
+  // 2. Run identity, fingerprint of every rank, sinks on rank 0.
+  auto hosts = bs.hostnames();
+  int nodes = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
+  std::string runId = o.runId;
+  if (runId.empty()) {
+    std::string mine = bs.rank() == 0 ? defaultRunId(bs.hostname()) : std::string();
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(mine.data(), mine.size())));
+    runId.assign(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  nlohmann::json local = collectLocalFingerprint();
+  local["rank"] = bs.rank();
+  local["local_rank"] = bs.localRank();
+  local["mpi_library"] = mpiLibraryVersion();
+  auto fps = bs.allGatherStrings(local.dump());
+
+  RunState state;
+  std::string resultDir;
+  if (bs.rank() == 0) {
+    RunMeta meta;
+    meta.runId = runId;
+    meta.commandLine = joinArgs(argc, argv);
+    std::vector<nlohmann::json> per;
+    for (auto& f : fps) per.push_back(nlohmann::json::parse(f));
+    meta.fingerprint = mergeFingerprints(per);
+    meta.fingerprint["ranks"] = bs.size();
+    meta.fingerprint["nodes"] = nodes;
+    meta.config = {{"minbytes", o.minBytes}, {"maxbytes", o.maxBytes}, {"stepfactor", o.stepFactor},
+                   {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
+                   {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
+                   {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
+                   {"time", "max over ranks of each rank's timed batch, per operation"}};
+    state.sinks.push_back(makeConsoleSink());
+    if (o.writeFiles) {
+      resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
+      std::error_code ec;
+      std::filesystem::create_directories(resultDir, ec);
+      if (ec) FB_THROW(Error, "cannot create ", resultDir, ": ", ec.message());
+      meta.resultDir = resultDir;
+      state.sinks.push_back(makeCsvSink(resultDir + "/table.csv"));
+      state.sinks.push_back(makeJsonSink(resultDir + "/run.json"));
+      state.sinks.push_back(makeMarkdownSink(resultDir + "/report.md"));
+    }
+    for (auto& k : state.sinks) k->begin(meta);
+  }
+  o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
+
+  // 3. Backends and benchmarks.
+  try {
+    auto backends = makeBackends(bs, o, state.notes);
+    if (bs.rank() == 0)
+      for (auto& n : state.notes) std::cout << "# " << n << "\n" << std::flush;
+    Runner runner(bs, o.runner);
+    auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
+    std::vector<std::shared_ptr<Collective>> keep;
+    for (auto& be : backends) {
+      for (CollKind k : o.colls) {
+        for (DataType dt : o.dtypes) {
+          for (bool inPlace : o.placements) {
+            auto coll = std::shared_ptr<Collective>(be.make(k));
+            keep.push_back(coll);
+            for (std::size_t bytes : sizes) {
+              CollShape shape = makeShape(k, dt, bytes, bs.size(), inPlace);
+              std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
+              if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
+              if (inPlace) name += "/inplace";
+              benchmark::RegisterBenchmark(name.c_str(), [&, coll, shape, nodes](benchmark::State& st) {
+                for (auto _ : st) {
+                  Sample s = runner.run(*coll, shape);
+                  s.nNodes = nodes;
+                  st.SetIterationTime(s.timeUs * 1e-6);
+                  st.counters["algbw_GBps"] = s.algBwGBps;
+                  st.counters["busbw_GBps"] = s.busBwGBps;
+                  st.counters["wrong"] = static_cast<double>(s.wrong);
+                  state.add(s);
+                }
+              })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+            }
+          }
+        }
+      }
+    }
+    NullReporter quiet;
+    std::size_t ran = benchmark::RunSpecifiedBenchmarks(&quiet);
+    RunSummary sum;
+    if (state.badRows > 0) {
+      sum.ok = false;
+      sum.status = fmt::format("failed: {} wrong elements in {} rows", state.wrongTotal, state.badRows);
+    } else if (ran == 0 || state.rows == 0) {
+      sum.ok = false;
+      sum.status = "failed: nothing ran (every backend skipped or filtered out)";
+    } else {
+      sum.status = fmt::format("passed: {} rows, wrong = 0{}", state.rows,
+                               o.runner.checkRounds == 0 ? " (data NOT checked: -c 0)" : "");
+    }
+    if (bs.rank() == 0) {
+      std::cout << "# " << sum.status << (resultDir.empty() ? "" : "; results in " + resultDir + "/") << "\n"
+                << std::flush;
+    }
+    bool ok = sum.ok;
+    state.end(sum);
+    keep.clear();
+    return ok ? 0 : (state.rows == 0 ? 3 : 1);
+  } catch (const std::exception& e) {
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = std::string("aborted: ") + e.what();
+    std::cerr << e.what() << "\n" << std::flush;
+    state.end(sum);
+    bs.abortJob(1);
+  }
+}
+
+}  // namespace
+}  // namespace fb
+
+int main(int argc, char** argv) {
+  // Google Benchmark reads its own flags; ours are parsed by CLI11 in parseOptions.
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  {
+    fb::MpiBootstrap bs;
+    fb::setIdentity(bs.hostname(), bs.rank());
+    std::vector<char*> gbArgs{argv[0]};
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--benchmark_", 0) != 0) continue;
+      // Trap 3: --benchmark_out on every rank would truncate the same file. Only rank 0 writes.
+      if (bs.rank() != 0 && a.rfind("--benchmark_out", 0) == 0) continue;
+      gbArgs.push_back(argv[i]);
+    }
+    int gbArgc = static_cast<int>(gbArgs.size());
+    benchmark::Initialize(&gbArgc, gbArgs.data());
+    try {
+      rc = fb::realMain(argc, argv, bs);
+    } catch (const fb::ConfigError& e) {
+      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n" << std::flush;
+      bs.abortJob(1);
+    }
+    benchmark::Shutdown();
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,1 +1,176 @@
-// being written
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace fb {
+namespace {
+
+std::vector<std::string> splitList(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const auto& item : in) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+std::size_t sizeFlag(const std::string& flag, const std::string& text) {
+  try {
+    return parseSize(text);
+  } catch (const ConfigError& e) {
+    throw ConfigError(flag + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& knownTransports() {
+  static const std::vector<std::string> k = {"tcp", "mpi", "verbs", "nccl", "cuda"};
+  return k;
+}
+
+std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool printHelp) {
+  Options o;
+  std::vector<std::string> ours;
+  for (const auto& a : argsIn) {
+    if (a.rfind("--benchmark_", 0) == 0) {
+      if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
+        auto eq = a.find('=');
+        std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
+        if (v != "false" && v != "0")
+          throw ConfigError("--benchmark_enable_random_interleaving is refused: it runs benchmarks in a "
+                            "different order on each rank, and the collectives would deadlock");
+      }
+      o.benchmarkArgs.push_back(a);
+    } else {
+      ours.push_back(a);
+    }
+  }
+
+  CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
+               "CUDA peer memory and MPI, with nccl-tests' definitions.\nLaunch with mpirun/srun; "
+               "Google Benchmark flags (--benchmark_filter=allreduce/tcp, --benchmark_out=...) pass through.",
+               "fabricbench"};
+  std::string minB = "8", maxB = "64M", stepB = "0";
+  std::vector<std::string> colls{"all"}, transports{"auto"}, dtypes{"float32"};
+  std::string placement = "both";
+  int timeoutS = 45;
+  std::string corrupt;
+  app.add_option("-b,--minbytes", minB, "smallest size (8, 1K, 64M, 8G; K = 1024)")->capture_default_str();
+  app.add_option("-e,--maxbytes", maxB, "largest size")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.stepFactor, "multiply the size by this between rows")->capture_default_str();
+  app.add_option("-i,--stepbytes", stepB, "add this many bytes between rows instead of -f");
+  app.add_option("-n,--iters", o.runner.iters, "timed operations per size")->capture_default_str();
+  app.add_option("-w,--warmup", o.runner.warmupIters, "untimed operations per size first")->capture_default_str();
+  app.add_option("-c,--check", o.runner.checkRounds,
+                 "verification rounds per size (fresh data each; 0 = no check, row says so)")
+      ->capture_default_str();
+  app.add_option("--collective", colls, "allreduce,allgather,reducescatter,p2pring or all")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--transport", transports, "tcp,mpi,verbs,nccl,cuda or auto (every path this machine has)")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->capture_default_str();
+  app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
+      ->capture_default_str();
+  app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce")->capture_default_str();
+  app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
+  app.add_option("--tcp-if", o.coll.transport.tcpInterface,
+                 "tcp: interface name or IPv4 address to bind (default: the address the node name resolves to)");
+  app.add_option("--ib-dev", o.coll.transport.verbsDevice, "verbs: RDMA device (default: first active)");
+  app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
+  app.add_option("--gid-index", o.coll.transport.gidIndex,
+                 "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
+  app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)");
+  app.add_option("--timeout", timeoutS, "seconds any one batch may take before the run fails")->capture_default_str();
+  app.add_option("--results-dir", o.resultsDir, "parent folder of results/<run-id>/")->capture_default_str();
+  app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
+  app.add_flag("!--no-files", o.writeFiles, "print the table only; write no result folder");
+  app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
+  app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
+      ->group("");
+
+  std::vector<std::string> rev(ours.rbegin(), ours.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    if (printHelp) std::cout << app.help();
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw ConfigError(e.what());
+  }
+
+  o.minBytes = sizeFlag("--minbytes", minB);
+  o.maxBytes = sizeFlag("--maxbytes", maxB);
+  o.stepBytes = sizeFlag("--stepbytes", stepB);
+  sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);  // validates
+  if (o.runner.iters < 1) throw ConfigError(fmt::format("--iters must be >= 1 (got {})", o.runner.iters));
+  if (o.runner.warmupIters < 0) throw ConfigError("--warmup must be >= 0");
+  if (o.runner.checkRounds < 0) throw ConfigError("--check must be >= 0");
+  if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
+  o.runner.timeout = std::chrono::seconds(timeoutS);
+
+  for (const auto& c : splitList(colls)) {
+    if (c == "all") {
+      o.colls = allCollKinds();
+      continue;
+    }
+    auto k = parseCollKind(c);
+    if (!k) throw ConfigError("unknown collective '" + c + "' (choose allreduce, allgather, reducescatter, p2pring or all)");
+    o.colls.push_back(*k);
+  }
+  for (const auto& t : splitList(transports)) {
+    if (t == "auto") {
+      o.transportsAuto = true;
+      continue;
+    }
+    bool known = false;
+    for (const auto& k : knownTransports()) known = known || k == t;
+    if (!known) throw ConfigError(fmt::format("unknown transport '{}' (choose {} or auto)", t, fmt::join(knownTransports(), ", ")));
+    o.transports.push_back(t);
+  }
+  if (o.transportsAuto) o.transports = knownTransports();
+  for (const auto& d : splitList(dtypes)) {
+    auto t = parseDataType(d);
+    if (!t) throw ConfigError("unknown dtype '" + d + "' (choose float32, float64, int32, float16, bfloat16)");
+    o.dtypes.push_back(*t);
+  }
+  if (placement == "out") o.placements = {false};
+  else if (placement == "in") o.placements = {true};
+  else if (placement == "both") o.placements = {false, true};
+  else throw ConfigError("unknown --placement '" + placement + "' (choose out, in or both)");
+  static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce"};
+  if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
+    throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib or roce)");
+  if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
+  if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
+    throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
+  if (!corrupt.empty()) {
+    auto colon = corrupt.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      o.runner.corrupt = std::make_pair(std::stoi(corrupt.substr(0, colon)),
+                                        static_cast<std::size_t>(std::stoull(corrupt.substr(colon + 1))));
+    } catch (const std::exception&) {
+      throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
+    }
+  }
+  // Everything that changes what is measured, normalized, for the cross-rank comparison.
+  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
+                            o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
+                            fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
+                            o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
+                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "));
+  return o;
+}
+
+}  // namespace fb

@@ -1,0 +1,42 @@
+// fabricbench's command line: nccl-tests' flags next to Google Benchmark's (--benchmark_*,
+// which are passed through). parseOptions() throws ConfigError with one line naming the problem.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/collective.h"
+#include "collectives/spec.h"
+#include "harness/runner.h"
+
+namespace fb {
+
+struct Options {
+  std::size_t minBytes = 8;
+  std::size_t maxBytes = 64u << 20;
+  double stepFactor = 2.0;
+  std::size_t stepBytes = 0;
+  std::vector<CollKind> colls;
+  std::vector<std::string> transports;   // expanded: tcp, mpi, verbs, nccl, cuda
+  bool transportsAuto = false;           // "auto": every path this machine has
+  std::vector<DataType> dtypes;
+  std::vector<bool> placements;          // false = out-of-place, true = in-place
+  RunnerConfig runner;
+  CollectiveOptions coll;
+  std::string resultsDir = "results";
+  std::string runId;
+  bool writeFiles = true;
+  bool list = false;
+  std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
+  std::string canonical;                 // normalized flags, compared across ranks
+};
+
+// Every implementation name --transport accepts, in the order "auto" runs them.
+const std::vector<std::string>& knownTransports();
+
+// argv without argv[0]. Throws ConfigError (bad value), or returns nullopt after printing help
+// when --help was asked (printHelp decides whether this rank prints).
+std::optional<Options> parseOptions(const std::vector<std::string>& args, bool printHelp);
+
+}  // namespace fb
