@@ -1,0 +1,70 @@
+# fabricbench_job.sh - what every slurm/*.sbatch does inside the job. Sourced, then
+#   fb_job <collective>
+# runs fabricbench once across the whole allocation and exits with its status:
+#   0 = every row ran and passed its data check; non-zero = wrong data, a lost rank or node, or a
+#   setup error (2 = bad settings, found before anything was launched).
+# Settings come from slurm/fabricbench.env (see there).
+
+# The sbatch script runs from a copy in slurmd's spool directory, so its own path says nothing about
+# where the repository is. FB_HOME: exported by the user, else the submit directory (or its parent,
+# when submitted from inside slurm/), else the directory of the script as Slurm recorded it.
+fb_find_home() {
+  local d cmd
+  for d in "${FB_HOME:-}" "${SLURM_SUBMIT_DIR:-}" "${SLURM_SUBMIT_DIR:-.}/.."; do
+    [ -n "$d" ] && [ -f "$d/slurm/fabricbench.env" ] && { (cd "$d" && pwd); return 0; }
+  done
+  cmd=$(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')
+  if [ -n "$cmd" ] && [ -f "$(dirname "$cmd")/fabricbench.env" ]; then
+    (cd "$(dirname "$cmd")/.." && pwd); return 0
+  fi
+  return 1
+}
+
+fb_die() { echo "fabricbench job: $*" >&2; exit 2; }
+
+fb_job() {
+  local coll=${1:?collective}
+  set -uo pipefail
+  [ -n "${SLURM_JOB_ID:-}" ] || fb_die "not inside a Slurm job (submit with: sbatch slurm/<script>.sbatch)"
+  FB_HOME=$(fb_find_home) || fb_die "cannot find the fabricbench repository: submit from its root or export FB_HOME"
+  export FB_HOME
+  # shellcheck source=fabricbench.env
+  source "$FB_HOME/slurm/fabricbench.env"
+  [ -x "$FB_BIN" ] || fb_die "binary not found or not executable: FB_BIN=$FB_BIN (build it: cmake --preset default && cmake --build build --target fabricbench; or set FB_BIN in slurm/fabricbench.env)"
+
+  local nnodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
+  local rpn=${FB_RANKS_PER_NODE:-}
+  [ -n "$rpn" ] || rpn=${SLURM_NTASKS_PER_NODE:-}
+  [ -n "$rpn" ] || rpn=${SLURM_TASKS_PER_NODE%%[(,]*}      # "2(x2)" -> 2
+  [[ "$rpn" =~ ^[1-9][0-9]*$ ]] || fb_die "bad ranks per node '$rpn' (FB_RANKS_PER_NODE or --ntasks-per-node)"
+  local np=$((nnodes * rpn))
+  local run_id=${FB_RUN_ID:-$SLURM_JOB_ID}
+
+  local -a launch args
+  case "$FB_LAUNCHER" in
+    srun)   launch=(srun $FB_SRUN_ARGS --nodes="$nnodes" --ntasks-per-node="$rpn" --ntasks="$np") ;;
+    mpirun) launch=(mpirun -np "$np" --map-by "ppr:$rpn:node" $FB_MPIRUN_ARGS) ;;
+    *)      fb_die "bad FB_LAUNCHER '$FB_LAUNCHER' (expected srun or mpirun)" ;;
+  esac
+  args=(--collective "$coll" --transport "$FB_TRANSPORTS" $FB_SIZES -n "$FB_ITERS" -w "$FB_WARMUP"
+        -c "$FB_CHECK" --dtype "$FB_DTYPE" --results-dir "$FB_RESULTS_DIR" --run-id "$run_id")
+  [ -z "$FB_TCP_IF" ] || args+=(--tcp-if "$FB_TCP_IF")
+  args+=($FB_EXTRA_ARGS)
+
+  echo "fabricbench job $SLURM_JOB_ID: $coll on $nnodes node(s) [$SLURM_JOB_NODELIST] x $rpn rank(s)," \
+       "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)"
+  echo "+ ${launch[*]} $FB_BIN ${args[*]}"
+  local t0=$SECONDS rc=0
+  "${launch[@]}" "$FB_BIN" "${args[@]}" || rc=$?
+  local out=$FB_RESULTS_DIR/$run_id
+  if [ "$rc" = 0 ] && [ ! -s "$out/table.csv" ]; then
+    echo "fabricbench job $SLURM_JOB_ID: FAILED: fabricbench exited 0 but wrote no $out/table.csv" >&2
+    rc=1
+  fi
+  if [ "$rc" = 0 ]; then
+    echo "fabricbench job $SLURM_JOB_ID: PASSED in $((SECONDS - t0)) s; results in $out/"
+  else
+    echo "fabricbench job $SLURM_JOB_ID: FAILED (exit $rc) after $((SECONDS - t0)) s; rows written so far: $out/table.csv" >&2
+  fi
+  exit "$rc"
+}
