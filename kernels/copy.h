@@ -1,0 +1,30 @@
+// Copy kernels (copies done by SMs rather than the copy engine) and small helpers for peer
+// memory measurements. Declarations only: usable from .cc files. Launchers return cudaError_t.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace fb::kernels {
+
+// dst[0..bytes) = src[0..bytes) by SMs; either pointer may be peer memory (a kernel on GPU A
+// writing into GPU B's memory is an SM "write" copy, reading from it an SM "read" copy).
+// 16-byte vectors when dst and src have the same alignment modulo 16, bytes otherwise.
+// blocks = 0: two per multiprocessor.
+cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks = 0,
+                      int threads = 1024);
+
+// Latency: a chain of 8-byte pointers through `buf` (device memory of any GPU): node i at
+// offset (i * stride) mod bytes points to node i+1. buildChain writes it (run it on buf's GPU).
+cudaError_t buildPointerChain(void* buf, std::size_t bytes, std::size_t stride, cudaStream_t stream);
+// One thread follows the chain `hops` times starting at buf (dependent loads, not cached in
+// L1); the final pointer is stored in *sink so the loop cannot be optimized away.
+cudaError_t chasePointers(const void* buf, int hops, unsigned long long* sink, cudaStream_t stream);
+
+// A single thread spins until *flag >= want or timeoutNs passes (globaltimer); writes 1 to
+// *timedOut when it gave up. Used by the P2P sanity check's fault injection and tests.
+cudaError_t spinUntil(const unsigned long long* flag, unsigned long long want, unsigned long long timeoutNs,
+                      int* timedOut, cudaStream_t stream);
+
+}  // namespace fb::kernels

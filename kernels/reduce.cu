@@ -1,0 +1,432 @@
+// Reduction kernels and the CUDA IPC collective programs (see reduce.h). Kernels and
+// launchers only.
+#include "kernels/reduce.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace fb::kernels {
+
+std::size_t elemSize(ElemType t) { return t == ElemType::kFloat32 ? 4 : 2; }
+
+namespace {
+
+constexpr int kUnroll = 4;
+
+// ---- element conversions (all arithmetic in float) ----
+template <int T> struct Conv;
+template <> struct Conv<0> {  // float32: one element per 32-bit word
+  static constexpr int kSize = 4;
+  __device__ __forceinline__ static float load(const char* p) { return *reinterpret_cast<const float*>(p); }
+  __device__ __forceinline__ static float loadCg(const char* p) { return __ldcg(reinterpret_cast<const float*>(p)); }
+  __device__ __forceinline__ static void store(char* p, float v) { *reinterpret_cast<float*>(p) = v; }
+  __device__ __forceinline__ static float roundTo(float v) { return v; }
+  __device__ __forceinline__ static unsigned addWord(unsigned a, unsigned b) {
+    return __float_as_uint(__uint_as_float(a) + __uint_as_float(b));
+  }
+};
+template <> struct Conv<1> {  // float16
+  static constexpr int kSize = 2;
+  __device__ __forceinline__ static float fromBits(unsigned short b) { return __half2float(__ushort_as_half(b)); }
+  __device__ __forceinline__ static unsigned short toBits(float f) { return __half_as_ushort(__float2half_rn(f)); }
+  __device__ __forceinline__ static float load(const char* p) { return fromBits(*reinterpret_cast<const unsigned short*>(p)); }
+  __device__ __forceinline__ static float loadCg(const char* p) { return fromBits(__ldcg(reinterpret_cast<const unsigned short*>(p))); }
+  __device__ __forceinline__ static void store(char* p, float v) { *reinterpret_cast<unsigned short*>(p) = toBits(v); }
+  __device__ __forceinline__ static float roundTo(float v) { return fromBits(toBits(v)); }
+  __device__ __forceinline__ static unsigned addWord(unsigned a, unsigned b) {
+    float lo = fromBits(a & 0xffffu) + fromBits(b & 0xffffu);
+    float hi = fromBits(a >> 16) + fromBits(b >> 16);
+    return static_cast<unsigned>(toBits(lo)) | (static_cast<unsigned>(toBits(hi)) << 16);
+  }
+};
+template <> struct Conv<2> {  // bfloat16
+  static constexpr int kSize = 2;
+  __device__ __forceinline__ static float fromBits(unsigned short b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
+  __device__ __forceinline__ static unsigned short toBits(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+  __device__ __forceinline__ static float load(const char* p) { return fromBits(*reinterpret_cast<const unsigned short*>(p)); }
+  __device__ __forceinline__ static float loadCg(const char* p) { return fromBits(__ldcg(reinterpret_cast<const unsigned short*>(p))); }
+  __device__ __forceinline__ static void store(char* p, float v) { *reinterpret_cast<unsigned short*>(p) = toBits(v); }
+  __device__ __forceinline__ static float roundTo(float v) { return fromBits(toBits(v)); }
+  __device__ __forceinline__ static unsigned addWord(unsigned a, unsigned b) {
+    float lo = fromBits(a & 0xffffu) + fromBits(b & 0xffffu);
+    float hi = fromBits(a >> 16) + fromBits(b >> 16);
+    return static_cast<unsigned>(toBits(lo)) | (static_cast<unsigned>(toBits(hi)) << 16);
+  }
+};
+
+template <int T>
+__device__ __forceinline__ uint4 addVec(uint4 a, uint4 b) {
+  return make_uint4(Conv<T>::addWord(a.x, b.x), Conv<T>::addWord(a.y, b.y), Conv<T>::addWord(a.z, b.z),
+                    Conv<T>::addWord(a.w, b.w));
+}
+
+struct Inputs {
+  const char* p[kMaxReduceInputs];
+};
+
+// out[lo..hi) = sum_k in[k][lo..hi) (element indices), done by threads tid = 0..nthreads-1.
+// Inputs are read with ld.global.cg (L2 only): they may be peer memory or memory a peer wrote.
+template <int T>
+__device__ __forceinline__ void reduceRange(char* out, const Inputs& in, int nIn, unsigned long long lo,
+                                            unsigned long long hi, unsigned tid, unsigned nthreads) {
+  constexpr int es = Conv<T>::kSize;
+  if (hi <= lo) return;
+  bool aligned = (reinterpret_cast<unsigned long long>(out + lo * es) & 15) == 0;
+#pragma unroll
+  for (int k = 0; k < kMaxReduceInputs; ++k)
+    if (k < nIn) aligned = aligned && (reinterpret_cast<unsigned long long>(in.p[k] + lo * es) & 15) == 0;
+  unsigned long long done = lo;
+  if (aligned) {
+    constexpr int perVec = 16 / es;
+    const unsigned long long nv = (hi - lo) / perVec;
+    uint4* o = reinterpret_cast<uint4*>(out + lo * es);
+    for (unsigned long long base = tid; base < nv; base += static_cast<unsigned long long>(nthreads) * kUnroll) {
+      uint4 acc[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        unsigned long long idx = base + static_cast<unsigned long long>(u) * nthreads;
+        if (idx < nv) acc[u] = __ldcg(reinterpret_cast<const uint4*>(in.p[0] + lo * es) + idx);
+      }
+#pragma unroll
+      for (int k = 1; k < kMaxReduceInputs; ++k) {
+        if (k >= nIn) break;
+        uint4 v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          unsigned long long idx = base + static_cast<unsigned long long>(u) * nthreads;
+          if (idx < nv) v[u] = __ldcg(reinterpret_cast<const uint4*>(in.p[k] + lo * es) + idx);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          unsigned long long idx = base + static_cast<unsigned long long>(u) * nthreads;
+          if (idx < nv) acc[u] = addVec<T>(acc[u], v[u]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        unsigned long long idx = base + static_cast<unsigned long long>(u) * nthreads;
+        if (idx < nv) o[idx] = acc[u];
+      }
+    }
+    done = lo + nv * perVec;
+  }
+  // Tail (or everything when unaligned): element by element.
+  for (unsigned long long i = done + tid; i < hi; i += nthreads) {
+    if (nIn == 1) {  // exact copy, no conversion round trip
+      if (es == 4) *reinterpret_cast<unsigned*>(out + i * es) = __ldcg(reinterpret_cast<const unsigned*>(in.p[0] + i * es));
+      else *reinterpret_cast<unsigned short*>(out + i * es) = __ldcg(reinterpret_cast<const unsigned short*>(in.p[0] + i * es));
+    } else {
+      // Same rounding as the vector path: round to the element type after every addition.
+      float s = Conv<T>::loadCg(in.p[0] + i * es);
+      for (int k = 1; k < nIn; ++k) {
+        s += Conv<T>::loadCg(in.p[k] + i * es);
+        s = Conv<T>::roundTo(s);
+      }
+      Conv<T>::store(out + i * es, s);
+    }
+  }
+}
+
+template <int T>
+__global__ void reduceKernel(char* out, Inputs in, int nIn, unsigned long long count) {
+  // One contiguous slice per block (coalesced, and each block streams its own range).
+  unsigned long long per = (count + gridDim.x - 1) / gridDim.x;
+  per = (per + 63) & ~63ull;
+  unsigned long long lo = per * blockIdx.x;
+  unsigned long long hi = lo + per < count ? lo + per : count;
+  if (lo >= count) return;
+  reduceRange<T>(out, in, nIn, lo, hi, threadIdx.x, blockDim.x);
+}
+
+int smCount() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) return 132;
+  return sms;
+}
+
+}  // namespace
+
+cudaError_t reduceSum(ElemType t, void* out, const void* const* inputs, int nInputs, std::size_t count,
+                      cudaStream_t stream, int blocks, int threads) {
+  if (nInputs < 1 || nInputs > kMaxReduceInputs || threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  Inputs in{};
+  for (int k = 0; k < nInputs; ++k) in.p[k] = static_cast<const char*>(inputs[k]);
+  if (blocks <= 0) {
+    // Enough blocks to fill the GPU, but no block with less than ~16 KiB of output.
+    unsigned long long want = (count * elemSize(t) + 16383) / 16384;
+    unsigned long long cap = static_cast<unsigned long long>(smCount()) * 4;
+    blocks = static_cast<int>(want < cap ? (want ? want : 1) : cap);
+  }
+  char* o = static_cast<char*>(out);
+  switch (t) {
+    case ElemType::kFloat32: reduceKernel<0><<<blocks, threads, 0, stream>>>(o, in, nInputs, count); break;
+    case ElemType::kFloat16: reduceKernel<1><<<blocks, threads, 0, stream>>>(o, in, nInputs, count); break;
+    case ElemType::kBFloat16: reduceKernel<2><<<blocks, threads, 0, stream>>>(o, in, nInputs, count); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace fb::kernels
+
+namespace fb::kernels::ipc {
+
+namespace {
+
+__device__ __forceinline__ unsigned long long globalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned long long loadVolatile(const unsigned long long* p) {
+  return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+__device__ __forceinline__ void storeVolatile(unsigned long long* p, unsigned long long v) {
+  *reinterpret_cast<volatile unsigned long long*>(p) = v;
+}
+
+// Spin until *flag >= want or the time-out passes; records the failure (first one wins).
+__device__ bool waitFlag(const unsigned long long* flag, unsigned long long want, unsigned long long timeoutNs,
+                         KernelStatus* status, int peer) {
+  unsigned long long seen = loadVolatile(flag);
+  if (seen >= want) return true;
+  const unsigned long long start = globalTimerNs();
+  while (true) {
+    seen = loadVolatile(flag);
+    if (seen >= want) return true;
+    if (globalTimerNs() - start > timeoutNs) break;
+  }
+  if (status && atomicCAS(&status->code, 0, 1) == 0) {
+    status->block = static_cast<int>(blockIdx.x);
+    status->peer = peer;
+    status->step = want;
+    status->observed = seen;
+    __threadfence_system();
+  }
+  return false;
+}
+
+__device__ __forceinline__ void blockSlice(unsigned long long count, unsigned long long& lo, unsigned long long& hi) {
+  unsigned long long per = (count + gridDim.x - 1) / gridDim.x;
+  per = (per + 63) & ~63ull;  // same slice boundaries on every rank; 64 elements keep 16-byte alignment
+  lo = per * blockIdx.x;
+  if (lo > count) lo = count;
+  hi = lo + per < count ? lo + per : count;
+}
+
+template <int T>
+__global__ void ringKernel(RingProgram p) {
+  __shared__ unsigned long long base;
+  __shared__ int abortFlag;
+  const int b = blockIdx.x;
+  if (threadIdx.x == 0) {
+    base = p.counters[b];
+    abortFlag = 0;
+  }
+  __syncthreads();
+  const bool peers = p.fromLeft != nullptr;
+  for (int s = 0; s < p.nSteps; ++s) {
+    const unsigned long long t = base + s;
+    if (peers) {
+      if (threadIdx.x == 0) {
+        bool ok = waitFlag(p.fromLeft + b, t, p.timeoutNs, p.status, p.leftRank) &&
+                  waitFlag(p.fromRight + b, t, p.timeoutNs, p.status, p.rightRank);
+        if (!ok) abortFlag = 1;
+        __threadfence();
+      }
+      __syncthreads();
+      if (abortFlag) return;
+    }
+    const RingStep& st = p.steps[s];
+    unsigned long long lo, hi;
+    blockSlice(st.count, lo, hi);
+    Inputs in{};
+    in.p[0] = static_cast<const char*>(st.src0);
+    in.p[1] = static_cast<const char*>(st.src1);
+    reduceRange<T>(static_cast<char*>(st.dst), in, st.src1 ? 2 : 1, lo, hi, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (peers && threadIdx.x == 0) {
+      __threadfence_system();
+      storeVolatile(p.toLeft + b, t + 1);
+      storeVolatile(p.toRight + b, t + 1);
+    }
+  }
+  if (threadIdx.x == 0) p.counters[b] = base + p.nSteps;
+}
+
+template <int T>
+__global__ void oneShotKernel(OneShotProgram p) {
+  constexpr int es = Conv<T>::kSize;
+  __shared__ unsigned long long seq;
+  __shared__ int abortFlag;
+  const int b = blockIdx.x;
+  if (threadIdx.x == 0) {
+    seq = p.counters[b];
+    abortFlag = 0;
+  }
+  __syncthreads();
+  const unsigned long long slot = seq & 1;
+  unsigned long long lo, hi;
+  blockSlice(p.count, lo, hi);
+  const char* input = static_cast<const char*>(p.input);
+  // 1. Push my slice into every peer's staging cell [slot][myRank].
+  for (int r = 0; r < p.nRanks; ++r) {
+    if (r == p.rank) continue;
+    char* cell = static_cast<char*>(p.staging[r]) + (slot * p.nRanks + p.rank) * p.maxBytes;
+    Inputs in{};
+    in.p[0] = input;
+    reduceRange<T>(cell, in, 1, lo, hi, threadIdx.x, blockDim.x);
+  }
+  __syncthreads();
+  // 2. Raise my flag in every peer, then wait for every peer's flag in my memory.
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    for (int r = 0; r < p.nRanks; ++r) {
+      if (r == p.rank) continue;
+      storeVolatile(p.flags[r] + (slot * p.nRanks + p.rank) * kMaxBlocks + b, seq + 1);
+    }
+    for (int r = 0; r < p.nRanks && !abortFlag; ++r) {
+      if (r == p.rank) continue;
+      if (!waitFlag(p.flags[p.rank] + (slot * p.nRanks + r) * kMaxBlocks + b, seq + 1, p.timeoutNs, p.status, r))
+        abortFlag = 1;
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  if (abortFlag) return;
+  // 3. Sum in rank order (the same order, hence the same result, on every rank).
+  Inputs in{};
+  for (int r = 0; r < p.nRanks; ++r)
+    in.p[r] = r == p.rank ? input
+                          : static_cast<const char*>(p.staging[p.rank]) + (slot * p.nRanks + r) * p.maxBytes;
+  (void)es;
+  reduceRange<T>(static_cast<char*>(p.output), in, p.nRanks, lo, hi, threadIdx.x, blockDim.x);
+  if (threadIdx.x == 0) p.counters[b] = seq + 1;
+}
+
+__device__ __forceinline__ float patternDev(int rank, unsigned long long i, int seed) {
+  unsigned long long v = i * 3ull + static_cast<unsigned long long>(static_cast<long long>(rank)) * 5ull +
+                         static_cast<unsigned long long>(static_cast<long long>(seed)) * 7ull;
+  return static_cast<float>(static_cast<long long>(v % 9ull) - 4);
+}
+
+template <int T>
+__global__ void fillPatternKernel(char* buf, unsigned long long count, int rank, int seed) {
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    Conv<T>::store(buf + i * Conv<T>::kSize, patternDev(rank, i, seed));
+}
+
+template <int T>
+__global__ void fillValueKernel(char* buf, unsigned long long count, float value) {
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    Conv<T>::store(buf + i * Conv<T>::kSize, value);
+}
+
+template <int T>
+__global__ void countWrongKernel(const char* buf, unsigned long long count, ExpectSpec e, unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  for (unsigned long long j = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    float expect = 0;
+    switch (e.kind) {
+      case Expect::kAllReduce:
+        for (int r = 0; r < e.nRanks; ++r) expect += patternDev(r, j, e.seed);
+        break;
+      case Expect::kAllGather:
+        expect = patternDev(static_cast<int>(j / e.paramCount), j % e.paramCount, e.seed);
+        break;
+      case Expect::kReduceScatter:
+        for (int r = 0; r < e.nRanks; ++r)
+          expect += patternDev(r, static_cast<unsigned long long>(e.rank) * e.paramCount + j, e.seed);
+        break;
+      case Expect::kPattern:
+        expect = patternDev(e.srcRank, j, e.seed);
+        break;
+    }
+    float got = Conv<T>::loadCg(buf + j * Conv<T>::kSize);
+    if (!(got == expect)) ++mine;  // NaN counts as wrong
+  }
+  // Warp-reduce, one atomic per warp.
+  for (int off = 16; off > 0; off /= 2) mine += __shfl_down_sync(0xffffffffu, mine, off);
+  if ((threadIdx.x & 31) == 0 && mine) atomicAdd(wrong, mine);
+}
+
+int gridFor(unsigned long long count, int threads) {
+  unsigned long long g = (count + threads - 1) / threads;
+  if (g > 4096) g = 4096;
+  return g ? static_cast<int>(g) : 1;
+}
+
+}  // namespace
+
+cudaError_t launchRing(const RingProgram& p, int blocks, int threads, cudaStream_t stream) {
+  if (blocks <= 0 || blocks > kMaxBlocks || p.nSteps < 0 || p.nSteps > kMaxRingSteps) return cudaErrorInvalidValue;
+  switch (p.type) {
+    case ElemType::kFloat32: ringKernel<0><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kFloat16: ringKernel<1><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kBFloat16: ringKernel<2><<<blocks, threads, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchOneShot(const OneShotProgram& p, int blocks, int threads, cudaStream_t stream) {
+  if (blocks <= 0 || blocks > kMaxBlocks || p.nRanks < 1 || p.nRanks > kMaxRanks) return cudaErrorInvalidValue;
+  if (p.count * elemSize(p.type) > p.maxBytes) return cudaErrorInvalidValue;
+  switch (p.type) {
+    case ElemType::kFloat32: oneShotKernel<0><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kFloat16: oneShotKernel<1><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kBFloat16: oneShotKernel<2><<<blocks, threads, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t fillPattern(ElemType t, void* buf, std::size_t count, int rank, int seed, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  char* b = static_cast<char*>(buf);
+  int g = gridFor(count, 256);
+  switch (t) {
+    case ElemType::kFloat32: fillPatternKernel<0><<<g, 256, 0, stream>>>(b, count, rank, seed); break;
+    case ElemType::kFloat16: fillPatternKernel<1><<<g, 256, 0, stream>>>(b, count, rank, seed); break;
+    case ElemType::kBFloat16: fillPatternKernel<2><<<g, 256, 0, stream>>>(b, count, rank, seed); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t fillValue(ElemType t, void* buf, std::size_t count, float value, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  char* b = static_cast<char*>(buf);
+  int g = gridFor(count, 256);
+  switch (t) {
+    case ElemType::kFloat32: fillValueKernel<0><<<g, 256, 0, stream>>>(b, count, value); break;
+    case ElemType::kFloat16: fillValueKernel<1><<<g, 256, 0, stream>>>(b, count, value); break;
+    case ElemType::kBFloat16: fillValueKernel<2><<<g, 256, 0, stream>>>(b, count, value); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t countWrong(ElemType t, const void* buf, std::size_t count, const ExpectSpec& spec,
+                       unsigned long long* dWrong, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if ((spec.kind == Expect::kAllGather) && spec.paramCount == 0) return cudaErrorInvalidValue;
+  const char* b = static_cast<const char*>(buf);
+  int g = gridFor(count, 256);
+  switch (t) {
+    case ElemType::kFloat32: countWrongKernel<0><<<g, 256, 0, stream>>>(b, count, spec, dWrong); break;
+    case ElemType::kFloat16: countWrongKernel<1><<<g, 256, 0, stream>>>(b, count, spec, dWrong); break;
+    case ElemType::kBFloat16: countWrongKernel<2><<<g, 256, 0, stream>>>(b, count, spec, dWrong); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace fb::kernels::ipc
