@@ -48,7 +48,7 @@ Mr regMr(ibv_pd* pd, void* addr, std::size_t bytes, int access) {
                          " bytes; as non-root, check `ulimit -l`)"));
 }
 
-Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes) {
+Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes, int* inlineGot) {
   ibv_qp_init_attr a{};
   a.send_cq = cq;
   a.recv_cq = cq;
@@ -69,6 +69,7 @@ Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes) {
     int e = errno;
     FB_THROW(VerbsError, "ibv_create_qp(RC, ", sendWr, " send / ", recvWr, " recv WRs) failed: ", errText(e));
   }
+  if (inlineGot) *inlineGot = static_cast<int>(a.cap.max_inline_data);
   return Qp(qp);
 }
 

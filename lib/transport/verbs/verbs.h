@@ -73,7 +73,7 @@ Pd allocPd(ibv_context* ctx);
 Cq createCq(ibv_context* ctx, int entries);
 Mr regMr(ibv_pd* pd, void* addr, std::size_t bytes, int access);
 // RC QP on one CQ; caps as asked (max_inline_data is best effort: retried with 0).
-Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes = 64);
+Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes = 64, int* inlineGot = nullptr);
 
 // ---------------------------------------------------------------- connecting QPs
 // What one side of an RC connection tells the other (exchanged through the Bootstrap).

@@ -1,0 +1,384 @@
+// fabricbench-verbs: raw RDMA WRITE bandwidth and latency between rank pairs, perftest style,
+// so the verbs rows can be held against what the NIC gives (ib_write_bw / ib_write_lat).
+//
+//   mpirun -np 2 fabricbench-verbs --test bw  --sizes 64K -n 5000     (like ib_write_bw)
+//   mpirun -np 2 fabricbench-verbs --test lat --sizes 2   -n 1000     (like ib_write_lat)
+//
+// Ranks pair up (0,1), (2,3), ...; the even rank of a pair drives. Pairs run at the same time.
+//  bw : the driver keeps --tx-depth WRITEs in flight, one signaled every --cq-mod; time from
+//       the first post to the last completion (perftest's definition); BW = bytes*iters/time.
+//       Afterwards the passive side checks every byte of what arrived (wrong bytes counted).
+//  lat: ping-pong of WRITEs (inline when small); each side spins on the last byte of its
+//       receive buffer, exactly like ib_write_lat; latency = half the round trip; median
+//       (perftest's t_typical), average, min, max, 99th percentile.
+// Numbers: MB/s as perftest prints it (MiB/s = 2^20 B/s), GB/s = 1e9 B/s, Mpps.
+// Exit: 0 ok, 1 wrong bytes or a failure, 2 bad input, 77 no RDMA device (skipped).
+#include <mpi.h>
+#include <sched.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/core.h>
+#include <iostream>
+#include <numeric>
+#include <vector>
+
+#include "bootstrap/mpi_bootstrap.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "transport/verbs/discovery.h"
+#include "transport/verbs/verbs.h"
+
+namespace fb::verbs {
+namespace {
+
+struct Args {
+  std::string test = "both";
+  std::vector<std::string> sizes;
+  int iters = 0;  // 0 = per-test default (bw 5000, lat 1000)
+  int txDepth = 128;
+  int cqMod = 100;
+  int warmup = 0;
+  bool check = true;
+  TransportOptions t;
+};
+
+struct Endpoint {  // what a side tells its partner
+  QpAddress qp;
+  std::uint64_t addr = 0;  // its receive area
+  std::uint32_t rkey = 0;
+};
+
+double nowUs() {
+  return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+std::uint8_t pattern(std::size_t i, int sender) { return std::uint8_t((i * 131u + std::size_t(sender) * 17u + 7u) & 0xff); }
+
+class Pair {
+ public:
+  Pair(Bootstrap& bs, const Selection& sel, std::size_t maxBytes, int txDepth)
+      : bs_(bs), maxBytes_(std::max<std::size_t>(maxBytes, 8)) {
+    me_ = bs.rank();
+    partner_ = (me_ % 2 == 0) ? me_ + 1 : me_ - 1;
+    driver_ = me_ % 2 == 0;
+    port_.port = sel.port.port;
+    port_.gidIndex = sel.gidIndex;
+    port_.ethernet = sel.port.ethernet;
+    port_.activeMtu = static_cast<ibv_mtu>(sel.port.mtuEnum);
+    port_.lid = sel.port.lid;
+    ctx_ = openDevice(sel.device.name);
+    if (port_.gidIndex >= 0) {
+      ibv_gid g{};
+      FB_VERBS_CHECK(ibv_query_gid(ctx_.get(), std::uint8_t(port_.port), port_.gidIndex, &g));
+      std::copy(std::begin(g.raw), std::end(g.raw), port_.gid.begin());
+    }
+    pd_ = allocPd(ctx_.get());
+    cq_ = createCq(ctx_.get(), txDepth * 2 + 16);
+    // [0, max): send area; [max, 2max): receive area (the partner writes there)
+    buf_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, ((2 * maxBytes_ + 4095) / 4096) * 4096));
+    if (!buf_) FB_THROW(Error, "out of memory for ", 2 * maxBytes_, " bytes");
+    std::memset(buf_, 0, 2 * maxBytes_);
+    mr_ = regMr(pd_.get(), buf_, 2 * maxBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    qp_ = createRcQp(pd_.get(), cq_.get(), txDepth + 8, 8, 220, &inline_);
+    std::uint32_t psn = (std::uint32_t(me_) * 7919u + 11u) & 0xffffff;
+    Endpoint mine;
+    mine.qp = localAddress(qp_.get(), port_, psn);
+    mine.addr = reinterpret_cast<std::uintptr_t>(buf_ + maxBytes_);
+    mine.rkey = mr_->rkey;
+    std::vector<std::byte> blob(sizeof mine);
+    std::memcpy(blob.data(), &mine, sizeof mine);
+    auto all = bs.allGather(blob);
+    std::memcpy(&remote_, all[partner_].data(), sizeof remote_);
+    connect(qp_.get(), port_, remote_.qp, psn);
+    bs.barrier();
+  }
+  ~Pair() {
+    qp_.reset();
+    mr_.reset();
+    std::free(buf_);
+  }
+
+  int inlineBytes() const { return inline_; }
+  bool driver() const { return driver_; }
+
+  // Returns seconds for `iters` WRITEs of `bytes` (driver), 0 on the passive side.
+  double writeBw(std::size_t bytes, int iters, int txDepth, int cqMod) {
+    cqMod = std::max(1, std::min(cqMod, txDepth));
+    if (!driver_) return 0;
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), std::uint32_t(bytes), mr_->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.wr.rdma.remote_addr = remote_.addr;
+    wr.wr.rdma.rkey = remote_.rkey;
+    ibv_send_wr* bad = nullptr;
+    long posted = 0, done = 0;
+    ibv_wc wc[16];
+    auto deadline = Clock::now() + std::chrono::seconds(300);
+    double t0 = nowUs();
+    while (done < iters) {
+      while (posted < iters && posted - done < txDepth) {
+        bool sig = (posted + 1) % cqMod == 0 || posted + 1 == iters;
+        wr.send_flags = sig ? IBV_SEND_SIGNALED : 0;
+        // wr_id = how many WRITEs this completion accounts for
+        wr.wr_id = sig ? std::uint64_t((posted % cqMod) + 1) : 0;
+        if (bytes <= std::size_t(inline_)) wr.send_flags |= IBV_SEND_INLINE;
+        FB_VERBS_CHECK(ibv_post_send(qp_.get(), &wr, &bad));
+        ++posted;
+      }
+      int n = ibv_poll_cq(cq_.get(), 16, wc);
+      if (n < 0) FB_THROW(VerbsError, "ibv_poll_cq failed");
+      for (int i = 0; i < n; ++i) {
+        checkCompletion(wc[i], partner_, "RDMA WRITE");
+        done += long(wc[i].wr_id);
+      }
+      if (n == 0 && Clock::now() > deadline) FB_THROW(TimeoutError, "write_bw: no completion for 300 s");
+    }
+    return (nowUs() - t0) * 1e-6;
+  }
+
+  // perftest's run_iter_lat_write: returns the per-iteration half round trips (us).
+  std::vector<double> writeLat(std::size_t bytes, int iters) {
+    volatile std::uint8_t* pollByte = buf_ + maxBytes_ + bytes - 1;
+    std::uint8_t* postByte = buf_ + bytes - 1;
+    *pollByte = 0;
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), std::uint32_t(bytes), mr_->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED | (bytes <= std::size_t(inline_) ? IBV_SEND_INLINE : 0);
+    wr.wr.rdma.remote_addr = remote_.addr;
+    wr.wr.rdma.rkey = remote_.rkey;
+    ibv_send_wr* bad = nullptr;
+    std::vector<double> posted(iters + 1);
+    int scnt = 0, rcnt = 0, ccnt = 0;
+    auto deadline = Clock::now() + std::chrono::seconds(300);
+    while (scnt < iters || rcnt < iters || ccnt < iters) {
+      if (rcnt < iters && !(scnt < 1 && driver_)) {
+        ++rcnt;
+        long spins = 0;
+        while (*pollByte != std::uint8_t(rcnt)) {
+          if ((++spins & 0xfffff) == 0 && Clock::now() > deadline)
+            FB_THROW(TimeoutError, "write_lat: rank ", partner_, " did not answer iteration ", rcnt);
+        }
+      }
+      if (scnt < iters) {
+        posted[scnt] = nowUs();
+        *postByte = std::uint8_t(++scnt);
+        FB_VERBS_CHECK(ibv_post_send(qp_.get(), &wr, &bad));
+      }
+      if (ccnt < iters) {
+        ibv_wc wc;
+        int n;
+        long spins = 0;
+        while ((n = ibv_poll_cq(cq_.get(), 1, &wc)) == 0) {
+          if ((++spins & 0xfffff) == 0 && Clock::now() > deadline) FB_THROW(TimeoutError, "write_lat: no completion");
+        }
+        if (n < 0) FB_THROW(VerbsError, "ibv_poll_cq failed");
+        checkCompletion(wc, partner_, "RDMA WRITE");
+        ++ccnt;
+      }
+    }
+    posted[iters] = nowUs();
+    std::vector<double> half;
+    for (int i = 1; i < iters; ++i) half.push_back((posted[i] - posted[i - 1]) / 2);
+    return half;
+  }
+
+  void fillSend(std::size_t bytes) {
+    for (std::size_t i = 0; i < bytes; ++i) buf_[i] = pattern(i, me_);
+  }
+  void clearRecv(std::size_t bytes) { std::memset(buf_ + maxBytes_, 0, bytes); }
+  // Wrong bytes in the receive area (the last byte excluded for latency: it holds the counter).
+  std::int64_t countWrong(std::size_t bytes, bool skipLast) {
+    std::int64_t wrong = 0;
+    std::size_t n = skipLast && bytes > 0 ? bytes - 1 : bytes;
+    for (std::size_t i = 0; i < n; ++i) wrong += buf_[maxBytes_ + i] != pattern(i, partner_);
+    return wrong;
+  }
+
+ private:
+  Bootstrap& bs_;
+  std::size_t maxBytes_;
+  int me_ = 0, partner_ = 1, inline_ = 0;
+  bool driver_ = true;
+  PortSel port_;
+  Context ctx_;
+  Pd pd_;
+  Cq cq_;
+  std::uint8_t* buf_ = nullptr;
+  Mr mr_;
+  Qp qp_;
+  Endpoint remote_;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t i = std::min(v.size() - 1, std::size_t(p * double(v.size())));
+  return v[i];
+}
+
+int run(MpiBootstrap& bs, const Args& a) {
+  const bool root = bs.rank() == 0;
+  // Settings, agreed by all ranks before anything else.
+  std::string err;
+  std::vector<std::size_t> sizes;
+  std::optional<Selection> sel;
+  int code = 0;
+  try {
+    if (a.test != "bw" && a.test != "lat" && a.test != "both")
+      throw ConfigError("--test must be bw, lat or both, not '" + a.test + "'");
+    if (bs.size() < 2 || bs.size() % 2)
+      throw ConfigError("fabricbench-verbs needs an even number of ranks (pairs), got " + std::to_string(bs.size()));
+    if (a.txDepth < 1 || a.txDepth > 8192) throw ConfigError("--tx-depth must be 1..8192");
+    if (a.iters < 0 || a.iters > 100000000) throw ConfigError("-n must be 1..1e8");
+    for (const auto& s : a.sizes) sizes.push_back(parseSize(s));
+    for (auto s : sizes)
+      if (s == 0 || s > (std::size_t(1) << 30)) throw ConfigError("sizes must be 1 B .. 1 GiB");
+    sel = select(discoverDevices(), a.t);
+  } catch (const ConfigError& e) {
+    err = std::string("C") + e.what();
+    code = 2;
+  } catch (const UnavailableError& e) {
+    err = std::string("U") + e.what();
+    code = 77;
+  }
+  auto verdicts = bs.allGatherStrings(err);
+  for (int r = 0; r < bs.size(); ++r) {
+    if (verdicts[r].empty()) continue;
+    if (root) {
+      if (verdicts[r][0] == 'U') std::printf("SKIPPED: verbs unavailable: %s\n", verdicts[r].c_str() + 1);
+      else std::fprintf(stderr, "fabricbench-verbs: error: %s\n", verdicts[r].c_str() + 1);
+    }
+    return verdicts[r][0] == 'U' ? 77 : 2;
+  }
+  (void)code;
+  bool doBw = a.test != "lat", doLat = a.test != "bw";
+  std::vector<std::size_t> bwSizes = sizes, latSizes = sizes;
+  if (sizes.empty()) {
+    bwSizes = {65536};
+    latSizes = {2};
+  }
+  std::size_t maxBytes = 8;
+  for (auto s : bwSizes) maxBytes = std::max(maxBytes, s);
+  for (auto s : latSizes) maxBytes = std::max(maxBytes, s);
+
+  Pair pair(bs, *sel, maxBytes, a.txDepth);
+  if (root) {
+    std::printf("# fabricbench-verbs: %d ranks = %d pairs, path: %s\n", bs.size(), bs.size() / 2, sel->summary().c_str());
+    std::printf("# why: %s\n# max inline %d B, tx-depth %d, cq-mod %d; MB = 2^20 B (as perftest), GB = 1e9 B\n",
+                sel->why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod);
+  }
+  int failures = 0;
+  if (doBw) {
+    int iters = a.iters ? a.iters : 5000;
+    if (root) std::printf("%-10s %-8s %-7s %12s %10s %10s %8s\n", "#test", "#bytes", "#iters", "BW[MB/s]", "BW[GB/s]", "Mpps", "wrong");
+    for (std::size_t s : bwSizes) {
+      if (a.warmup > 0) pair.writeBw(s, a.warmup, a.txDepth, a.cqMod);
+      pair.fillSend(s);
+      pair.clearRecv(s);
+      bs.barrier();
+      double sec = pair.writeBw(s, iters, a.txDepth, a.cqMod);
+      bs.barrier();  // the driver's completions mean the data is in the partner's memory
+      std::int64_t wrong = a.check && !pair.driver() ? pair.countWrong(s, false) : 0;
+      std::int64_t wrongAll = bs.allReduceSum(wrong);
+      std::vector<double> secs(bs.size());
+      auto gathered = bs.allGatherStrings(fmt::format("{:.9f}", sec));
+      double sumBw = 0;
+      for (int r = 0; r < bs.size(); r += 2) {
+        double t = std::stod(gathered[r]);
+        double bps = double(s) * iters / t;
+        sumBw += bps;
+        if (root)
+          std::printf("%-10s %-8zu %-7d %12.2f %10.4f %10.4f %8lld   pair %d-%d\n", "write_bw", s, iters, bps / 1048576.0,
+                      bps / 1e9, iters / t / 1e6, (long long)wrongAll, r, r + 1);
+      }
+      if (root)
+        std::printf("RESULT test=write_bw bytes=%zu iters=%d pairs=%d mbps=%.2f gbps=%.4f wrong=%lld\n", s, iters,
+                    bs.size() / 2, sumBw / 1048576.0, sumBw / 1e9, (long long)wrongAll);
+      if (wrongAll) ++failures;
+    }
+  }
+  if (doLat) {
+    int iters = a.iters ? a.iters : 1000;
+    if (iters < 2) iters = 2;
+    if (root)
+      std::printf("%-10s %-8s %-7s %10s %12s %10s %10s %10s %8s\n", "#test", "#bytes", "#iters", "t_min[us]",
+                  "t_typical", "t_avg", "t_max", "t_99%", "wrong");
+    for (std::size_t s : latSizes) {
+      pair.fillSend(s);
+      pair.clearRecv(s);
+      bs.barrier();
+      auto half = pair.writeLat(s, iters);
+      bs.barrier();
+      std::int64_t wrong = a.check ? pair.countWrong(s, true) : 0;
+      std::int64_t wrongAll = bs.allReduceSum(wrong);
+      double med = percentile(half, 0.5);
+      double avg = half.empty() ? 0 : std::accumulate(half.begin(), half.end(), 0.0) / double(half.size());
+      auto gathered = bs.allGatherStrings(fmt::format("{:.4f} {:.4f} {:.4f} {:.4f} {:.4f}", percentile(half, 0), med, avg,
+                                                      percentile(half, 1.0), percentile(half, 0.99)));
+      for (int r = 0; r < bs.size(); r += 2) {
+        double mn, md, av, mx, p99;
+        std::sscanf(gathered[r].c_str(), "%lf %lf %lf %lf %lf", &mn, &md, &av, &mx, &p99);
+        if (root) {
+          std::printf("%-10s %-8zu %-7d %10.2f %12.2f %10.2f %10.2f %10.2f %8lld   pair %d-%d\n", "write_lat", s, iters,
+                      mn, md, av, mx, p99, (long long)wrongAll, r, r + 1);
+          if (r == 0)
+            std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f wrong=%lld\n", s,
+                        iters, md, av, (long long)wrongAll);
+        }
+      }
+      if (wrongAll) ++failures;
+    }
+  }
+  std::fflush(stdout);
+  bs.barrier();
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace fb::verbs
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  {
+    fb::MpiBootstrap bs;
+    fb::setIdentity(bs.hostname(), bs.rank());
+    fb::verbs::Args a;
+    CLI::App app{"fabricbench-verbs: RDMA WRITE bandwidth / latency between rank pairs (perftest style)"};
+    app.add_option("--test", a.test, "bw, lat or both");
+    app.add_option("-s,--sizes", a.sizes, "message sizes (e.g. 2,64K); default: bw 64K, lat 2")->delimiter(',');
+    app.add_option("-n,--iters", a.iters, "iterations (default: bw 5000, lat 1000, like perftest)");
+    app.add_option("--tx-depth", a.txDepth, "bw: WRITEs in flight (default 128, like perftest)");
+    app.add_option("--cq-mod", a.cqMod, "bw: one signaled WRITE every N (default 100, like perftest)");
+    app.add_option("--warmup", a.warmup, "bw: untimed WRITEs before each size (default 0, like perftest)");
+    app.add_option("--ib-dev", a.t.verbsDevice, "RDMA device (default: first with an ACTIVE port)");
+    app.add_option("--ib-port", a.t.verbsPort, "port (default: first ACTIVE)");
+    app.add_option("--gid-index", a.t.gidIndex, "GID index (default: a RoCEv2 GID bound to a routable IPv4)");
+    app.add_flag("!--no-check", a.check, "skip the byte-by-byte check of what arrived");
+    try {
+      app.parse(argc, argv);
+      rc = fb::verbs::run(bs, a);
+    } catch (const CLI::ParseError& e) {
+      rc = bs.rank() == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
+      if (rc != 0) rc = 2;
+    } catch (const fb::ConfigError& e) {
+      if (bs.rank() == 0) std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "fabricbench-verbs: " << e.what() << "\n" << std::flush;
+      bs.abortJob(1);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# vm_suite.sh BUILD_DIR RESULTS_DIR [STEP...] - every verbs check, run INSIDE the Soft-RoCE VM
+# (softroce_vm.sh) in one boot. Each step writes RESULTS_DIR/<step>.log and <step>.rc (0 pass,
+# 1 fail, 77 skipped); ctest's verbs_<step> tests report them one by one (report_step.sh).
+# Steps: devices list conformance collectives_np2 collectives_np3 collectives_np4
+#        bad_settings perf
+# Sizes are kept modest: the guest runs under TCG emulation (5-40x slower than the host).
+set -u
+B=$(cd "$1" && pwd); R=$2; shift 2
+STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 bad_settings perf}
+mkdir -p "$R"
+FB=$B/benchmarks/fabricbench
+FBV=$B/benchmarks/verbs/fabricbench-verbs
+CONF=$B/tests/transport/transport_conformance
+DEV=${FB_SOFTROCE_DEV:-rxe0}
+GIDX=${FB_SOFTROCE_GID_INDEX:-1}
+GIP=${FB_SOFTROCE_IP:-192.0.2.1}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# MPI is only the control plane here: keep it off the rxe device (no openib/ofi/UCX probing)
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
+       OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_mtl=^ofi,psm,psm2 OMPI_MCA_btl_base_warn_component_unused=0
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+up() { cut -d' ' -f1 /proc/uptime; }
+
+step_devices() {
+  ibv_devinfo -v -d "$DEV" | grep -E 'hca_id|fw_ver|state|mtu|link_layer|speed|width|GID' || return 1
+  rdma link show
+}
+
+step_list() {
+  local out; out=$(timeout 120 "${MPIRUN[@]}" -np 1 "$FB" --list 2>&1); local rc=$?
+  echo "$out"
+  [ $rc -eq 0 ] || { echo "FAIL: fabricbench --list exited $rc"; return 1; }
+  local line; line=$(echo "$out" | grep -E '^verbs ') || { echo "FAIL: no verbs row"; return 1; }
+  local bad=0
+  for want in "yes" "$DEV" "RoCEv2 GID $GIDX ::ffff:$GIP" "why:" "routable IPv4"; do
+    case "$line" in *"$want"*) ;; *) echo "FAIL: verbs row lacks '$want'"; bad=1 ;; esac
+  done
+  [ $bad -eq 0 ] && echo "PASS: --list shows $DEV as RoCEv2 with GID $GIDX ::ffff:$GIP and why"
+  return $bad
+}
+
+step_conformance() {
+  timeout 600 "$CONF" --transport verbs
+}
+
+collectives() {
+  local np=$1 log rc
+  log=$(mktemp)
+  timeout 400 "${MPIRUN[@]}" -np "$np" "$FB" --transport verbs --collective all --dtype float32 \
+    -b 8 -e 1M -f 8 -n 3 -w 1 -c 1 --placement both --timeout 60 --no-files > "$log" 2>&1
+  rc=$?
+  cat "$log"
+  # data rows: "size count type coll impl/path... place time algbw busbw wrong %nominal"
+  local rows bad colls
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {n++} END {print n+0}' "$log")
+  bad=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// && $(NF-1) != "0" {n++} END {print n+0}' "$log")
+  colls=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {print $4}' "$log" | sort -u | tr '\n' ' ')
+  rm -f "$log"
+  echo "np=$np: exit $rc, $rows verbs rows, collectives: $colls, rows with wrong != 0 (or unchecked): $bad"
+  [ $rc -eq 0 ] || { echo "FAIL: fabricbench exited $rc"; return 1; }
+  [ "$(echo $colls | wc -w)" -eq 4 ] || { echo "FAIL: expected rows for all 4 collectives"; return 1; }
+  [ "$bad" -eq 0 ] || { echo "FAIL: $bad rows with wrong elements or not checked"; return 1; }
+  echo "PASS: np=$np all four collectives over verbs, $rows rows, every row checked element by element, wrong = 0"
+}
+step_collectives_np2() { collectives 2; }
+step_collectives_np3() { collectives 3; }
+step_collectives_np4() { collectives 4; }
+
+# Each bad setting: exit 2, one line naming the fix, quickly (no hang).
+step_bad_settings() {
+  local bad=0
+  check() {
+    local want=$1; shift
+    local t0 t1 out rc
+    t0=$(up)
+    out=$(timeout 120 "${MPIRUN[@]}" -np 2 "$FB" --transport verbs -b 8 -e 8 -n 1 -w 0 --no-files "$@" 2>&1 >/dev/null)
+    rc=$?
+    t1=$(up)
+    local lines; lines=$(echo "$out" | grep -c 'error' || true)
+    echo "--- $* -> exit $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s:"
+    echo "$out" | grep -v '^ *$' | head -5
+    if [ $rc -ne 2 ]; then echo "FAIL: expected exit 2"; bad=1; fi
+    case "$out" in *"$want"*) ;; *) echo "FAIL: message lacks '$want'"; bad=1 ;; esac
+    [ "$lines" -le 1 ] || { echo "FAIL: $lines error lines, expected one"; bad=1; }
+  }
+  check "GID index 7 does not exist on $DEV port 1" --gid-index 7
+  check "link-local" --gid-index 0
+  check "no RDMA device named 'mlx5_9'" --ib-dev mlx5_9
+  check "no port 3" --ib-dev "$DEV" --ib-port 3
+  # the pair benchmark applies the same rules
+  local out rc
+  out=$(timeout 120 "${MPIRUN[@]}" -np 2 "$FBV" --gid-index 7 2>&1); rc=$?
+  echo "--- fabricbench-verbs --gid-index 7 -> exit $rc: $(echo "$out" | head -2)"
+  [ $rc -eq 2 ] || { echo "FAIL: expected exit 2"; bad=1; }
+  [ $bad -eq 0 ] && echo "PASS: every bad setting gave exit 2 with one line naming the fix"
+  return $bad
+}
+
+# Ours vs perftest, same device and GID, alternated, 3 runs each; medians compared.
+step_perf() {
+  local n_bw=${FB_PERF_BW_ITERS:-3000} n_lat=${FB_PERF_LAT_ITERS:-1000} i
+  local pbw=() obw=() plat=() olat=()
+  perftest_pair() {  # prints the client's output
+    local tool=$1; shift
+    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" > /tmp/pt-server.log 2>&1 &
+    local sp=$!
+    sleep 1
+    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" 127.0.0.1 2>&1
+    local crc=$?
+    wait $sp; local src=$?
+    [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "perftest $tool failed: client $crc server $src"; cat /tmp/pt-server.log; return 1; }
+  }
+  for i in 1 2 3; do
+    echo "=== round $i: ib_write_bw -d $DEV -x $GIDX -s 65536 -n $n_bw"
+    out=$(perftest_pair ib_write_bw -s 65536 -n "$n_bw") || { echo "$out"; return 1; }
+    echo "$out" | grep -A1 -E '^ *#bytes'
+    pbw+=("$(echo "$out" | awk '/^ *#bytes/{getline; print $4; exit}')")
+    echo "=== round $i: mpirun -np 2 fabricbench-verbs --test bw -s 64K -n $n_bw --gid-index $GIDX"
+    out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test bw -s 64K -n "$n_bw" --ib-dev "$DEV" --gid-index "$GIDX" 2>&1) \
+      || { echo "$out"; return 1; }
+    echo "$out" | grep -E '^(write_bw|RESULT)'
+    obw+=("$(echo "$out" | sed -n 's/^RESULT test=write_bw .* mbps=\([0-9.]*\) .*/\1/p')")
+    echo "=== round $i: ib_write_lat -d $DEV -x $GIDX -s 2 -n $n_lat"
+    out=$(perftest_pair ib_write_lat -s 2 -n "$n_lat") || { echo "$out"; return 1; }
+    echo "$out" | grep -A1 -E '^ *#bytes'
+    plat+=("$(echo "$out" | awk '/^ *#bytes/{getline; print $5; exit}')")
+    echo "=== round $i: mpirun -np 2 fabricbench-verbs --test lat -s 2 -n $n_lat --gid-index $GIDX"
+    out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test lat -s 2 -n "$n_lat" --ib-dev "$DEV" --gid-index "$GIDX" 2>&1) \
+      || { echo "$out"; return 1; }
+    echo "$out" | grep -E '^(write_lat|RESULT)'
+    olat+=("$(echo "$out" | sed -n 's/^RESULT test=write_lat .* t_typical_us=\([0-9.]*\) .*/\1/p')")
+  done
+  med() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+  local mpb mob mpl mol
+  mpb=$(med "${pbw[@]}"); mob=$(med "${obw[@]}"); mpl=$(med "${plat[@]}"); mol=$(med "${olat[@]}")
+  echo "write_bw 64 KiB  MB/s (2^20): perftest ${pbw[*]} -> median $mpb; fabricbench-verbs ${obw[*]} -> median $mob"
+  echo "write_lat 2 B  t_typical us: perftest ${plat[*]} -> median $mpl; fabricbench-verbs ${olat[*]} -> median $mol"
+  awk -v o="$mob" -v p="$mpb" -v ol="$mol" -v pl="$mpl" 'BEGIN{
+    rb = o / p; rl = ol / pl; ok = 1
+    printf "bandwidth ratio ours/perftest = %.3f (need >= 0.9)\n", rb
+    printf "latency ratio ours/perftest = %.3f (need <= 1.1)\n", rl
+    if (!(rb >= 0.9)) { print "FAIL: bandwidth below 0.9x perftest"; ok = 0 }
+    if (!(rl <= 1.1)) { print "FAIL: latency above 1.1x perftest"; ok = 0 }
+    if (ok) print "PASS: our loops add nothing measurable to perftest'\''s"
+    exit ok ? 0 : 1 }'
+}
+
+rcall=0
+for s in $STEPS; do
+  t0=$(up)
+  echo "=== verbs step $s (guest uptime $t0 s)"
+  "step_$s" > "$R/$s.log" 2>&1
+  rc=$?
+  t1=$(up)
+  echo "$rc" > "$R/$s.rc"
+  echo "took $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s (guest clock)" >> "$R/$s.log"
+  case $rc in 0) v=PASS ;; 77) v=SKIP ;; *) v=FAIL; rcall=1 ;; esac
+  echo "=== $v $s (rc $rc, $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s)"
+  tail -3 "$R/$s.log" | sed 's/^/    /'
+done
+exit $rcall
