@@ -119,9 +119,9 @@ __device__ __forceinline__ void reduceRange(char* out, const Inputs& in, int nIn
     } else {
       // Same rounding as the vector path: round to the element type after every addition.
       float s = Conv<T>::loadCg(in.p[0] + i * es);
-      for (int k = 1; k < nIn; ++k) {
-        s += Conv<T>::loadCg(in.p[k] + i * es);
-        s = Conv<T>::roundTo(s);
+#pragma unroll
+      for (int k = 1; k < kMaxReduceInputs; ++k) {
+        if (k < nIn) s = Conv<T>::roundTo(s + Conv<T>::loadCg(in.p[k] + i * es));
       }
       Conv<T>::store(out + i * es, s);
     }
@@ -200,12 +200,16 @@ __device__ bool waitFlag(const unsigned long long* flag, unsigned long long want
     if (seen >= want) return true;
     if (globalTimerNs() - start > timeoutNs) break;
   }
-  if (status && atomicCAS(&status->code, 0, 1) == 0) {
-    status->block = static_cast<int>(blockIdx.x);
-    status->peer = peer;
-    status->step = want;
-    status->observed = seen;
+  // Plain stores (the status lives in mapped host memory, where atomics may not be
+  // available): when several blocks give up at once, one of them is reported.
+  volatile KernelStatus* vs = status;
+  if (vs && vs->code == 0) {
+    vs->block = static_cast<int>(blockIdx.x);
+    vs->peer = peer;
+    vs->step = want;
+    vs->observed = seen;
     __threadfence_system();
+    vs->code = 1;
   }
   return false;
 }
@@ -248,6 +252,11 @@ __global__ void ringKernel(RingProgram p) {
     in.p[0] = static_cast<const char*>(st.src0);
     in.p[1] = static_cast<const char*>(st.src1);
     reduceRange<T>(static_cast<char*>(st.dst), in, st.src1 ? 2 : 1, lo, hi, threadIdx.x, blockDim.x);
+    if (st.count2) {
+      blockSlice(st.count2, lo, hi);
+      in.p[0] = static_cast<const char*>(st.src2);
+      reduceRange<T>(static_cast<char*>(st.dst2), in, 1, lo, hi, threadIdx.x, blockDim.x);
+    }
     __syncthreads();
     if (peers && threadIdx.x == 0) {
       __threadfence_system();
@@ -274,8 +283,9 @@ __global__ void oneShotKernel(OneShotProgram p) {
   blockSlice(p.count, lo, hi);
   const char* input = static_cast<const char*>(p.input);
   // 1. Push my slice into every peer's staging cell [slot][myRank].
-  for (int r = 0; r < p.nRanks; ++r) {
-    if (r == p.rank) continue;
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r) {
+    if (r >= p.nRanks || r == p.rank) continue;
     char* cell = static_cast<char*>(p.staging[r]) + (slot * p.nRanks + p.rank) * p.maxBytes;
     Inputs in{};
     in.p[0] = input;
@@ -285,13 +295,18 @@ __global__ void oneShotKernel(OneShotProgram p) {
   // 2. Raise my flag in every peer, then wait for every peer's flag in my memory.
   if (threadIdx.x == 0) {
     __threadfence_system();
-    for (int r = 0; r < p.nRanks; ++r) {
-      if (r == p.rank) continue;
+#pragma unroll
+    for (int r = 0; r < kMaxRanks; ++r) {
+      if (r >= p.nRanks || r == p.rank) continue;
       storeVolatile(p.flags[r] + (slot * p.nRanks + p.rank) * kMaxBlocks + b, seq + 1);
     }
+    unsigned long long* myFlags = nullptr;
+#pragma unroll
+    for (int r = 0; r < kMaxRanks; ++r)
+      if (r == p.rank) myFlags = p.flags[r];
     for (int r = 0; r < p.nRanks && !abortFlag; ++r) {
       if (r == p.rank) continue;
-      if (!waitFlag(p.flags[p.rank] + (slot * p.nRanks + r) * kMaxBlocks + b, seq + 1, p.timeoutNs, p.status, r))
+      if (!waitFlag(myFlags + (slot * p.nRanks + r) * kMaxBlocks + b, seq + 1, p.timeoutNs, p.status, r))
         abortFlag = 1;
     }
     __threadfence();
@@ -299,10 +314,14 @@ __global__ void oneShotKernel(OneShotProgram p) {
   __syncthreads();
   if (abortFlag) return;
   // 3. Sum in rank order (the same order, hence the same result, on every rank).
+  const char* myStaging = nullptr;
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r == p.rank) myStaging = static_cast<const char*>(p.staging[r]);
   Inputs in{};
-  for (int r = 0; r < p.nRanks; ++r)
-    in.p[r] = r == p.rank ? input
-                          : static_cast<const char*>(p.staging[p.rank]) + (slot * p.nRanks + r) * p.maxBytes;
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r < p.nRanks) in.p[r] = r == p.rank ? input : myStaging + (slot * p.nRanks + r) * p.maxBytes;
   (void)es;
   reduceRange<T>(static_cast<char*>(p.output), in, p.nRanks, lo, hi, threadIdx.x, blockDim.x);
   if (threadIdx.x == 0) p.counters[b] = seq + 1;

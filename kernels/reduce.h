@@ -34,7 +34,7 @@ cudaError_t reduceSum(ElemType t, void* out, const void* const* inputs, int nInp
 namespace fb::kernels::ipc {
 
 constexpr int kMaxRanks = 8;       // one node
-constexpr int kMaxRingSteps = 32;  // 2 (n - 1) + 2 for n <= 8
+constexpr int kMaxRingSteps = 16;  // 2 (n - 1) + 1 for n <= 8
 constexpr int kMaxBlocks = 256;    // flag arrays are sized for this many blocks
 
 // Written by a kernel that gave up (mapped pinned host memory, so the host reads it without a
@@ -48,12 +48,16 @@ struct KernelStatus {
   unsigned long long observed;  // the flag value last seen
 };
 
-// One step of a ring program: dst[i] = src0[i] (+ src1[i] when src1 != nullptr), i < count.
+// One step of a ring program: dst[i] = src0[i] (+ src1[i] when src1 != nullptr), i < count;
+// plus an optional independent copy dst2[i] = src2[i], i < count2 (0 = none) in the same step.
 struct RingStep {
   void* dst;
   const void* src0;
   const void* src1;
   unsigned long long count;
+  void* dst2;
+  const void* src2;
+  unsigned long long count2;
 };
 
 // A ring program: nSteps steps run in lock step with both neighbours. Block b of every rank

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -78,12 +79,17 @@ bool waitStream(cudaStream_t s, Deadline deadline) {
   return pollUntil([&] { return cudaStreamQuery(s); }, deadline);
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+namespace {
+std::atomic<std::uint64_t> gNextBufferId{1};
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes), id_(gNextBufferId++) {
   FB_CUDA_CHECK(cudaGetDevice(&device_));
   if (bytes) FB_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
 }
 DeviceBuffer::~DeviceBuffer() { reset(); }
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), device_(o.device_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(o.ptr_), bytes_(o.bytes_), device_(o.device_), id_(o.id_) {
   o.ptr_ = nullptr;
   o.bytes_ = 0;
 }
@@ -93,6 +99,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     device_ = o.device_;
+    id_ = o.id_;
     o.ptr_ = nullptr;
     o.bytes_ = 0;
   }
@@ -120,6 +127,7 @@ struct BlobHeader {
 struct BlobEntry {
   cudaIpcMemHandle_t handle;
   std::uint64_t ptr;
+  std::uint64_t id;
 };
 }  // namespace
 
@@ -132,7 +140,7 @@ void PeerMap::closeAll() {
   entries_.clear();
 }
 
-void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<void*>& mine) {
+void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const DeviceBuffer*>& mine) {
   // Build my blob (always, so every rank takes part even when a handle fails).
   std::vector<std::byte> blob(sizeof(BlobHeader) + mine.size() * sizeof(BlobEntry));
   BlobHeader h{};
@@ -145,8 +153,9 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<void*>& mi
   std::string myErr;
   for (std::size_t k = 0; k < mine.size(); ++k) {
     BlobEntry e{};
-    e.ptr = reinterpret_cast<std::uint64_t>(mine[k]);
-    cudaError_t ce = cudaIpcGetMemHandle(&e.handle, mine[k]);
+    e.ptr = reinterpret_cast<std::uint64_t>(mine[k]->get());
+    e.id = mine[k]->id();
+    cudaError_t ce = cudaIpcGetMemHandle(&e.handle, mine[k]->get());
     if (ce != cudaSuccess && myErr.empty()) {
       cudaGetLastError();
       myErr = std::string("cudaIpcGetMemHandle: ") + cudaGetErrorString(ce);
@@ -176,8 +185,9 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<void*>& mi
       std::memcpy(&pe, all[r].data() + sizeof(BlobHeader) + k * sizeof(BlobEntry), sizeof(pe));
       Entry& e = next[r][k];
       e.handle.assign(reinterpret_cast<const char*>(&pe.handle), sizeof(pe.handle));
+      e.id = pe.id;
       if (r == bs.rank()) {
-        e.ptr = mine[k];
+        e.ptr = mine[k]->get();
         continue;
       }
       if (sameProcess_[r]) {  // ranks as threads: UVA pointers work directly once peer access is on
@@ -192,7 +202,7 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<void*>& mi
       }
       // Reuse a mapping whose handle did not change.
       if (r < static_cast<int>(entries_.size()) && k < static_cast<int>(entries_[r].size()) &&
-          entries_[r][k].opened && entries_[r][k].handle == e.handle) {
+          entries_[r][k].opened && entries_[r][k].handle == e.handle && entries_[r][k].id == e.id) {
         e = entries_[r][k];
         entries_[r][k].opened = false;  // moved
         continue;

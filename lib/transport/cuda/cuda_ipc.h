@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,15 @@ class DeviceBuffer {
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
+  // Unique per allocation in this process (a new allocation may reuse an old address).
+  std::uint64_t id() const { return id_; }
   void reset();
 
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
   int device_ = -1;
+  std::uint64_t id_ = 0;
 };
 
 // Every rank's view of every rank's buffers: at(r, k) is rank r's k-th buffer, mapped into
@@ -68,7 +72,7 @@ class PeerMap {
   ~PeerMap();
   PeerMap(const PeerMap&) = delete;
   PeerMap& operator=(const PeerMap&) = delete;
-  void exchange(Bootstrap& bs, int myDevice, const std::vector<void*>& mine);
+  void exchange(Bootstrap& bs, int myDevice, const std::vector<const DeviceBuffer*>& mine);
   void* at(int rank, int index) const;
   // Which ranks run in this very process (threads): their pointers are used directly.
   bool sameProcess(int rank) const;
@@ -80,6 +84,7 @@ class PeerMap {
     void* ptr = nullptr;
     bool opened = false;      // through cudaIpcOpenMemHandle (must be closed)
     std::string handle;       // raw cudaIpcMemHandle_t bytes
+    std::uint64_t id = 0;     // the owner's DeviceBuffer::id()
   };
   std::vector<std::vector<Entry>> entries_;  // [rank][index]
   std::vector<bool> sameProcess_;

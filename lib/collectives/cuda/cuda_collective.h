@@ -1,0 +1,21 @@
+// The four patterns as ring algorithms over CUDA IPC (one rank per GPU, all ranks on one node),
+// reductions done by kernels in kernels/, plus a one-shot AllReduce for small messages: the
+// "raw" row beside NCCL's on nvlink/pcie. Implementation name "cuda".
+//
+// Environment knobs (for measurements; every rank must set the same):
+//   FB_CUDA_ALGO=auto|ring|oneshot   AllReduce algorithm (auto: one-shot up to FB_CUDA_ONESHOT_MAX)
+//   FB_CUDA_ONESHOT_MAX=<size>       largest one-shot AllReduce (default 1M)
+//   FB_CUDA_BLOCKS=<n>               blocks per kernel (default: by size, at most one per SM)
+#pragma once
+#include <memory>
+
+#include "bootstrap/bootstrap.h"
+#include "collectives/collective.h"
+#include "transport/transport.h"
+
+namespace fb::cudaipc {
+
+std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts);
+BackendStatus probe(Bootstrap* bs);  // built? GPUs? P2P sanity check result per pair (no hang: time-out)
+
+}  // namespace fb::cudaipc
