@@ -285,7 +285,14 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
           for (bool inPlace : o.placements) {
             auto coll = std::shared_ptr<Collective>(be.make(k));
             keep.push_back(coll);
-            for (std::size_t bytes : sizes) {
+            std::vector<std::size_t> points = sizes;
+            if (!o.counts.empty()) {
+              points.clear();
+              bool perRankTotal = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+              for (std::size_t c : o.counts)
+                points.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(bs.size()) : 1));
+            }
+            for (std::size_t bytes : points) {
               CollShape shape = makeShape(k, dt, bytes, bs.size(), inPlace);
               std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
               if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <iostream>
 #include <sstream>
 
@@ -70,6 +71,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-e,--maxbytes", maxB, "largest size")->capture_default_str();
   app.add_option("-f,--stepfactor", o.stepFactor, "multiply the size by this between rows")->capture_default_str();
   app.add_option("-i,--stepbytes", stepB, "add this many bytes between rows instead of -f");
+  std::vector<std::string> counts;
+  app.add_option("--counts", counts, "explicit element counts per rank (e.g. 0,1,3,1000003) instead of -b/-e/-f")
+      ->delimiter(',');
   app.add_option("-n,--iters", o.runner.iters, "timed operations per size")->capture_default_str();
   app.add_option("-w,--warmup", o.runner.warmupIters, "untimed operations per size first")->capture_default_str();
   app.add_option("-c,--check", o.runner.checkRounds,
@@ -113,6 +117,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   o.maxBytes = sizeFlag("--maxbytes", maxB);
   o.stepBytes = sizeFlag("--stepbytes", stepB);
   sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);  // validates
+  for (const auto& c : counts) {
+    std::size_t v = 0;
+    auto [ptr, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+    if (ec != std::errc() || ptr != c.data() + c.size())
+      throw ConfigError("--counts: '" + c + "' is not an element count");
+    o.counts.push_back(v);
+  }
   if (o.runner.iters < 1) throw ConfigError(fmt::format("--iters must be >= 1 (got {})", o.runner.iters));
   if (o.runner.warmupIters < 0) throw ConfigError("--warmup must be >= 0");
   if (o.runner.checkRounds < 0) throw ConfigError("--check must be >= 0");
@@ -165,11 +176,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
   }
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
-  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
+  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
-                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "));
+                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","));
   return o;
 }
 

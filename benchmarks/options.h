@@ -17,6 +17,9 @@ struct Options {
   std::size_t maxBytes = 64u << 20;
   double stepFactor = 2.0;
   std::size_t stepBytes = 0;
+  // --counts: explicit per-rank element counts (nccl-tests' "count" column) instead of the byte
+  // sweep; bytes = count × element size, × nranks for allgather/reducescatter.
+  std::vector<std::size_t> counts;
   std::vector<CollKind> colls;
   std::vector<std::string> transports;   // expanded: tcp, mpi, verbs, nccl, cuda
   bool transportsAuto = false;           // "auto": every path this machine has
