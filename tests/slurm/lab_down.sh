@@ -11,7 +11,9 @@ T0=$(date +%s.%N)
 
 stop_pids() {  # stop_pids <what> <pid>...: TERM all at once, wait up to 10 s, then KILL the rest
   local what=$1 p live=() still=(); shift
-  for p in "$@"; do [ -n "$p" ] && [ "$p" != $$ ] && kill -0 "$p" 2>/dev/null && live+=("$p"); done
+  for p in $(printf '%s\n' "$@" | sort -un); do
+    [ "$p" != $$ ] && kill -0 "$p" 2>/dev/null && live+=("$p")
+  done
   [ ${#live[@]} -gt 0 ] || return 0
   kill -TERM "${live[@]}" 2>/dev/null || true
   for _ in $(seq 1 100); do
@@ -26,23 +28,22 @@ stop_pids() {  # stop_pids <what> <pid>...: TERM all at once, wait up to 10 s, t
 }
 pid_of() { [ -s "$1" ] && cat "$1" || true; }
 
-# 1. every daemon and every process inside a lab namespace, all at once (each daemon takes ~2 s
+# 1. every daemon (slurmd, slurmctld, our private munged) and every process inside a lab namespace,
+#    all at once (each daemon takes ~2 s
 #    to exit on SIGTERM; in parallel the whole teardown takes ~2 s instead of ~6 s)
 pids=()
-for f in "$DIR"/slurmd-*.pid "$DIR/slurmctld.pid"; do [ -e "$f" ] && pids+=("$(pid_of "$f")"); done
+for f in "$DIR"/slurmd-*.pid "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"; do [ -e "$f" ] && pids+=("$(pid_of "$f")"); done
 for ns in $(lab_namespaces); do pids+=($(ip netns pids "$ns" 2>/dev/null)); done
 stop_pids "slurm daemons and lab processes" "${pids[@]}"
 # stragglers forked while we waited
 pids=(); for ns in $(lab_namespaces); do pids+=($(ip netns pids "$ns" 2>/dev/null)); done
 stop_pids "late lab processes" "${pids[@]}"
-# 2. our private munged (never the system's)
-stop_pids munged "$(pid_of "$DIR/munge/munged.pid")"
 
-# 3. network: deleting a namespace deletes its veth end, and with it the peer
+# 2. network: deleting a namespace deletes its veth end, and with it the peer
 for ns in $(lab_namespaces); do ip netns del "$ns" || log "could not delete netns $ns"; done
 for l in $(lab_links); do ip link del "$l" 2>/dev/null || true; done
 
-# 4. files (only a directory that is clearly ours)
+# 3. files (only a directory that is clearly ours)
 if [ -e "$DIR" ]; then
   if [ ! -e "$CONF" ] || head -1 "$CONF" | grep -qF "$MARK"; then rm -rf "$DIR"
   else log "not removing $DIR: $CONF is not ours"; fi

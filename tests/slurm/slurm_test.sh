@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# slurm_test.sh CASE - one end-to-end test on the project's own local Slurm lab (lab_up.sh): brings
+# the lab up, runs CASE, tears the lab down (nothing left behind), exits 0 pass / 1 fail / 77 skip.
+#
+#   lab               lab up: srun sees n1,n2 with their own hostname and NIC; lab down leaves nothing
+#   sbatch-srun       sbatch --wait slurm/allreduce.sbatch, 2 nodes x 2 ranks, srun --mpi=pmix
+#   sbatch-mpirun     the same with mpirun inside the allocation
+#   collectives       slurm/collectives.sbatch (all four collectives), 2 nodes x 2 ranks
+#   shaped RATE       NICs shaped with tc tbf to RATE (1gbit, 200mbit); iperf3 goodput n2->n1 is the
+#                     ground truth; 1 rank per node, 64 MiB tcp AllReduce and P2P ring busbw must be
+#                     90-100 % of it; mpi reference rows in the same table
+#   kill              the job's processes on n2 are SIGKILLed mid-run: the job must fail within 60 s,
+#                     its log must name n2, and the rows written before are intact
+#
+# Needs: root, namespaces, slurmd/slurmctld/slurm-client/munge (+ iperf3 for shaped), Open MPI,
+# python3 and the fabricbench binary: FB_TEST_BIN=<build>/benchmarks/fabricbench (ctest sets it).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+CASE=${1:?case}
+source "$HERE/lab_common.sh"
+
+T0=$(date +%s.%N)
+now() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+say() { echo "[slurm-test $CASE +$(now)s] $*"; }
+fail() { say "FAIL: $*"; FAILED=1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+# ---- can it run here? (skip = 77 with the reason; never a pass)
+lab_check_prereqs 2>&1 | sed 's/^\[fblab [^]]*\] //' | grep . && exit 77
+for c in mpirun python3; do command -v "$c" >/dev/null || skip "missing $c (apt-get install openmpi-bin python3)"; done
+[ "$CASE" != shaped ] || command -v iperf3 >/dev/null || skip "missing iperf3 (apt-get install iperf3)"
+BIN=${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench}
+[ -x "$BIN" ] || { echo "FAIL: fabricbench binary not found: $BIN (set FB_TEST_BIN)"; exit 1; }
+
+WORK=$(mktemp -d /tmp/fabricbench-slurmtest.XXXXXX)
+FAILED=0
+cleanup() {
+  local rc=$?
+  if [ "$FAILED" != 0 ] || [ "$rc" != 0 ]; then
+    for f in "$WORK"/*.out; do [ -e "$f" ] && { echo "==== job log $f"; tail -n 60 "$f"; }; done
+    for f in "$DIR"/log/slurmctld.log "$DIR"/log/slurmd-n*.log; do [ -e "$f" ] && { echo "==== $f"; tail -n 15 "$f"; }; done
+  fi
+  "$HERE/lab_down.sh" || { echo "FAIL: lab_down.sh left something behind"; FAILED=1; }
+  rm -rf "$WORK"
+  if [ "$FAILED" != 0 ]; then echo "RESULT: $CASE FAILED"; exit 1; fi
+  echo "RESULT: $CASE passed in $(now) s"
+  exit 0
+}
+trap cleanup EXIT
+
+FBLAB_RATE=${2:-} "$HERE/lab_up.sh" >/dev/null
+rc=$?
+[ "$rc" = 77 ] && { trap - EXIT; rm -rf "$WORK"; skip "the lab cannot run here (see above)"; }
+[ "$rc" = 0 ] || { fail "lab_up.sh exited $rc"; exit 1; }
+source "$DIR/env.sh"
+say "lab up"
+
+# The job's settings: everything else is slurm/fabricbench.env as shipped.
+export FB_HOME=$SRC FB_BIN=$BIN FB_RESULTS_DIR=$WORK/results
+export FB_TCP_IF=eth0 OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+CHECK="python3 $HERE/check_run.py"
+
+# submit <sbatch args...>: sbatch --wait from the repository root, as a user would; sets JOB, JRC, JLOG
+submit() {
+  local out
+  out=$(cd "$SRC" && sbatch --parsable -o "$WORK/%x-%j.out" "$@" 2>&1) || { fail "sbatch: $out"; return 1; }
+  JOB=${out%%;*}
+  JRC=0
+  # --wait is given as its own call so that JOB is known while the job runs (the kill case needs it)
+  return 0
+}
+wait_job() {  # wait_job <seconds>: until JOB has finished; JRC = its exit code (from slurmctld)
+  local t=$1 i line=""
+  JRC=unknown
+  for i in $(seq 1 $((t * 5))); do
+    line=$(scontrol -o show job "$JOB" 2>/dev/null)
+    case "$line" in *JobState=PENDING*|*JobState=RUNNING*|*JobState=COMPLETING*|*JobState=CONFIGURING*) ;;
+      *) break ;; esac
+    sleep 0.2
+  done
+  JSTATE=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<< "$line")
+  JRC=$(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line")
+  JLOG=$(ls "$WORK"/*-"$JOB".out 2>/dev/null | head -1)
+  [ -n "$JRC" ] || JRC=unknown
+}
+sbatch_wait() {  # sbatch_wait <sbatch args...>: the user's path, `sbatch --wait`; JRC = its exit code
+  local t=$(date +%s.%N)
+  (cd "$SRC" && sbatch --wait -o "$WORK/%x-%j.out" "$@" > "$WORK/sbatch.stdout" 2>&1)
+  JRC=$?
+  JOB=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$WORK/sbatch.stdout")
+  JLOG=$(ls "$WORK"/*-"$JOB".out 2>/dev/null | head -1)
+  say "sbatch --wait $* -> exit $JRC in $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s (job $JOB)"
+  [ -n "$JLOG" ] && grep -E '^(\+ |fabricbench job)' "$JLOG"
+}
+
+case "$CASE" in
+  lab)
+    hosts=$(srun -N2 --ntasks-per-node=1 hostname | sort | paste -sd,)
+    [ "$hosts" = "n1,n2" ] || fail "srun -N2 hostname gave '$hosts', expected n1,n2"
+    nics=$(srun -N2 --ntasks-per-node=1 sh -c 'echo $(hostname):$(ls /sys/class/net | paste -sd+)' | sort | paste -sd,)
+    [ "$nics" = "n1:eth0+lo,n2:eth0+lo" ] || fail "node NICs '$nics', expected n1:eth0+lo,n2:eth0+lo"
+    addr=$(srun -N1 -w n2 ip -4 -o addr show dev eth0 | awk '{print $4}')
+    [ "$addr" = "$NET.12/24" ] || fail "n2 eth0 address '$addr', expected $NET.12/24"
+    say "srun: hosts $hosts, NICs $nics, n2 eth0 $addr"
+    "$HERE/lab_down.sh" || fail "lab_down.sh failed"
+    if left=$(lab_anything_left); then fail "left behind after lab_down.sh:$left"; fi
+    pgrep -f "munged --socket=$DIR" >/dev/null && fail "our munged still runs"
+    ;;
+
+  sbatch-srun|sbatch-mpirun)
+    export FB_LAUNCHER=${CASE#sbatch-} FB_SIZES="-b 8 -e 4M -f 32" FB_ITERS=5 FB_WARMUP=2
+    sbatch_wait slurm/allreduce.sbatch
+    [ "$JRC" = 0 ] || fail "job exited $JRC"
+    R=$FB_RESULTS_DIR/$JOB
+    [ -s "$R/table.csv" ] && [ -s "$R/run.json" ] || fail "no $R/table.csv or run.json"
+    $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
+    $CHECK rows "$R" 4 2 || fail "rows"
+    impls=$(awk -F, 'NR>1{print $5}' "$R/table.csv" | sort -u | paste -sd,)
+    colls=$(awk -F, 'NR>1{print $4}' "$R/table.csv" | sort -u | paste -sd,)
+    say "rows: $(($(wc -l < "$R/table.csv") - 1)), collectives: $colls, impls: $impls"
+    [ "$colls" = allreduce ] || fail "collectives '$colls', expected allreduce"
+    case ",$impls," in *,tcp,*) ;; *) fail "no tcp rows (impls: $impls)";; esac
+    case ",$impls," in *,mpi,*) ;; *) fail "no mpi rows (impls: $impls)";; esac
+    grep -q "launcher $FB_LAUNCHER" "$JLOG" || fail "the job did not use $FB_LAUNCHER"
+    ;;
+
+  collectives)
+    export FB_SIZES="-b 1K -e 1M -f 32" FB_ITERS=3 FB_WARMUP=1 FB_TRANSPORTS=tcp,mpi
+    sbatch_wait slurm/collectives.sbatch
+    [ "$JRC" = 0 ] || fail "job exited $JRC"
+    R=$FB_RESULTS_DIR/$JOB
+    $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
+    $CHECK rows "$R" 4 2 >/dev/null || fail "rows"
+    colls=$(awk -F, 'NR>1{print $4}' "$R/table.csv" | sort -u | paste -sd,)
+    say "collectives: $colls"
+    [ "$colls" = "allgather,allreduce,p2pring,reducescatter" ] || fail "collectives '$colls'"
+    ;;
+
+  shaped)
+    RATE=${2:?rate}
+    "$HERE/lab_shape.sh" show
+    # ground truth: TCP goodput n2 -> n1 across the shaped veths, first second (slow start) omitted
+    node_exec 1 timeout 20 iperf3 -s -1 -B "$NET.11" -p 5211 >/dev/null 2>&1 &
+    srv=$!
+    sleep 0.5
+    node_exec 2 timeout 20 iperf3 -c "$NET.11" -B "$NET.12" -p 5211 -t 4 -O 1 -J > "$WORK/iperf.json"
+    wait "$srv"
+    GOODPUT=$(python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['end']; print('%.2f' % (e['sum_received']['bits_per_second']/8e6))" "$WORK/iperf.json") \
+      || { fail "iperf3 gave no result"; exit 1; }
+    say "iperf3 n2->n1 goodput at $RATE: $GOODPUT MB/s (iperf3 -c $NET.11 -B $NET.12 -t 4 -O 1)"
+    export FB_LAUNCHER=srun FB_TRANSPORTS=tcp,mpi FB_SIZES="-b 64M -e 64M" FB_ITERS=2 FB_WARMUP=1 \
+           FB_EXTRA_ARGS="--placement out"
+    sbatch_wait --ntasks-per-node=1 slurm/collectives.sbatch allreduce,p2pring
+    [ "$JRC" = 0 ] || fail "job exited $JRC"
+    R=$FB_RESULTS_DIR/$JOB
+    $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
+    $CHECK rows "$R" 2 2 >/dev/null || fail "rows"
+    # The physical limit: tbf meters whole Ethernet frames (MTU + 14 B header); TCP carries MSS =
+    # MTU - 40 (IP+TCP) - 12 (timestamps) bytes of payload in each. 1gbit: 119.55 MB/s.
+    mtu=$(cat /sys/class/net/${P}h-n1/mtu)
+    LIMIT=$(awk -v r="$RATE" -v m="$mtu" 'BEGIN{ v = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
+      f = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1;
+      printf "%.2f", v * f / 8 * (m - 52) / (m + 14) / 1e6 }')
+    say "TCP goodput limit at $RATE, MTU $mtu: $LIMIT MB/s; iperf3 measured $GOODPUT MB/s"
+    # lower bound: 90 % of what iperf3 measured; upper bound: the limit + 1 % (tbf's 512 KB burst is
+    # 0.4 % of a 2 x 64 MiB timed batch; timer and scheduling jitter on a shared machine)
+    $CHECK bw "$R" $((64 << 20)) "$GOODPUT" "$LIMIT" 0.90 1.01 tcp:allreduce,tcp:p2pring \
+      || fail "tcp busbw out of range"
+    say "mpi reference rows (reported, not bounded: Open MPI's tcp BTL, see slurm/fabricbench.env):"
+    $CHECK bw "$R" $((64 << 20)) "$GOODPUT" "$LIMIT" 0 100 mpi:allreduce,mpi:p2pring || fail "mpi rows missing"
+    ;;
+
+  kill)
+    "$HERE/lab_shape.sh" 1gbit
+    export FB_LAUNCHER=srun FB_TRANSPORTS=tcp FB_SIZES="-b 256K -e 1G -f 2" FB_ITERS=3 FB_WARMUP=1 \
+           FB_EXTRA_ARGS="--placement out"
+    submit slurm/allreduce.sbatch || exit 1
+    R=$FB_RESULTS_DIR/$JOB
+    say "job $JOB submitted; waiting for 3 rows in $R/table.csv"
+    for _ in $(seq 1 300); do
+      [ -s "$R/table.csv" ] && [ "$(($(wc -l < "$R/table.csv") - 1))" -ge 3 ] && break
+      sleep 0.2
+    done
+    before=$(($(wc -l < "$R/table.csv" 2>/dev/null || echo 1) - 1))
+    [ "$before" -ge 3 ] || { fail "the job wrote $before rows in 60 s"; scancel "$JOB"; exit 1; }
+    slurmd2=$(cat "$DIR/slurmd-n2.pid")
+    victims=$(ip netns pids "$P-n2" | grep -vx "$slurmd2" | paste -sd' ')
+    say "$before rows written; SIGKILL to every job process on n2 (pids $victims: $(ps -o comm= -p ${victims// /,} | sort | uniq -c | awk '{print $2"x"$1}' | paste -sd' '))"
+    tk=$(date +%s.%N)
+    kill -KILL $victims
+    wait_job 90
+    dt=$(awk -v a="$tk" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+    say "job $JOB ended $dt s after the kill, exit $JRC"
+    grep -nE 'error|lost|abort|FAILED|Killed|n2' "$JLOG" | grep -v '^[0-9]*:+ ' | tail -n 12
+    [ "$JRC" != 0 ] || fail "the job passed although n2's processes were killed"
+    awk -v d="$dt" 'BEGIN{exit !(d <= 60)}' || fail "the job took $dt s (> 60 s) to fail"
+    grep -E 'error|lost|abort|fail|Killed' "$JLOG" | grep -qw n2 || fail "no error line in the job log names n2"
+    $CHECK intact "$R" "$before" || fail "rows written before the kill are not intact"
+    ;;
+
+  *) echo "unknown case $CASE"; FAILED=1 ;;
+esac
