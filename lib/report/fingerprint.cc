@@ -1,1 +1,498 @@
-// being written
+// The run fingerprint, read from /proc, /sys, /etc (under a root a test can fake) and from
+// nvidia-smi, ethtool and git when present (each under a time-out).
+#include "report/fingerprint.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config.h"
+#include "report/process.h"
+
+extern char** environ;
+
+#ifndef FB_GIT_REV
+#define FB_GIT_REV ""
+#endif
+#ifndef FB_BUILD_TYPE
+#define FB_BUILD_TYPE ""
+#endif
+
+namespace fb {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string trim(std::string s) {
+  auto notSpace = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
+  s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
+  return s;
+}
+
+// Whole file, or "" when it can't be read (sysfs attributes such as speed fail with EINVAL on
+// a link that is down: that is "unknown", not an error).
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return "";
+  return ss.str();
+}
+std::string readLine(const fs::path& p) { return trim(readFile(p)); }
+
+fs::path under(const std::string& root, const std::string& abs) {
+  if (root.empty() || root == "/") return fs::path(abs);
+  return fs::path(root) / abs.substr(1);
+}
+
+json intOrNull(const std::string& s) {
+  if (s.empty()) return json();
+  try {
+    std::size_t pos = 0;
+    long long v = std::stoll(s, &pos);
+    if (pos != s.size()) return json(s);
+    return json(v);
+  } catch (...) {
+    return json(s);
+  }
+}
+
+json readCpu(const std::string& root) {
+  std::ifstream in(under(root, "/proc/cpuinfo"));
+  json cpu = json::object();
+  int logical = 0;
+  std::set<std::string> sockets;
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, model, physId;
+  std::map<std::string, std::string> firstBlock;  // ARM: "CPU implementer", "CPU part"
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string k = trim(line.substr(0, colon)), v = trim(line.substr(colon + 1));
+    if (k == "processor") ++logical;
+    else if (k == "model name" && model.empty()) model = v;
+    else if (k == "physical id") {
+      physId = v;
+      sockets.insert(v);
+    } else if (k == "core id") cores.insert({physId, v});
+    if ((k == "CPU implementer" || k == "CPU part" || k == "Hardware") && !firstBlock.count(k)) firstBlock[k] = v;
+  }
+  if (model.empty() && !firstBlock.empty()) {
+    for (auto& [k, v] : firstBlock) model += (model.empty() ? "" : " ") + k + " " + v;
+  }
+  cpu["model"] = model.empty() ? json() : json(model);
+  cpu["logical_cpus"] = logical;
+  if (!sockets.empty()) cpu["sockets"] = sockets.size();
+  if (!cores.empty()) cpu["physical_cores"] = cores.size();
+  return cpu;
+}
+
+json readMemBytes(const std::string& root) {
+  std::ifstream in(under(root, "/proc/meminfo"));
+  std::string k;
+  long long v;
+  std::string unit;
+  while (in >> k >> v) {
+    std::getline(in, unit);
+    if (k == "MemTotal:") return json(v * 1024);
+  }
+  return json();
+}
+
+std::string readOs(const std::string& root) {
+  std::ifstream in(under(root, "/etc/os-release"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'')) v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "";
+}
+
+std::map<std::string, std::vector<std::string>> localIpv4() {
+  std::map<std::string, std::vector<std::string>> out;
+  ifaddrs* ifa = nullptr;
+  if (::getifaddrs(&ifa) != 0) return out;
+  for (ifaddrs* p = ifa; p; p = p->ifa_next) {
+    if (!p->ifa_addr || p->ifa_addr->sa_family != AF_INET) continue;
+    char buf[INET_ADDRSTRLEN];
+    auto* sin = reinterpret_cast<sockaddr_in*>(p->ifa_addr);
+    if (::inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf)) out[p->ifa_name].push_back(buf);
+  }
+  ::freeifaddrs(ifa);
+  return out;
+}
+
+std::string ethtoolFirmware(const std::string& nic, const FingerprintOptions& o) {
+  static const bool have = !findInPath("ethtool").empty();
+  if (!have) return "";
+  auto r = runCommand({"ethtool", "-i", nic}, std::min(o.commandTimeout, std::chrono::milliseconds(2000)));
+  if (!r.ok()) return "";
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("firmware-version:", 0) == 0) return trim(line.substr(17));
+  return "";
+}
+
+json readNics(const FingerprintOptions& o) {
+  json nics = json::object();
+  fs::path base = under(o.root, "/sys/class/net");
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) return nics;
+  bool real = o.root.empty() || o.root == "/";
+  auto ips = real ? localIpv4() : std::map<std::string, std::vector<std::string>>{};
+  std::vector<std::string> names;
+  for (auto& e : fs::directory_iterator(base, ec)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    fs::path d = base / name;
+    json n = json::object();
+    n["operstate"] = readLine(d / "operstate");
+    json speed = intOrNull(readLine(d / "speed"));
+    if (speed.is_number() && speed.get<long long>() < 0) speed = json();  // -1: unknown
+    n["speed_mbps"] = speed;
+    n["mtu"] = intOrNull(readLine(d / "mtu"));
+    n["mac"] = readLine(d / "address");
+    bool isVirtual = !fs::exists(d / "device", ec);
+    n["virtual"] = isVirtual;
+    fs::path drv = d / "device" / "driver";
+    if (fs::is_symlink(drv, ec)) {
+      n["driver"] = fs::read_symlink(drv, ec).filename().string();
+    } else {
+      n["driver"] = json();
+    }
+    n["ipv4"] = ips.count(name) ? json(ips[name]) : json::array();
+    std::string fw = readLine(d / "device" / "firmware_version");  // some drivers expose it
+    if (fw.empty() && o.runCommands && !isVirtual && name != "lo") fw = ethtoolFirmware(name, o);
+    n["firmware"] = fw.empty() ? json() : json(fw);
+    nics[name] = n;
+  }
+  return nics;
+}
+
+json readRdma(const std::string& root) {
+  json out = json::object();
+  fs::path base = under(root, "/sys/class/infiniband");
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) return out;
+  for (auto& e : fs::directory_iterator(base, ec)) {
+    fs::path d = e.path();
+    json dev = json::object();
+    dev["fw_ver"] = readLine(d / "fw_ver");
+    dev["hca_type"] = readLine(d / "hca_type");
+    dev["board_id"] = readLine(d / "board_id");
+    dev["node_type"] = readLine(d / "node_type");
+    json ports = json::object();
+    std::error_code ec2;
+    if (fs::is_directory(d / "ports", ec2))
+      for (auto& p : fs::directory_iterator(d / "ports", ec2)) {
+        ports[p.path().filename().string()] = {{"state", readLine(p.path() / "state")},
+                                               {"phys_state", readLine(p.path() / "phys_state")},
+                                               {"rate", readLine(p.path() / "rate")},
+                                               {"link_layer", readLine(p.path() / "link_layer")}};
+      }
+    dev["ports"] = ports;
+    std::vector<std::string> netdevs;
+    if (fs::is_directory(d / "device" / "net", ec2))
+      for (auto& n : fs::directory_iterator(d / "device" / "net", ec2)) netdevs.push_back(n.path().filename().string());
+    std::sort(netdevs.begin(), netdevs.end());
+    dev["netdevs"] = netdevs;
+    out[d.filename().string()] = dev;
+  }
+  return out;
+}
+
+std::vector<std::string> splitCsvSimple(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  std::istringstream in(line);
+  while (std::getline(in, cur, ',')) f.push_back(trim(cur));
+  return f;
+}
+
+void readGpus(const FingerprintOptions& o, json& fp) {
+  fp["gpus"] = json::array();
+  std::string proc = readLine(under(o.root, "/proc/driver/nvidia/version"));
+  if (!proc.empty()) fp["nvidia_proc_version"] = proc.substr(0, proc.find('\n'));
+  if (!o.runCommands) {
+    fp["gpu_query"] = "not queried";
+    return;
+  }
+  if (findInPath("nvidia-smi").empty()) {
+    fp["gpu_query"] = "nvidia-smi not found";
+    return;
+  }
+  const std::vector<std::string> fields = {"index", "name", "uuid", "pci.bus_id", "memory.total", "driver_version",
+                                           "vbios_version", "pcie.link.gen.max", "pcie.link.width.max"};
+  std::string q;
+  for (auto& f : fields) q += (q.empty() ? "" : ",") + f;
+  auto r = runCommand({"nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader,nounits"}, o.commandTimeout);
+  if (!r.ok()) {
+    fp["gpu_query"] = "nvidia-smi failed: " + r.error;
+    return;
+  }
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line).empty()) continue;
+    auto v = splitCsvSimple(line);
+    if (v.size() != fields.size()) continue;
+    json g = {{"index", intOrNull(v[0])},      {"name", v[1]},          {"uuid", v[2]},
+              {"pci_bus_id", v[3]},            {"memory_mib", intOrNull(v[4])}, {"driver_version", v[5]},
+              {"vbios_version", v[6]},         {"pcie_gen_max", intOrNull(v[7])},
+              {"pcie_width_max", intOrNull(v[8])}};
+    fp["gpu_driver"] = v[5];
+    fp["gpus"].push_back(g);
+  }
+  fp["gpu_query"] = "nvidia-smi";
+}
+
+json readGit(const FingerprintOptions& o) {
+  json g = json::object();
+  if (o.runCommands && !findInPath("git").empty()) {
+    auto rev = runCommand({"git", "-C", FB_SOURCE_DIR, "rev-parse", "HEAD"}, o.commandTimeout);
+    if (rev.ok() && !trim(rev.out).empty()) {
+      g["rev"] = trim(rev.out);
+      auto st = runCommand({"git", "-C", FB_SOURCE_DIR, "status", "--porcelain", "--untracked-files=no"},
+                           o.commandTimeout);
+      g["dirty"] = st.ok() ? json(!trim(st.out).empty()) : json();
+      g["source"] = "git";
+      return g;
+    }
+  }
+  g["rev"] = std::string(FB_GIT_REV).empty() ? json() : json(FB_GIT_REV);
+  g["dirty"] = json();
+  g["source"] = "configure time (git not run)";
+  return g;
+}
+
+bool matchPattern(const std::string& pattern, const std::string& key) {
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::string cur;
+    std::istringstream in(s);
+    while (std::getline(in, cur, '.')) v.push_back(cur);
+    return v;
+  };
+  auto p = split(pattern), k = split(key);
+  if (p.size() != k.size()) return false;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != "*" && p[i] != k[i]) return false;
+  return true;
+}
+
+void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+  if (j.is_object()) {
+    for (auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (j.is_array() && !j.empty() && (j[0].is_object() || j[0].is_array())) {
+    for (std::size_t i = 0; i < j.size(); ++i) flatten(j[i], prefix + "." + std::to_string(i), out);
+  } else {
+    out.emplace_back(prefix, j);
+  }
+}
+
+}  // namespace
+
+json filterEnvironment(const std::vector<std::pair<std::string, std::string>>& env) {
+  static const char* kPrefixes[] = {"NCCL_", "OMPI_", "OPAL_", "PMIX_", "PMI_", "UCX_", "SLURM_", "CUDA_",
+                                    "NVIDIA_", "FB_", "IBV_", "RDMAV_", "MLX5_", "HCOLL_"};
+  static const char* kSecret[] = {"TOKEN", "SECRET", "KEY", "PASS", "CRED", "AUTH"};
+  json out = json::object();
+  for (const auto& [name, value] : env) {
+    bool keep = name == "LD_LIBRARY_PATH";
+    for (auto* p : kPrefixes)
+      if (name.rfind(p, 0) == 0) keep = true;
+    if (!keep) continue;
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    bool secret = false;
+    for (auto* s : kSecret)
+      if (upper.find(s) != std::string::npos) secret = true;
+    if (!secret) out[name] = value;
+  }
+  return out;
+}
+
+std::vector<std::string> comparedFingerprintKeys() {
+  return {"kernel",          "os",
+          "cpu.model",       "cpu.logical_cpus",
+          "gpu_driver",      "gpu_count",
+          "gpus.*.name",     "gpus.*.vbios_version",
+          "nccl_version",    "cuda_driver_version",
+          "cuda_runtime_version", "mpi_version",
+          "compiler",        "build.fabricbench_version",
+          "git.rev",         "git.dirty",
+          "nics.*.speed_mbps", "nics.*.mtu",
+          "nics.*.driver",   "nics.*.firmware",
+          "rdma.*.fw_ver",   "rdma.*.ports.*.rate",
+          "rdma.*.ports.*.state", "rdma.*.ports.*.link_layer"};
+}
+
+std::vector<std::pair<std::string, json>> flattenForComparison(const json& fp) {
+  json copy = fp;
+  if (copy.contains("nics") && copy["nics"].is_object()) {
+    json kept = json::object();
+    for (auto& [name, n] : copy["nics"].items())
+      if (name != "lo" && !(n.is_object() && n.contains("virtual") && n["virtual"].is_boolean() && n["virtual"].get<bool>()))
+        kept[name] = n;
+    copy["nics"] = kept;
+  }
+  std::vector<std::pair<std::string, json>> all, out;
+  flatten(copy, "", all);
+  for (auto& [k, v] : all)
+    for (const auto& p : comparedFingerprintKeys())
+      if (matchPattern(p, k)) {
+        out.emplace_back(k, v);
+        break;
+      }
+  return out;
+}
+
+json collectLocalFingerprint(const FingerprintOptions& o) {
+  json fp = json::object();
+  bool real = o.root.empty() || o.root == "/";
+  std::string host = readLine(under(o.root, "/proc/sys/kernel/hostname"));
+  if (host.empty() && real) {
+    char buf[256] = {0};
+    if (::gethostname(buf, sizeof buf - 1) == 0) host = buf;
+  }
+  fp["hostname"] = host;
+  std::string kernel = readLine(under(o.root, "/proc/sys/kernel/osrelease"));
+  std::string machine;
+  if (real) {
+    utsname u{};
+    if (::uname(&u) == 0) {
+      if (kernel.empty()) kernel = u.release;
+      machine = u.machine;
+    }
+  }
+  fp["kernel"] = kernel;
+  fp["kernel_version"] = readLine(under(o.root, "/proc/sys/kernel/version"));
+  if (!machine.empty()) fp["machine"] = machine;
+  fp["os"] = readOs(o.root);
+  fp["cpu"] = readCpu(o.root);
+  fp["memory_bytes"] = readMemBytes(o.root);
+  fp["nics"] = readNics(o);
+  fp["rdma"] = readRdma(o.root);
+  readGpus(o, fp);
+  fp["gpu_count"] = fp["gpus"].size();
+  if (!fp.contains("gpu_driver")) fp["gpu_driver"] = json();
+  fp["compiler"] = FB_CXX_COMPILER;
+  fp["build"] = {{"fabricbench_version", FB_VERSION},
+                 {"build_type", FB_BUILD_TYPE},
+                 {"cuda", FB_HAVE_CUDA != 0},
+                 {"nccl", FB_HAVE_NCCL != 0},
+                 {"verbs", FB_HAVE_VERBS != 0},
+                 {"cuda_compiler", FB_CUDA_COMPILER_VERSION}};
+  fp["git"] = readGit(o);
+  fp["mpi_version"] = o.mpiVersion.empty() ? json() : json(trim(o.mpiVersion));
+  std::vector<std::pair<std::string, std::string>> env = o.env;
+  if (env.empty())
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  fp["env"] = filterEnvironment(env);
+  if (o.extra.is_object())
+    for (auto& [k, v] : o.extra.items()) fp[k] = v;
+  return fp;
+}
+
+json collectLocalFingerprint() { return collectLocalFingerprint(FingerprintOptions{}); }
+
+json mergeFingerprints(const std::vector<json>& perRank) {
+  struct HostEntry {
+    std::string host;
+    std::vector<int> ranks;
+    json fp;
+    int lowest = 0;
+  };
+  std::vector<HostEntry> hosts;
+  for (std::size_t i = 0; i < perRank.size(); ++i) {
+    const json& f = perRank[i];
+    int rank = f.is_object() && f.contains("rank") && f["rank"].is_number_integer() ? f["rank"].get<int>()
+                                                                                     : static_cast<int>(i);
+    std::string host =
+        f.is_object() && f.contains("hostname") && f["hostname"].is_string() ? f["hostname"].get<std::string>() : "";
+    if (host.empty()) host = "(unknown host)";
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const HostEntry& h) { return h.host == host; });
+    if (it == hosts.end()) {
+      hosts.push_back({host, {}, json(), rank});
+      it = hosts.end() - 1;
+      it->fp = f;
+    }
+    it->ranks.push_back(rank);
+    if (rank < it->lowest) {
+      it->lowest = rank;
+      it->fp = f;
+    }
+  }
+  for (auto& h : hosts) std::sort(h.ranks.begin(), h.ranks.end());
+  std::sort(hosts.begin(), hosts.end(), [](const HostEntry& a, const HostEntry& b) { return a.ranks[0] < b.ranks[0]; });
+
+  json out = json::object();
+  out["nranks"] = perRank.size();
+  out["nhosts"] = hosts.size();
+  out["hosts"] = json::array();
+  std::vector<std::map<std::string, json>> flat;
+  std::vector<std::string> keyOrder;
+  std::set<std::string> seen;
+  for (auto& h : hosts) {
+    json f = h.fp.is_object() ? h.fp : json::object();
+    f.erase("rank");
+    out["hosts"].push_back({{"hostname", h.host}, {"ranks", h.ranks}, {"fingerprint", f}});
+    std::map<std::string, json> m;
+    for (auto& [k, v] : flattenForComparison(f)) {
+      m[k] = v;
+      if (seen.insert(k).second) keyOrder.push_back(k);
+    }
+    flat.push_back(std::move(m));
+  }
+  json diffs = json::array();
+  if (hosts.size() > 1) {
+    // Report order: the order of comparedFingerprintKeys(), then the key.
+    auto patterns = comparedFingerprintKeys();
+    auto rankOf = [&](const std::string& k) {
+      for (std::size_t i = 0; i < patterns.size(); ++i)
+        if (matchPattern(patterns[i], k)) return i;
+      return patterns.size();
+    };
+    std::stable_sort(keyOrder.begin(), keyOrder.end(),
+                     [&](const std::string& a, const std::string& b) { return rankOf(a) < rankOf(b); });
+    for (const auto& k : keyOrder) {
+      json values = json::object();
+      std::set<std::string> distinct;
+      for (std::size_t i = 0; i < hosts.size(); ++i) {
+        auto it = flat[i].find(k);
+        json v = it == flat[i].end() ? json("(absent)") : it->second;
+        distinct.insert(v.dump());
+        values[hosts[i].host] = v;
+      }
+      if (distinct.size() > 1) diffs.push_back({{"key", k}, {"values", values}});
+    }
+  }
+  out["differences"] = diffs;
+  out["compared_keys"] = comparedFingerprintKeys();
+  return out;
+}
+
+}  // namespace fb

@@ -2,7 +2,9 @@
 // its own (collectLocalFingerprint), rank 0 merges them (mergeFingerprints) and flags
 // differences between nodes (driver, NCCL, NIC firmware, link speed).
 #pragma once
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,44 @@ nlohmann::json collectLocalFingerprint();
 
 // Rank 0: one entry per host (ranks on it listed), plus "differences": keys whose values
 // differ between hosts (e.g. "nccl_version", "nics.eth0.speed_mbps").
+// Input: element i is rank i's fingerprint (its "rank" field wins when present).
+// Output: {"nranks", "nhosts", "hosts": [{"hostname", "ranks": [...], "fingerprint": <lowest
+// rank's, without "rank">}], "differences": [{"key", "values": {host: value}}] ("(absent)" where
+// a host lacks the key), "compared_keys": [...]}.
 nlohmann::json mergeFingerprints(const std::vector<nlohmann::json>& perRank);
+
+// ---- additions (report helper) ----
+
+struct FingerprintOptions {
+  // Root of the file system to read /proc, /sys and /etc from ("/" = this machine). Tests point
+  // it at a fake tree; with another root, getifaddrs/uname/gethostname are not used.
+  std::string root = "/";
+  // Run nvidia-smi, ethtool -i and git (each under commandTimeout). Tests turn this off.
+  bool runCommands = true;
+  std::chrono::milliseconds commandTimeout{5000};
+  // Filled by the caller, who links MPI/NCCL/CUDA (this library does not): e.g. the text of
+  // MPI_Get_library_version. Empty = not recorded.
+  std::string mpiVersion;
+  // Merged into the result last (caller's keys win): "nccl_version", "cuda_driver_version",
+  // "cuda_runtime_version", "rank", "local_rank", ... Keys named like this are compared between
+  // hosts by mergeFingerprints.
+  nlohmann::json extra = nlohmann::json::object();
+  // Environment to record; empty = this process's environ.
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Same as collectLocalFingerprint() with explicit options.
+nlohmann::json collectLocalFingerprint(const FingerprintOptions& options);
+
+// The environment variables worth recording: names starting with NCCL_, OMPI_, OPAL_, PMIX_, PMI_,
+// UCX_, SLURM_, CUDA_, NVIDIA_, FB_, IBV_, RDMAV_, MLX5_, HCOLL_, plus LD_LIBRARY_PATH; any
+// name containing TOKEN, SECRET, KEY, PASS, CRED or AUTH (any case) is dropped.
+nlohmann::json filterEnvironment(const std::vector<std::pair<std::string, std::string>>& env);
+
+// Keys compared between hosts (dot paths; '*' matches one segment), in report order.
+std::vector<std::string> comparedFingerprintKeys();
+// A fingerprint flattened to dot paths ("nics.eth0.speed_mbps" -> 100000). Virtual NICs are left
+// out (their names and numbers differ between hosts for no reason that matters).
+std::vector<std::pair<std::string, nlohmann::json>> flattenForComparison(const nlohmann::json& fp);
 
 }  // namespace fb

@@ -3,6 +3,7 @@
 // every finished row; files that are written whole (run.json, report.md) are replaced
 // atomically (write to a temp file, then rename).
 #pragma once
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +41,9 @@ class ResultSink {
 std::unique_ptr<ResultSink> makeConsoleSink();
 // results/<run-id>/table.csv: header line, then one flushed line per row.
 std::unique_ptr<ResultSink> makeCsvSink(const std::string& path);
-// results/<run-id>/run.json: fingerprint + config + rows + summary (atomic rewrite at begin and end).
+// results/<run-id>/run.json: fingerprint + config + rows + summary. Rewritten atomically at
+// begin() (no rows, status "running"), after EVERY add() (so a killed run leaves a valid file
+// holding every finished row, status still "running") and at end() (final status).
 std::unique_ptr<ResultSink> makeJsonSink(const std::string& path);
 // results/<run-id>/report.md: human summary, paths side by side, plateau/floor (atomic, at end).
 std::unique_ptr<ResultSink> makeMarkdownSink(const std::string& path);
@@ -53,5 +56,30 @@ std::vector<Sample> readCsv(const std::string& path);
 
 // Write `content` to `path` atomically (temp file in the same folder + fsync + rename).
 void writeFileAtomic(const std::string& path, const std::string& content);
+
+// ---- additions (report helper) ----
+
+// Console table on any stream (tests pass a temporary file).
+std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out);
+// Forwards begin/add/end to each sink in order (null entries are ignored).
+std::unique_ptr<ResultSink> makeTeeSink(std::vector<std::unique_ptr<ResultSink>> sinks);
+// Rank 0's usual set: the console table (when `console`), and when resultDir is not empty
+// resultDir/table.csv, resultDir/run.json and resultDir/report.md. The folder is created at
+// begin(), so a run rejected before begin() leaves nothing behind.
+std::unique_ptr<ResultSink> makeRunSinks(const std::string& resultDir, bool console = true);
+
+// The same parser as readCsv on text in memory; `source` names it in error messages.
+std::vector<Sample> parseCsv(const std::string& text, const std::string& source);
+// Extras as one CSV column: key=value;key=value with '\\', ';' and '=' escaped by a backslash.
+std::string encodeExtras(const std::vector<std::pair<std::string, std::string>>& extra);
+std::vector<std::pair<std::string, std::string>> decodeExtras(const std::string& text);
+
+// One row as run.json writes it (same names as the CSV columns; wrong and pct_nominal are null
+// when unknown), and back.
+nlohmann::json sampleToJson(const Sample& s);
+Sample sampleFromJson(const nlohmann::json& j);
+// The whole run.json document (what the JSON sink writes).
+nlohmann::json runJson(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,
+                       bool finished);
 
 }  // namespace fb

@@ -1,0 +1,68 @@
+// The live console table: one line per row, flushed as each size finishes.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/result_sink.h"
+
+namespace fb {
+namespace {
+
+class ConsoleSink : public ResultSink {
+ public:
+  explicit ConsoleSink(std::FILE* out) : out_(out) {}
+
+  void begin(const RunMeta& meta) override {
+    std::string h;
+    h += fmt::format("# fabricbench run {}\n", meta.runId);
+    if (!meta.resultDir.empty()) h += fmt::format("# results: {}/ (table.csv, run.json, report.md)\n", meta.resultDir);
+    h += "# time_us    = per operation: max over ranks of each rank's timed batch / iters (microseconds)\n";
+    h += "# algbw_GBps = size_bytes / time; GB = 1e9 bytes\n";
+    h += "# busbw_GBps = algbw x factor: allreduce 2(n-1)/n; allgather, reducescatter (n-1)/n with\n";
+    h += "#              size = total buffer; p2pring 1 (send right, receive left)\n";
+    h += "# wrong      = wrong elements summed over ranks (N/A: not checked); %nominal = busbw / nominal link rate\n";
+    put(h);
+  }
+
+  void add(const Sample& s) override {
+    std::string key = s.coll + '\x1f' + s.impl + '\x1f' + s.path;
+    std::string ip = s.impl + "/" + s.path;
+    if (key != lastKey_) {
+      lastKey_ = key;
+      ipWidth_ = std::max<std::size_t>(12, ip.size());
+      std::string h = fmt::format("#\n# {}  impl={}  path={}  ({} ranks, {} node{})\n", s.coll, s.impl, s.path,
+                                  s.nRanks, s.nNodes, s.nNodes == 1 ? "" : "s");
+      h += fmt::format("# {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12} {:>11} {:>11} {:>8} {:>8}\n", "size(B)",
+                       "count(elts)", "type", "coll", "impl/path", ipWidth_, "place", "time_us", "algbw_GBps",
+                       "busbw_GBps", "wrong", "%nominal");
+      put(h);
+    }
+    std::string wrong = s.wrong < 0 ? "N/A" : std::to_string(s.wrong);
+    std::string pct = s.pctNominal < 0 ? "-" : fmt::format("{:.1f}", s.pctNominal);
+    put(fmt::format("  {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12.2f} {:>11.3f} {:>11.3f} {:>8} {:>8}\n", s.bytes,
+                    s.count, s.dtype, s.coll, ip, ipWidth_, s.inPlace ? "in" : "out", s.timeUs, s.algBwGBps,
+                    s.busBwGBps, wrong, pct));
+  }
+
+  void end(const RunSummary& summary) override {
+    std::string t = fmt::format("#\n# status: {} ({})\n", summary.ok ? "ok" : "NOT OK", summary.status);
+    for (const auto& n : summary.notes) t += "# note: " + n + "\n";
+    put(t);
+  }
+
+ private:
+  void put(const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), out_);
+    std::fflush(out_);
+  }
+  std::FILE* out_;
+  std::string lastKey_;
+  std::size_t ipWidth_ = 12;
+};
+
+}  // namespace
+
+std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out) { return std::make_unique<ConsoleSink>(out); }
+std::unique_ptr<ResultSink> makeConsoleSink() { return makeConsoleSink(stdout); }
+
+}  // namespace fb

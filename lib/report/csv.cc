@@ -1,0 +1,302 @@
+// table.csv: RFC 4180 quoting, one flushed line per row, a strict reader.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "report/result_sink.h"
+
+namespace fb {
+namespace {
+
+std::string quoteField(const std::string& f) {
+  bool need = f.find_first_of(",\"\r\n") != std::string::npos ||
+              (!f.empty() && (f.front() == ' ' || f.back() == ' '));
+  if (!need) return f;
+  std::string out = "\"";
+  for (char c : f) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string num(double v) { return fmt::format("{}", v); }
+
+// Splits text into records of fields. Each record remembers the line it started on. Throws
+// on an unterminated quote or a last record with no end of line (a truncated write).
+struct Record {
+  std::size_t line;
+  std::vector<std::string> fields;
+};
+
+std::vector<Record> splitRecords(const std::string& text, const std::string& source) {
+  std::vector<Record> out;
+  std::size_t line = 1, i = 0, n = text.size();
+  while (i < n) {
+    Record rec{line, {}};
+    std::string field;
+    bool done = false;
+    while (!done) {
+      if (i < n && text[i] == '"') {  // quoted field
+        ++i;
+        while (true) {
+          if (i >= n)
+            throw Error(fmt::format("{}: line {}: unterminated quoted field (truncated file?)", source,
+                                    rec.line));
+          char c = text[i++];
+          if (c == '"') {
+            if (i < n && text[i] == '"') {
+              field += '"';
+              ++i;
+            } else {
+              break;
+            }
+          } else {
+            if (c == '\n') ++line;
+            field += c;
+          }
+        }
+        if (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r')
+          throw Error(fmt::format("{}: line {}: characters after a closing quote", source, line));
+      } else {
+        while (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
+          if (text[i] == '"')
+            throw Error(fmt::format("{}: line {}: quote inside an unquoted field", source, line));
+          field += text[i++];
+        }
+      }
+      rec.fields.push_back(std::move(field));
+      field.clear();
+      if (i >= n)
+        throw Error(fmt::format("{}: line {} is truncated (no end of line)", source, rec.line));
+      if (text[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (text[i] == '\r') {
+        ++i;
+        if (i >= n || text[i] != '\n')
+          throw Error(fmt::format("{}: line {}: stray carriage return", source, line));
+      }
+      ++i;  // '\n'
+      ++line;
+      done = true;
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+template <typename T>
+T parseInt(const std::string& f, const char* col, const std::string& where) {
+  T v{};
+  auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+  if (f.empty() || ec != std::errc() || p != f.data() + f.size())
+    throw Error(fmt::format("{}: column {}: '{}' is not an integer", where, col, f));
+  return v;
+}
+
+double parseDouble(const std::string& f, const char* col, const std::string& where) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+  if (f.empty() || ec != std::errc() || p != f.data() + f.size())
+    throw Error(fmt::format("{}: column {}: '{}' is not a number", where, col, f));
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> csvColumns() {
+  return {"size_bytes", "count",  "type",    "coll",       "impl",       "path",
+          "placement",  "nranks", "nnodes",  "iters",      "time_us",    "algbw_GBps",
+          "busbw_GBps", "wrong",  "pct_nominal", "extra"};
+}
+
+std::string encodeExtras(const std::vector<std::pair<std::string, std::string>>& extra) {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '\\' || c == ';' || c == '=') o += '\\';
+      o += c;
+    }
+    return o;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < extra.size(); ++i) {
+    if (i) out += ';';
+    out += esc(extra[i].first) + "=" + esc(extra[i].second);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> decodeExtras(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (text.empty()) return out;
+  std::string key, val;
+  bool inVal = false;
+  auto finish = [&] {
+    if (!inVal) throw Error("extra column: entry '" + key + "' has no '=' (expected key=value;...)");
+    out.emplace_back(key, val);
+    key.clear();
+    val.clear();
+    inVal = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\') {
+      if (i + 1 >= text.size()) throw Error("extra column: dangling backslash at the end");
+      (inVal ? val : key) += text[++i];
+    } else if (c == '=' && !inVal) {
+      inVal = true;
+    } else if (c == ';') {
+      finish();
+    } else {
+      (inVal ? val : key) += c;
+    }
+  }
+  finish();
+  return out;
+}
+
+std::string csvLine(const Sample& s) {
+  std::vector<std::string> f = {
+      std::to_string(s.bytes),
+      std::to_string(s.count),
+      s.dtype,
+      s.coll,
+      s.impl,
+      s.path,
+      s.inPlace ? "in" : "out",
+      std::to_string(s.nRanks),
+      std::to_string(s.nNodes),
+      std::to_string(s.iters),
+      num(s.timeUs),
+      num(s.algBwGBps),
+      num(s.busBwGBps),
+      s.wrong < 0 ? std::string() : std::to_string(s.wrong),
+      s.pctNominal < 0 ? std::string() : num(s.pctNominal),
+      encodeExtras(s.extra),
+  };
+  std::string line;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (i) line += ',';
+    line += quoteField(f[i]);
+  }
+  return line;
+}
+
+std::vector<Sample> parseCsv(const std::string& text, const std::string& source) {
+  if (text.empty()) throw Error(source + ": empty file (no header line)");
+  auto records = splitRecords(text, source);
+  const auto cols = csvColumns();
+  if (records.front().fields != cols)
+    throw Error(source + ": line 1 is not the fabricbench table.csv header (expected " +
+                [&] {
+                  std::string h;
+                  for (auto& c : cols) h += (h.empty() ? "" : ",") + c;
+                  return h;
+                }() + ")");
+  std::vector<Sample> out;
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    const auto& rec = records[r];
+    std::string where = fmt::format("{}: line {}", source, rec.line);
+    const auto& f = rec.fields;
+    if (f.size() != cols.size())
+      throw Error(fmt::format("{}: {} fields, expected {} (truncated or malformed line)", where, f.size(),
+                              cols.size()));
+    Sample s;
+    s.bytes = parseInt<std::size_t>(f[0], "size_bytes", where);
+    s.count = parseInt<std::size_t>(f[1], "count", where);
+    s.dtype = f[2];
+    s.coll = f[3];
+    s.impl = f[4];
+    s.path = f[5];
+    if (f[6] == "in") s.inPlace = true;
+    else if (f[6] == "out") s.inPlace = false;
+    else throw Error(fmt::format("{}: column placement: '{}' is not 'in' or 'out'", where, f[6]));
+    s.nRanks = parseInt<int>(f[7], "nranks", where);
+    s.nNodes = parseInt<int>(f[8], "nnodes", where);
+    s.iters = parseInt<int>(f[9], "iters", where);
+    s.timeUs = parseDouble(f[10], "time_us", where);
+    s.algBwGBps = parseDouble(f[11], "algbw_GBps", where);
+    s.busBwGBps = parseDouble(f[12], "busbw_GBps", where);
+    s.wrong = f[13].empty() ? -1 : parseInt<std::int64_t>(f[13], "wrong", where);
+    s.pctNominal = f[14].empty() ? -1 : parseDouble(f[14], "pct_nominal", where);
+    try {
+      s.extra = decodeExtras(f[15]);
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
+    if (s.coll.empty() || s.impl.empty())
+      throw Error(where + ": empty coll or impl");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<Sample> readCsv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parseCsv(ss.str(), path);
+}
+
+void writeFileAtomic(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) throw IoError("cannot create a temporary file next to " + path + ": " + std::strerror(errno));
+  std::string tmp(name.data());
+  auto fail = [&](const char* what) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw IoError(std::string(what) + " " + tmp + " (for " + path + "): " + std::strerror(e));
+  };
+  std::size_t off = 0;
+  while (off < content.size()) {
+    ssize_t w = ::write(fd, content.data() + off, content.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw IoError("close " + tmp + ": " + std::strerror(e));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw IoError("rename " + tmp + " -> " + path + ": " + std::strerror(e));
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);  // make the rename durable; best effort
+    ::close(dfd);
+  }
+}
+
+}  // namespace fb

@@ -1,0 +1,117 @@
+// run.json: rewritten atomically at begin(), after every row, and at end().
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "report/result_sink.h"
+
+namespace fb {
+namespace {
+
+std::string utcNow() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class JsonSink : public ResultSink {
+ public:
+  explicit JsonSink(std::string path) : path_(std::move(path)) {}
+  void begin(const RunMeta& meta) override {
+    meta_ = meta;
+    started_ = utcNow();
+    auto parent = std::filesystem::path(path_).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    write(RunSummary{false, "running", {}}, false);
+  }
+  void add(const Sample& s) override {
+    rows_.push_back(s);
+    write(RunSummary{false, "running", {}}, false);
+  }
+  void end(const RunSummary& summary) override { write(summary, true); }
+
+ private:
+  void write(const RunSummary& sm, bool finished) {
+    auto j = runJson(meta_, rows_, sm, finished);
+    j["started_utc"] = started_;
+    j["updated_utc"] = utcNow();
+    writeFileAtomic(path_, j.dump(2) + "\n");
+  }
+  std::string path_;
+  RunMeta meta_;
+  std::string started_;
+  std::vector<Sample> rows_;
+};
+
+}  // namespace
+
+nlohmann::json sampleToJson(const Sample& s) {
+  nlohmann::json extra = nlohmann::json::object();
+  for (const auto& [k, v] : s.extra) extra[k] = v;
+  return {{"size_bytes", s.bytes},
+          {"count", s.count},
+          {"type", s.dtype},
+          {"coll", s.coll},
+          {"impl", s.impl},
+          {"path", s.path},
+          {"placement", s.inPlace ? "in" : "out"},
+          {"nranks", s.nRanks},
+          {"nnodes", s.nNodes},
+          {"iters", s.iters},
+          {"time_us", s.timeUs},
+          {"algbw_GBps", s.algBwGBps},
+          {"busbw_GBps", s.busBwGBps},
+          {"wrong", s.wrong < 0 ? nlohmann::json() : nlohmann::json(s.wrong)},
+          {"pct_nominal", s.pctNominal < 0 ? nlohmann::json() : nlohmann::json(s.pctNominal)},
+          {"extra", extra}};
+}
+
+Sample sampleFromJson(const nlohmann::json& j) {
+  try {
+    Sample s;
+    s.bytes = j.at("size_bytes").get<std::size_t>();
+    s.count = j.at("count").get<std::size_t>();
+    s.dtype = j.at("type").get<std::string>();
+    s.coll = j.at("coll").get<std::string>();
+    s.impl = j.at("impl").get<std::string>();
+    s.path = j.at("path").get<std::string>();
+    s.inPlace = j.at("placement").get<std::string>() == "in";
+    s.nRanks = j.at("nranks").get<int>();
+    s.nNodes = j.at("nnodes").get<int>();
+    s.iters = j.at("iters").get<int>();
+    s.timeUs = j.at("time_us").get<double>();
+    s.algBwGBps = j.at("algbw_GBps").get<double>();
+    s.busBwGBps = j.at("busbw_GBps").get<double>();
+    s.wrong = j.at("wrong").is_null() ? -1 : j.at("wrong").get<std::int64_t>();
+    s.pctNominal = j.at("pct_nominal").is_null() ? -1 : j.at("pct_nominal").get<double>();
+    if (j.contains("extra"))
+      for (auto& [k, v] : j["extra"].items()) s.extra.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("run.json row: ") + e.what());
+  }
+}
+
+nlohmann::json runJson(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,
+                       bool finished) {
+  nlohmann::json jr = nlohmann::json::array();
+  for (const auto& s : rows) jr.push_back(sampleToJson(s));
+  return {{"schema", "fabricbench/1"},
+          {"run_id", meta.runId},
+          {"command_line", meta.commandLine},
+          {"config", meta.config},
+          {"fingerprint", meta.fingerprint},
+          {"finished", finished},
+          {"rows", jr},
+          {"summary", {{"ok", summary.ok}, {"status", summary.status}, {"notes", summary.notes}}}};
+}
+
+std::unique_ptr<ResultSink> makeJsonSink(const std::string& path) { return std::make_unique<JsonSink>(path); }
+
+}  // namespace fb

@@ -1,0 +1,116 @@
+#include "report/plot.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "report/process.h"
+
+namespace fb {
+namespace {
+
+std::string gpString(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
+
+std::string gnuplotScript(const std::vector<const Series*>& group, const std::string& kind,
+                          const std::string& terminal, const std::string& pngPath, const std::string& title) {
+  bool bw = kind == "busbw";
+  std::string s;
+  s += fmt::format("set terminal {} size 1100,650 noenhanced\n", terminal);
+  s += fmt::format("set output {}\n", gpString(pngPath));
+  s += fmt::format("set title {}\n", gpString(title));
+  s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; Ki = 1024)'\n";
+  if (bw) {
+    s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key left top\n";
+  } else {
+    s += "set logscale y 10\nset ylabel 'time per operation (us, max over ranks)'\nset key left top\n";
+  }
+  s += "set grid\nset pointsize 0.8\n";
+  std::vector<std::string> plots;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    std::string block = fmt::format("$d{}", i);
+    s += block + " << EOD\n";
+    int n = 0;
+    for (const auto& r : group[i]->rows) {
+      if (r.bytes == 0) continue;  // log scale
+      if (r.wrong > 0) continue;   // wrong data is not a measurement
+      double y = bw ? r.busBwGBps : r.timeUs;
+      if (!bw && y <= 0) continue;
+      s += fmt::format("{} {}\n", r.bytes, y);
+      ++n;
+    }
+    s += "EOD\n";
+    if (n > 0) plots.push_back(fmt::format("{} using 1:2 with linespoints title {}", block, gpString(group[i]->label())));
+  }
+  if (plots.empty()) return "";
+  s += "plot ";
+  for (std::size_t i = 0; i < plots.size(); ++i) s += (i ? ", \\\n     " : "") + plots[i];
+  s += "\n";
+  return s;
+}
+
+PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
+                      std::chrono::milliseconds timeout) {
+  namespace fs = std::filesystem;
+  PlotResult res;
+  if (findInPath("gnuplot").empty()) {
+    res.skipped = "gnuplot not found in PATH (apt-get install gnuplot-nox)";
+    return res;
+  }
+  // pngcairo looks better; plain png (libgd) is the fallback.
+  std::string terminal = "png";
+  auto probe = runCommand({"gnuplot", "-e", "set terminal pngcairo"}, timeout);
+  if (probe.ok()) terminal = "pngcairo";
+
+  fs::path dir = fs::path(outDir) / "plots";
+  fs::create_directories(dir);
+  std::vector<std::pair<std::string, std::vector<const Series*>>> groups;
+  for (const auto& s : series) {
+    std::string gid = groupId(s.coll, s.dtype);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == gid; });
+    if (it == groups.end()) {
+      groups.push_back({gid, {}});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(&s);
+  }
+  for (auto& [gid, g] : groups) {
+    for (const char* kind : {"busbw", "time"}) {
+      fs::path png = dir / fmt::format("{}_{}.png", gid, kind);
+      fs::path gp = dir / fmt::format("{}_{}.gp", gid, kind);
+      std::string title = fmt::format("{} {} ({}) vs size{}", g[0]->coll, kind == std::string("busbw") ? "busbw" : "time",
+                                      g[0]->dtype, g[0]->run.empty() ? fmt::format(", {} ranks", g[0]->nRanks) : "");
+      std::string script = gnuplotScript(g, kind, terminal, png.string(), title);
+      if (script.empty()) continue;
+      {
+        std::ofstream out(gp);
+        out << script;
+      }
+      auto r = runCommand({"gnuplot", gp.string()}, timeout);
+      if (r.ok() && fs::exists(png)) {
+        res.made = true;
+        res.files.push_back(png.string());
+      } else {
+        res.errors.push_back(fmt::format("gnuplot {}: {}", gp.string(), r.error.empty() ? "no picture written" : r.error));
+      }
+    }
+  }
+  if (!res.made && res.errors.empty()) res.skipped = "no rows with a size > 0 to plot";
+  return res;
+}
+
+}  // namespace fb

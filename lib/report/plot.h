@@ -1,0 +1,28 @@
+// Plots with gnuplot: for each collective/dtype group, busbw vs size and time vs size (log2 x),
+// one curve per series. The gnuplot script is kept beside the picture so it can be re-run.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "report/summary.h"
+
+namespace fb {
+
+struct PlotResult {
+  bool made = false;                // at least one picture written
+  std::string skipped;              // why nothing was plotted (gnuplot missing...), "" otherwise
+  std::vector<std::string> errors;  // gnuplot failures, one line each
+  std::vector<std::string> files;   // pictures written (paths)
+};
+
+// The gnuplot script for one group (exposed for tests). `kind` is "busbw" or "time".
+std::string gnuplotScript(const std::vector<const Series*>& group, const std::string& kind,
+                          const std::string& terminal, const std::string& pngPath, const std::string& title);
+
+// Writes outDir/plots/<groupId>_{busbw,time}.{png,gp}. Never throws for a missing gnuplot: the
+// reason goes into `skipped`.
+PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
+                      std::chrono::milliseconds timeoutPerPlot = std::chrono::milliseconds(60000));
+
+}  // namespace fb

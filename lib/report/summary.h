@@ -1,0 +1,79 @@
+// Honest summaries and side-by-side tables, shared by report.md (one run) and the report tool
+// (several runs). A "series" is one curve: the rows of one run with the same collective, dtype,
+// implementation, path and placement, sorted by size.
+//
+// Definitions (also printed in every report):
+//   plateau busbw = the median busbw over the series' rows whose size is >= 1/4 of the largest
+//                   size measured in that series (with a x2 sweep: the top three sizes).
+//   floor time    = the smallest time_us over the series' rows with 0 < size <= 8 KiB.
+//   Rows with wrong > 0 are left out of both (their numbers are not valid) and flagged.
+//   Never a mean over all sizes: small sizes are latency-bound, large ones bandwidth-bound.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sample.h"
+#include "report/result_sink.h"
+
+namespace fb {
+
+constexpr std::size_t kFloorMaxBytes = 8192;        // small-message floor: sizes in (0, 8 KiB]
+constexpr double kPlateauFraction = 0.25;           // plateau: sizes >= max/4
+constexpr std::size_t kTimeTableMaxBytes = 65536;   // report's time table: sizes <= 64 KiB
+
+struct Series {
+  std::string run;     // run label ("" inside a single-run report)
+  std::string coll, impl, path, dtype;
+  bool inPlace = false;
+  int nRanks = 0, nNodes = 0;
+  std::vector<Sample> rows;  // sorted by bytes; one row per size (the last one given wins)
+  // "impl/path [out]", prefixed by "run: " when run is not empty.
+  std::string label() const;
+  std::string implPath() const { return impl + "/" + path; }
+};
+
+// Groups rows into series, keeping the order in which each series first appears.
+std::vector<Series> groupSeries(const std::vector<Sample>& rows, const std::string& run = "");
+
+// NaN when the series has no valid row in range.
+double plateauBusBw(const std::vector<Sample>& rows);
+double smallMessageFloorUs(const std::vector<Sample>& rows);
+// Median of a list (mean of the two middle values for an even count); NaN when empty.
+double median(std::vector<double> v);
+
+// True when `pattern` names the series: its full label, "impl/path", the path or the impl.
+bool seriesMatches(const Series& s, const std::string& pattern);
+
+// One run's report.md. `outDir` is where report.md goes: plots found in outDir/plots/ are linked.
+std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,
+                            const std::string& outDir);
+
+// The fingerprint section (merged or single-rank fingerprint), "Nodes differ" first.
+std::string renderFingerprintMarkdown(const nlohmann::json& fingerprint, const std::string& commandLine);
+
+struct RunData {
+  std::string label;     // run id (run.json) or the folder name
+  std::string dir;
+  nlohmann::json runJson;  // may be null when run.json is missing
+  std::vector<Sample> rows;
+};
+
+struct CompareOptions {
+  std::string baseline;                      // series pattern (see seriesMatches); "" = none
+  std::map<std::string, double> priceUsd;    // series pattern -> user-supplied USD per port
+};
+
+// The report tool's comparison page: per collective (and dtype) a busbw-by-size table with one
+// column per series, ratios to the baseline, a time table for small sizes, plateau/floor per
+// series, and the GB/s per $1000 column when prices are given. Plots in outDir/plots/ are linked.
+std::string renderComparison(const std::vector<RunData>& runs, const CompareOptions& opt,
+                             const std::string& outDir);
+
+// The name plot files use for one collective/dtype group: "allreduce_float32".
+std::string groupId(const std::string& coll, const std::string& dtype);
+
+}  // namespace fb

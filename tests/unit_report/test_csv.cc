@@ -1,0 +1,139 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "helpers.h"
+#include "report/result_sink.h"
+
+using fbtest::row;
+
+namespace {
+
+void requireSame(const fb::Sample& a, const fb::Sample& b) {
+  CHECK(a.coll == b.coll);
+  CHECK(a.impl == b.impl);
+  CHECK(a.path == b.path);
+  CHECK(a.dtype == b.dtype);
+  CHECK(a.inPlace == b.inPlace);
+  CHECK(a.bytes == b.bytes);
+  CHECK(a.count == b.count);
+  CHECK(a.nRanks == b.nRanks);
+  CHECK(a.nNodes == b.nNodes);
+  CHECK(a.iters == b.iters);
+  CHECK(a.timeUs == b.timeUs);  // exact: shortest round-trip formatting
+  CHECK(a.algBwGBps == b.algBwGBps);
+  CHECK(a.busBwGBps == b.busBwGBps);
+  CHECK(a.wrong == b.wrong);
+  CHECK(a.pctNominal == b.pctNominal);
+  CHECK(a.extra == b.extra);
+}
+
+std::vector<fb::Sample> awkwardRows() {
+  auto a = row("allreduce", "tcp", "tcp eth0, 10.0.0.1 \"bonded\"", 1048576, 123.456789012345, 17.0123456789);
+  a.extra = {{"channels", "2"}, {"gid", "fe80::1;x=y"}, {"note", "back\\slash, \"quoted\""}};
+  a.pctNominal = 87.5;
+  auto b = row("allgather", "nccl", "NVLink P2P/CUMEM x16ch\nsecond line", 8, 9.5, 0.0001, -1, true);
+  auto c = row("p2pring", "mpi", " leading and trailing space ", 0, 3.25, 0, 7);
+  c.count = 0;
+  return {a, b, c};
+}
+
+}  // namespace
+
+TEST_CASE("csv: header has units and the documented column order", "[csv]") {
+  auto cols = fb::csvColumns();
+  REQUIRE(cols.size() == 16);
+  CHECK(cols.front() == "size_bytes");
+  CHECK(cols[10] == "time_us");
+  CHECK(cols[11] == "algbw_GBps");
+  CHECK(cols[12] == "busbw_GBps");
+  CHECK(cols.back() == "extra");
+}
+
+TEST_CASE("csv: line quoting follows RFC 4180", "[csv]") {
+  auto s = row("allreduce", "tcp", "a,b \"c\"", 4, 1, 1);
+  std::string line = fb::csvLine(s);
+  CHECK(line.find("\"a,b \"\"c\"\"\"") != std::string::npos);
+  auto plain = row("allreduce", "tcp", "lo", 4, 1, 1);
+  CHECK(fb::csvLine(plain).find('"') == std::string::npos);
+}
+
+TEST_CASE("csv: sink writes, readCsv reads back every field", "[csv]") {
+  fbtest::TempDir dir;
+  std::string path = dir.str("run/table.csv");
+  auto rows = awkwardRows();
+  {
+    auto sink = fb::makeCsvSink(path);
+    fb::RunMeta meta;
+    meta.runId = "t";
+    sink->begin(meta);
+    for (auto& r : rows) {
+      sink->add(r);
+      // Rows are on disk as soon as add() returns (a killed run keeps them).
+      auto sofar = fb::readCsv(path);
+      CHECK(sofar.size() == static_cast<std::size_t>(&r - &rows[0] + 1));
+    }
+    sink->end(fb::RunSummary{});
+  }
+  auto back = fb::readCsv(path);
+  REQUIRE(back.size() == rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) requireSame(rows[i], back[i]);
+}
+
+TEST_CASE("csv: extras escape ; = and backslash", "[csv]") {
+  std::vector<std::pair<std::string, std::string>> e = {{"a=b", "c;d"}, {"k", "v\\"}, {"empty", ""}};
+  auto text = fb::encodeExtras(e);
+  CHECK(fb::decodeExtras(text) == e);
+  CHECK(fb::decodeExtras("").empty());
+  CHECK_THROWS_AS(fb::decodeExtras("novalue"), fb::Error);
+  CHECK_THROWS_AS(fb::decodeExtras("k=v\\"), fb::Error);
+}
+
+TEST_CASE("csv: truncated and malformed lines are rejected with fb::Error", "[csv]") {
+  std::string header;
+  for (auto& c : fb::csvColumns()) header += (header.empty() ? "" : ",") + c;
+  header += "\n";
+  std::string good = fb::csvLine(row("allreduce", "tcp", "lo", 1024, 10, 0.3)) + "\n";
+  REQUIRE(fb::parseCsv(header + good, "t").size() == 1);
+  REQUIRE(fb::parseCsv(header + good + good, "t").size() == 2);
+  REQUIRE(fb::parseCsv(header, "t").empty());
+
+  // A line cut anywhere is rejected, wherever the cut falls.
+  for (std::size_t cut = 1; cut < good.size(); ++cut) {
+    INFO("cut at " << cut);
+    CHECK_THROWS_AS(fb::parseCsv(header + good + good.substr(0, cut), "t"), fb::Error);
+  }
+  // Unterminated quote.
+  std::string quoted = fb::csvLine(row("allreduce", "tcp", "a,b", 4, 1, 1)) + "\n";
+  auto q = quoted.find('"');
+  CHECK_THROWS_AS(fb::parseCsv(header + quoted.substr(0, q + 2), "t"), fb::Error);
+  // Wrong field count, bad numbers, bad placement, empty line, foreign header, empty file.
+  CHECK_THROWS_AS(fb::parseCsv(header + "1,2,3\n", "t"), fb::Error);
+  std::string badNum = good;
+  badNum.replace(0, 4, "12Q4");
+  CHECK_THROWS_AS(fb::parseCsv(header + badNum, "t"), fb::Error);
+  std::string badPlace = good;
+  badPlace.replace(badPlace.find(",out,"), 5, ",sideways,");
+  CHECK_THROWS_AS(fb::parseCsv(header + badPlace, "t"), fb::Error);
+  CHECK_THROWS_AS(fb::parseCsv(header + "\n" + good, "t"), fb::Error);
+  CHECK_THROWS_AS(fb::parseCsv("a,b,c\n" + good, "t"), fb::Error);
+  CHECK_THROWS_AS(fb::parseCsv("", "t"), fb::Error);
+  // The message names the source and the line.
+  try {
+    fb::parseCsv(header + good + good.substr(0, 10), "results/x/table.csv");
+    FAIL("no throw");
+  } catch (const fb::Error& e) {
+    std::string w = e.what();
+    CHECK(w.find("results/x/table.csv") != std::string::npos);
+    CHECK(w.find("line 3") != std::string::npos);
+  }
+  CHECK_THROWS_AS(fb::readCsv("/nonexistent/table.csv"), fb::Error);
+}
+
+TEST_CASE("csv: CRLF line ends are accepted", "[csv]") {
+  std::string header;
+  for (auto& c : fb::csvColumns()) header += (header.empty() ? "" : ",") + c;
+  std::string good = fb::csvLine(row("allreduce", "tcp", "lo", 1024, 10, 0.3));
+  auto rows = fb::parseCsv(header + "\r\n" + good + "\r\n", "t");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].path == "lo");
+}

@@ -1,0 +1,102 @@
+// fabricbench-report end to end: a run folder written by the sinks, then the tool on it.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+
+#include "helpers.h"
+#include "report/process.h"
+#include "report/result_sink.h"
+
+#ifdef FB_REPORT_TOOL
+namespace fs = std::filesystem;
+using fbtest::row;
+
+namespace {
+
+void writeRun(const std::string& dir, const std::string& id, double scale) {
+  auto sink = fb::makeRunSinks(dir, false);
+  fb::RunMeta meta;
+  meta.runId = id;
+  meta.resultDir = dir;
+  meta.commandLine = "fabricbench -b 8 -e 4M";
+  meta.fingerprint = {{"hostname", "h"}};
+  sink->begin(meta);
+  for (std::size_t b = 8; b <= (4u << 20); b *= 8) {
+    sink->add(row("allreduce", "tcp", "tcp lo", b, 10 + b / 1e3, scale * b / 1e6));
+    sink->add(row("allreduce", "mpi", "ob1, tcp", b, 9 + b / 1e3, scale * b / 0.9e6));
+  }
+  sink->end(fb::RunSummary{true, "passed", {}});
+}
+
+fb::CommandResult tool(std::vector<std::string> args) {
+  args.insert(args.begin(), FB_REPORT_TOOL);
+  return fb::runCommand(args, std::chrono::seconds(120));
+}
+
+}  // namespace
+
+TEST_CASE("tool: one run -> comparison.md, plots when gnuplot exists, report.md with links", "[tool]") {
+  fbtest::TempDir d;
+  std::string run = d.str("results/r1");
+  writeRun(run, "r1", 1.0);
+  auto r = tool({run, "--baseline", "mpi", "--price", "tcp=250"});
+  INFO(r.out << r.error);
+  REQUIRE(r.exitCode == 0);
+  std::string md = fbtest::slurp(run + "/comparison.md");
+  CHECK(md.find("tcp/tcp lo [out]") != std::string::npos);
+  CHECK(md.find("mpi/ob1, tcp [out]") != std::string::npos);
+  CHECK(md.find("/ baseline") != std::string::npos);
+  CHECK(md.find("$250") != std::string::npos);
+  if (!fb::findInPath("gnuplot").empty()) {
+    CHECK(fs::file_size(run + "/plots/allreduce_float32_busbw.png") > 1000);
+    CHECK(fs::file_size(run + "/plots/allreduce_float32_time.png") > 1000);
+    CHECK(fs::exists(run + "/plots/allreduce_float32_busbw.gp"));
+    CHECK(md.find("plots/allreduce_float32_busbw.png") != std::string::npos);
+    CHECK(fbtest::slurp(run + "/report.md").find("](plots/allreduce_float32_busbw.png)") != std::string::npos);
+  } else {
+    CHECK(r.out.find("plots skipped") != std::string::npos);
+  }
+}
+
+TEST_CASE("tool: without gnuplot in PATH plots are skipped with the reason", "[tool]") {
+  fbtest::TempDir d;
+  std::string run = d.str("r1");
+  writeRun(run, "r1", 1.0);
+  auto r = fb::runCommand({"/usr/bin/env", "PATH=" + d.str("empty"), FB_REPORT_TOOL, run}, std::chrono::seconds(60));
+  INFO(r.out << r.error);
+  CHECK(r.exitCode == 0);
+  CHECK(r.out.find("plots skipped: gnuplot not found") != std::string::npos);
+  CHECK_FALSE(fs::exists(run + "/plots"));
+}
+
+TEST_CASE("tool: two runs side by side with ratios", "[tool]") {
+  fbtest::TempDir d;
+  writeRun(d.str("results/a"), "a", 1.0);
+  writeRun(d.str("results/b"), "b", 2.0);
+  std::string out = d.str("cmp");
+  auto r = tool({d.str("results/a"), d.str("results/b"), "-o", out, "--baseline", "a:tcp/tcp lo", "--no-plots"});
+  INFO(r.out << r.error);
+  REQUIRE(r.exitCode == 0);
+  std::string md = fbtest::slurp(out + "/comparison.md");
+  CHECK(md.find("a: tcp/tcp lo [out]") != std::string::npos);
+  CHECK(md.find("b: mpi/ob1, tcp [out]") != std::string::npos);
+  CHECK(md.find("| 2.00 |") != std::string::npos);  // b's tcp is exactly 2x a's at every size
+}
+
+TEST_CASE("tool: bad input -> one line, exit 2", "[tool]") {
+  fbtest::TempDir d;
+  std::string run = d.str("r1");
+  writeRun(run, "r1", 1.0);
+  CHECK(tool({d.str("missing")}).exitCode == 2);
+  CHECK(tool({run, "--baseline", "nccl"}).exitCode == 2);
+  CHECK(tool({run, "--price", "tcp=cheap"}).exitCode == 2);
+  CHECK(tool({run, "--price", "tcp"}).exitCode == 2);
+  CHECK(tool({run, "--no-such-flag"}).exitCode == 2);
+  CHECK(tool({}).exitCode == 2);
+  // A truncated table.csv is refused, naming the line.
+  std::string csv = fbtest::slurp(run + "/table.csv");
+  fbtest::spit(run + "/table.csv", csv.substr(0, csv.size() - 5));
+  auto r = tool({run, "--no-plots"});
+  CHECK(r.exitCode == 2);
+}
+#endif
