@@ -5,6 +5,7 @@
 # TBF_BURST (default 512kb): must exceed one GSO packet on veth (up to 64 KiB); with 64kb the link
 # loses 3-10 % and MPI up to 45 %. TBF_LATENCY (default 50ms): queue bound; no effect at 512kb.
 # Delay/loss emulation would need sch_netem, which some CI kernels lack: not offered here.
+# Exit: 0 done; 2 bad rate; 77 the kernel has no tbf (reason printed); 1 other failure.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab_common.sh"
@@ -28,8 +29,13 @@ for i in $(seq 1 "$NODES"); do
       ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
       tc qdisc del dev "$h" root 2>/dev/null || true ;;
     *)
-      ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate "$RATE" \
-        burst "${TBF_BURST:-512kb}" latency "${TBF_LATENCY:-50ms}"
+      if ! err=$(ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate "$RATE" \
+                 burst "${TBF_BURST:-512kb}" latency "${TBF_LATENCY:-50ms}" 2>&1); then
+        case "$err" in
+          *"qdisc kind is unknown"*) log "SKIP: this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF): $err"; exit 77 ;;
+          *) log "tc tbf on n$i eth0 failed: $err"; exit 1 ;;
+        esac
+      fi
       tc qdisc replace dev "$h" root tbf rate "$RATE" burst "${TBF_BURST:-512kb}" latency "${TBF_LATENCY:-50ms}" ;;
   esac
 done

@@ -78,7 +78,11 @@ mkns() {  # mkns <short> <ip>: netns ${P}-<short>; veth ${P}h-<short> (bridge si
 }
 mkns ctl "$NET.1"
 for i in $(seq 1 "$NODES"); do mkns "n$i" "$NET.$((10 + i))"; done
-[ -z "$RATE" ] || "$HERE/lab_shape.sh" "$RATE"
+if [ -n "$RATE" ]; then
+  rc=0; "$HERE/lab_shape.sh" "$RATE" || rc=$?
+  if [ "$rc" = 77 ]; then trap - ERR; "$HERE/lab_down.sh" || true; exit 77; fi
+  [ "$rc" = 0 ] || fail $LINENO
+fi
 
 # ------------------------------------------------------------------ slurm.conf
 {
