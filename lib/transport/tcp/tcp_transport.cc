@@ -70,6 +70,8 @@ struct Peer {
   std::string host;
   std::deque<Op> sendq, recvq;
   std::uint64_t sendPosted = 0, sendDone = 0, recvPosted = 0, recvDone = 0;
+  // False after a short transfer or EAGAIN: don't try that direction again until poll() says so.
+  bool sendReady = true, recvReady = true;
   bool pending() const { return !sendq.empty() || !recvq.empty(); }
 };
 
@@ -100,7 +102,7 @@ class TcpTransport final : public Transport {
     p.sendq.push_back(op);
     if (peer == rank_) {
       matchSelf();
-    } else if (p.sendq.size() == 1) {
+    } else if (p.sendq.size() == 1 && p.sendReady) {
       guarded([&] { pumpSend(p); });  // start moving data now; the rest happens in wait()
     }
     return Request{makeId(peer, 0, seq)};
@@ -126,10 +128,10 @@ class TcpTransport final : public Transport {
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
     guarded([&] {
       while (!isDone()) {
-        bool moved = progressAll();
+        progressAll();  // afterwards every pending direction waits for the socket
         if (isDone()) break;
         if (deadline.expired()) throwTimeout(peer, dir, seq);
-        if (!moved) pollOnce(peer, dir, seq, deadline);
+        pollOnce(peer, dir, seq, deadline);
       }
     });
     req.id = 0;
@@ -188,7 +190,10 @@ class TcpTransport final : public Transport {
       if (rv < 0) {
         int e = errno;
         if (e == EINTR) continue;
-        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+          p.sendReady = false;
+          return;
+        }
         const Op& op = p.sendq.front();
         throwLost(p, "send of message " + std::to_string(op.index) + " (" + bytesText(op.bytes) + ", " +
                          bytesText(op.done > kHdr ? op.done - kHdr : 0) + " sent) failed: " + detail::errnoText(e));
@@ -206,7 +211,10 @@ class TcpTransport final : public Transport {
           break;
         }
       }
-      if (static_cast<std::size_t>(rv) < want) return;  // socket buffer full: poll for POLLOUT
+      if (static_cast<std::size_t>(rv) < want) {  // socket buffer full: poll for POLLOUT
+        p.sendReady = false;
+        return;
+      }
     }
   }
 
@@ -230,7 +238,10 @@ class TcpTransport final : public Transport {
       if (rv < 0) {
         int e = errno;
         if (e == EINTR) continue;
-        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+          p.recvReady = false;
+          return;
+        }
         const Op& op = p.recvq.front();
         throwLost(p, "receive of message " + std::to_string(op.index) + " (" + bytesText(op.bytes) +
                          ") failed: " + detail::errnoText(e));
@@ -259,7 +270,10 @@ class TcpTransport final : public Transport {
         p.recvq.pop_front();
         ++p.recvDone;
       }
-      if (static_cast<std::size_t>(rv) < want) return;  // drained the socket: poll for POLLIN
+      if (static_cast<std::size_t>(rv) < want) {  // drained the socket: poll for POLLIN
+        p.recvReady = false;
+        return;
+      }
     }
   }
 
@@ -295,31 +309,26 @@ class TcpTransport final : public Transport {
     }
   }
 
-  // One pass over every peer with pending work; true when any request completed or bytes moved.
-  bool progressAll() {
-    bool moved = false;
+  // One pass over every peer with pending work the socket is ready for. Each pump runs until its
+  // queue is empty or the socket would block (then that direction waits for poll()).
+  void progressAll() {
     for (Peer& p : peers_) {
-      if (p.rank == rank_ || !p.pending()) continue;
-      auto before = p.sendq.empty() ? 0 : p.sendq.front().done;
-      auto beforeR = p.recvq.empty() ? 0 : p.recvq.front().done;
-      auto sd = p.sendDone, rd = p.recvDone;
-      if (!p.sendq.empty()) pumpSend(p);
-      if (!p.recvq.empty()) pumpRecv(p);
-      if (p.sendDone != sd || p.recvDone != rd || (!p.sendq.empty() && p.sendq.front().done != before) ||
-          (!p.recvq.empty() && p.recvq.front().done != beforeR))
-        moved = true;
+      if (p.rank == rank_) continue;
+      if (!p.sendq.empty() && p.sendReady) pumpSend(p);
+      if (!p.recvq.empty() && p.recvReady) pumpRecv(p);
     }
-    return moved;
   }
 
   void pollOnce(int peer, int dir, std::uint64_t seq, Deadline deadline) {
     fds_.clear();
+    fdPeer_.clear();
     for (Peer& p : peers_) {
       if (p.rank == rank_ || !p.pending()) continue;
       short ev = 0;
       if (!p.sendq.empty()) ev |= POLLOUT;
       if (!p.recvq.empty()) ev |= POLLIN;
       fds_.push_back(pollfd{p.sock.fd(), ev, 0});
+      fdPeer_.push_back(&p);
     }
     if (fds_.empty()) {
       // Only unmatched self messages are left: nothing can complete them while we wait.
@@ -329,6 +338,12 @@ class TcpTransport final : public Transport {
     int rv = ::poll(fds_.data(), fds_.size(), deadline.msLeft());
     if (rv < 0 && errno != EINTR) FB_THROW(IoError, "tcp: poll: ", detail::errnoText(errno));
     if (rv == 0 && deadline.expired()) throwTimeout(peer, dir, seq);
+    for (std::size_t i = 0; rv > 0 && i < fds_.size(); ++i) {
+      short re = fds_[i].revents;
+      // Errors and hang-ups are reported by the next send/recv on that socket.
+      if (re & (POLLOUT | POLLERR | POLLHUP | POLLNVAL)) fdPeer_[i]->sendReady = true;
+      if (re & (POLLIN | POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) fdPeer_[i]->recvReady = true;
+    }
   }
 
   std::string describe(int peer, int dir, std::uint64_t seq) const {
@@ -361,6 +376,7 @@ class TcpTransport final : public Transport {
   std::string ifaceHow_;
   std::vector<Peer> peers_;
   std::vector<pollfd> fds_;
+  std::vector<Peer*> fdPeer_;
   PathInfo path_;
   bool dead_ = false;
   std::string deadReason_;
