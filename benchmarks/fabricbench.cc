@@ -201,7 +201,12 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   } catch (const ConfigError& e) {
     err = e.what();
   }
-  auto all = bs.allGatherStrings(err.empty() ? "OK" + parsed->canonical : "ER" + err);
+  // What each rank was told: its normalized flags, and its raw arguments for the message.
+  std::string raw;
+  for (auto& a : args) raw += (raw.empty() ? "" : " ") + a;
+  auto all = bs.allGatherStrings(err.empty() ? "OK" + parsed->canonical + '\x1f' + raw : "ER" + err);
+  auto canonicalOf = [](const std::string& s) { return s.substr(0, s.find('\x1f')); };
+  auto rawOf = [](const std::string& s) { return s.substr(s.find('\x1f') + 1); };
   for (int r = 0; r < bs.size(); ++r) {
     if (all[r].rfind("ER", 0) == 0) {
       if (bs.rank() == 0)
@@ -211,10 +216,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     }
   }
   for (int r = 1; r < bs.size(); ++r) {
-    if (all[r] != all[0]) {
+    if (canonicalOf(all[r]) != canonicalOf(all[0])) {
       if (bs.rank() == 0)
-        std::cerr << "fabricbench: error: ranks were started with different flags (rank 0: '" << all[0].substr(2)
-                  << "', rank " << r << ": '" << all[r].substr(2) << "')\n";
+        std::cerr << "fabricbench: error: ranks were started with different flags (rank 0: '" << rawOf(all[0])
+                  << "', rank " << r << ": '" << rawOf(all[r]) << "')\n";
       return kExitBadInput;
     }
   }
