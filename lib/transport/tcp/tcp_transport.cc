@@ -87,6 +87,7 @@ class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int size, Interface iface, std::string ifaceHow)
       : Transport(rank, size), iface_(std::move(iface)), ifaceHow_(std::move(ifaceHow)), peers_(size) {
+    FB_ENFORCE(size >= 1 && static_cast<std::uint64_t>(size) <= kPeerMask, "tcp: ", size, " ranks is too many");
     for (int r = 0; r < size; ++r) peers_[r].rank = r;
   }
 
@@ -410,6 +411,7 @@ struct Pending {
   Hello hello{};
   std::size_t got = 0;
   Clock::time_point retryAt{};
+  std::string lastError{};  // outbound: why the last attempt failed
 };
 
 void configureSocket(int fd, std::size_t sockBuf) {
@@ -418,7 +420,7 @@ void configureSocket(int fd, std::size_t sockBuf) {
   setBufferSizes(fd, sockBuf);
 }
 
-Socket startConnect(const Endpoint& to, std::size_t sockBuf) {
+Socket startConnect(const Endpoint& to, std::size_t sockBuf, std::string* err) {
   Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
   configureSocket(s.fd(), sockBuf);
@@ -427,7 +429,10 @@ Socket startConnect(const Endpoint& to, std::size_t sockBuf) {
   do {
     rv = ::connect(s.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
   } while (rv < 0 && errno == EINTR);
-  if (rv < 0 && errno != EINPROGRESS) return Socket();  // refused etc.: caller retries
+  if (rv < 0 && errno != EINPROGRESS) {  // refused etc.: caller retries
+    *err = "connect: " + detail::errnoText(errno);
+    return Socket();
+  }
   return s;
 }
 
@@ -491,8 +496,9 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   int missing = size_ - 1;
   int dropped = 0;
   for (int r = 0; r < rank_; ++r) {
-    Pending c{Pending::State::kConnecting, startConnect(peers_[r].remote, sockBuf), r, true, peers_[r].remote};
-    c.retryAt = Clock::now();
+    Pending c{Pending::State::kConnecting, Socket(), r, true, peers_[r].remote};
+    c.sock = startConnect(peers_[r].remote, sockBuf, &c.lastError);
+    c.retryAt = Clock::now() + std::chrono::milliseconds(20);
     pend.push_back(std::move(c));
   }
   auto drop = [&](Pending& c, const std::string& why) {
@@ -505,17 +511,20 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   while (missing > 0) {
     if (deadline.expired()) {
       std::string who;
-      for (int r = 0; r < size_; ++r)
-        if (!established[r])
-          who += (who.empty() ? "" : ", ") + std::string(r < rank_ ? "connect to " : "accept from ") + "rank " +
-                 std::to_string(r) + " (" + peers_[r].host + " " + peers_[r].remote.str() + ")";
+      for (int r = 0; r < size_; ++r) {
+        if (established[r]) continue;
+        who += (who.empty() ? "" : ", ") + std::string(r < rank_ ? "connect to " : "accept from ") + "rank " +
+               std::to_string(r) + " (" + peers_[r].host + " " + peers_[r].remote.str() + ")";
+        for (auto& c : pend)
+          if (c.outbound && c.peer == r && !c.lastError.empty()) who += " [last attempt: " + c.lastError + "]";
+      }
       FB_THROW(TimeoutError, "tcp: connection set-up timed out after ", options.connectTimeout.count(),
                " ms; rank ", rank_, " (", iface_.name, " ", me.str(), ") still waits to ", who);
     }
     // (Re)start outbound connections whose earlier attempt failed.
     for (auto& c : pend)
       if (c.outbound && !c.sock.valid() && Clock::now() >= c.retryAt)
-        c.sock = startConnect(c.remote, sockBuf), c.state = Pending::State::kConnecting, c.got = 0;
+        c.sock = startConnect(c.remote, sockBuf, &c.lastError), c.state = Pending::State::kConnecting, c.got = 0;
 
     fds.clear();
     fds.push_back({listener.fd(), POLLIN, 0});
@@ -534,6 +543,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
         socklen_t l = sizeof(err);
         ::getsockopt(c.sock.fd(), SOL_SOCKET, SO_ERROR, &err, &l);
         if (err != 0 || !sendAll(c.sock.fd(), &mine, sizeof(mine))) {
+          c.lastError = err ? "connect: " + detail::errnoText(err) : "could not send the hello";
           c.sock.reset();  // refused / reset: try again shortly, until the deadline
           c.retryAt = Clock::now() + std::chrono::milliseconds(20);
           continue;
@@ -546,6 +556,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
       if (n <= 0) {
         if (c.outbound) {
+          c.lastError = n == 0 ? "closed by the listener before its hello" : "recv: " + detail::errnoText(errno);
           c.sock.reset();
           c.retryAt = Clock::now() + std::chrono::milliseconds(20);
         } else {
