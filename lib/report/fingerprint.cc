@@ -240,30 +240,46 @@ void readGpus(const FingerprintOptions& o, json& fp) {
     fp["gpu_query"] = "nvidia-smi not found";
     return;
   }
-  const std::vector<std::string> fields = {"index", "name", "uuid", "pci.bus_id", "memory.total", "driver_version",
-                                           "vbios_version", "pcie.link.gen.max", "pcie.link.width.max"};
-  std::string q;
-  for (auto& f : fields) q += (q.empty() ? "" : ",") + f;
-  auto r = runCommand({"nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader,nounits"}, o.commandTimeout);
+  auto r = runCommand({"nvidia-smi", "--query-gpu=" + nvidiaSmiQueryFields(), "--format=csv,noheader,nounits"},
+                      o.commandTimeout);
   if (!r.ok()) {
     fp["gpu_query"] = "nvidia-smi failed: " + r.error;
     return;
   }
-  std::istringstream in(r.out);
+  fp["gpus"] = parseNvidiaSmiGpus(r.out);
+  if (!fp["gpus"].empty()) fp["gpu_driver"] = fp["gpus"][0]["driver_version"];
+  fp["gpu_query"] = "nvidia-smi";
+}
+
+}  // namespace
+
+std::string nvidiaSmiQueryFields() {
+  return "index,name,uuid,pci.bus_id,memory.total,driver_version,vbios_version,pcie.link.gen.max,"
+         "pcie.link.width.max";
+}
+
+json parseNvidiaSmiGpus(const std::string& csv) {
+  json gpus = json::array();
+  std::istringstream in(csv);
   std::string line;
   while (std::getline(in, line)) {
     if (trim(line).empty()) continue;
     auto v = splitCsvSimple(line);
-    if (v.size() != fields.size()) continue;
-    json g = {{"index", intOrNull(v[0])},      {"name", v[1]},          {"uuid", v[2]},
-              {"pci_bus_id", v[3]},            {"memory_mib", intOrNull(v[4])}, {"driver_version", v[5]},
-              {"vbios_version", v[6]},         {"pcie_gen_max", intOrNull(v[7])},
-              {"pcie_width_max", intOrNull(v[8])}};
-    fp["gpu_driver"] = v[5];
-    fp["gpus"].push_back(g);
+    if (v.size() != 9) continue;  // a GPU name with a comma would land here: skipped, not misread
+    gpus.push_back({{"index", intOrNull(v[0])},
+                    {"name", v[1]},
+                    {"uuid", v[2]},
+                    {"pci_bus_id", v[3]},
+                    {"memory_mib", intOrNull(v[4])},
+                    {"driver_version", v[5]},
+                    {"vbios_version", v[6]},
+                    {"pcie_gen_max", intOrNull(v[7])},
+                    {"pcie_width_max", intOrNull(v[8])}});
   }
-  fp["gpu_query"] = "nvidia-smi";
+  return gpus;
 }
+
+namespace {
 
 json readGit(const FingerprintOptions& o) {
   json g = json::object();

@@ -59,4 +59,10 @@ std::vector<std::string> comparedFingerprintKeys();
 // out (their names and numbers differ between hosts for no reason that matters).
 std::vector<std::pair<std::string, nlohmann::json>> flattenForComparison(const nlohmann::json& fp);
 
+// nvidia-smi --query-gpu=<nvidiaSmiQueryFields()> --format=csv,noheader,nounits -> one object
+// per GPU (index, name, uuid, pci_bus_id, memory_mib, driver_version, vbios_version,
+// pcie_gen_max, pcie_width_max). Lines that do not have the 9 fields are skipped.
+std::string nvidiaSmiQueryFields();
+nlohmann::json parseNvidiaSmiGpus(const std::string& csv);
+
 }  // namespace fb

@@ -33,7 +33,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
   s += fmt::format("set terminal {} size 1100,650 noenhanced\n", terminal);
   s += fmt::format("set output {}\n", gpString(pngPath));
   s += fmt::format("set title {}\n", gpString(title));
-  s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; Ki = 1024)'\n";
+  s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; ki = 1024, Mi = 1024^2, Gi = 1024^3)'\n";
   if (bw) {
     s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key left top\n";
   } else {

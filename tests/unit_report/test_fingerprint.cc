@@ -183,3 +183,19 @@ TEST_CASE("process: runCommand captures output, reports absence, kills at the de
   auto detached = fb::runCommand({"sh", "-c", "exec >/dev/null; sleep 10"}, std::chrono::milliseconds(300));
   CHECK(detached.timedOut);
 }
+
+TEST_CASE("fingerprint: nvidia-smi output saved from the 2xH200 host parses", "[fingerprint]") {
+  auto gpus = fb::parseNvidiaSmiGpus(fbtest::slurp(FB_REPORT_TEST_DATA "/nvidia_smi_query_gpu_2xH200.csv"));
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0]["index"] == 0);
+  CHECK(gpus[1]["index"] == 1);
+  CHECK(gpus[0]["name"] == "NVIDIA H200");
+  CHECK(gpus[0]["driver_version"] == "580.159.04");
+  CHECK(gpus[0]["memory_mib"] == 143771);
+  CHECK(gpus[1]["pci_bus_id"] == "00000000:00:07.0");
+  CHECK(gpus[0]["pcie_gen_max"] == 5);
+  CHECK(gpus[0]["pcie_width_max"] == 16);
+  // Short or garbled lines are skipped, not misread.
+  CHECK(fb::parseNvidiaSmiGpus("0, NVIDIA H200, only three\n\n").empty());
+  CHECK(fb::nvidiaSmiQueryFields().find("driver_version") != std::string::npos);
+}
