@@ -1,0 +1,163 @@
+// Kernels for kernels/fill_verify.h. Grid-stride loops; the wrong count is reduced per block
+// and added once per block.
+#include "kernels/fill_verify.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fb::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ int pattern(int rank, unsigned long long i, int seed) {
+  return static_cast<int>((i * 3ull + static_cast<unsigned long long>(rank) * 5ull +
+                           static_cast<unsigned long long>(seed) * 7ull) % 9ull) - 4;
+}
+
+template <typename T> __device__ __forceinline__ T fromDouble(double v);
+template <> __device__ __forceinline__ float fromDouble<float>(double v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ double fromDouble<double>(double v) { return v; }
+template <> __device__ __forceinline__ int fromDouble<int>(double v) { return static_cast<int>(v); }
+template <> __device__ __forceinline__ __half fromDouble<__half>(double v) { return __float2half_rn(static_cast<float>(v)); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromDouble<__nv_bfloat16>(double v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
+
+template <typename T> __device__ __forceinline__ double toDouble(T v);
+template <> __device__ __forceinline__ double toDouble<float>(float v) { return v; }
+template <> __device__ __forceinline__ double toDouble<double>(double v) { return v; }
+template <> __device__ __forceinline__ double toDouble<int>(int v) { return v; }
+template <> __device__ __forceinline__ double toDouble<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ double toDouble<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__global__ void fillPatternKernel(T* buf, unsigned long long count, int rank, int seed) {
+  unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < count;
+       i += stride)
+    buf[i] = fromDouble<T>(pattern(rank, i, seed));
+}
+
+template <typename T>
+__global__ void fillValueKernel(T* buf, unsigned long long count, double value) {
+  unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  T v = fromDouble<T>(value);
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < count;
+       i += stride)
+    buf[i] = v;
+}
+
+__device__ __forceinline__ int expected(const VerifySpec& s, unsigned long long j) {
+  switch (s.coll) {
+    case KColl::kAllReduce: {
+      int sum = 0;
+      for (int r = 0; r < s.nRanks; ++r) sum += pattern(r, j, s.seed);
+      return sum;
+    }
+    case KColl::kAllGather: {
+      unsigned long long c = s.paramCount;
+      return pattern(static_cast<int>(j / c), j % c, s.seed);
+    }
+    case KColl::kReduceScatter: {
+      int sum = 0;
+      unsigned long long idx = static_cast<unsigned long long>(s.rank) * s.paramCount + j;
+      for (int r = 0; r < s.nRanks; ++r) sum += pattern(r, idx, s.seed);
+      return sum;
+    }
+    case KColl::kP2PRing:
+      return pattern((s.rank - 1 + s.nRanks) % s.nRanks, j, s.seed);
+  }
+  return 0;
+}
+
+template <typename T>
+__global__ void countWrongKernel(const T* recv, VerifySpec spec, unsigned long long* wrong) {
+  __shared__ unsigned long long blockWrong;
+  if (threadIdx.x == 0) blockWrong = 0;
+  __syncthreads();
+  unsigned long long mine = 0;
+  unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long j = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       j < spec.recvCount; j += stride) {
+    // Exact comparison: every expected value is a small integer, exact in every type.
+    if (toDouble<T>(recv[j]) != static_cast<double>(expected(spec, j))) ++mine;
+  }
+  if (mine) atomicAdd(&blockWrong, mine);
+  __syncthreads();
+  if (threadIdx.x == 0 && blockWrong) atomicAdd(wrong, blockWrong);
+}
+
+template <typename T>
+__global__ void corruptKernel(T* buf, unsigned long long index) {
+  buf[index] = fromDouble<T>(1000.0);
+}
+
+int blocksFor(unsigned long long n) {
+  unsigned long long b = (n + kThreads - 1) / kThreads;
+  if (b < 1) b = 1;
+  if (b > 132ull * 16ull) b = 132ull * 16ull;  // grid-stride: a few waves over 132 SMs
+  return static_cast<int>(b);
+}
+
+template <template <typename> class Launch, typename... Args>
+cudaError_t dispatch(KDtype t, Args&&... args) {
+  switch (t) {
+    case KDtype::kFloat32: return Launch<float>::run(args...);
+    case KDtype::kFloat64: return Launch<double>::run(args...);
+    case KDtype::kInt32: return Launch<int>::run(args...);
+    case KDtype::kFloat16: return Launch<__half>::run(args...);
+    case KDtype::kBFloat16: return Launch<__nv_bfloat16>::run(args...);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T> struct FillPattern {
+  static cudaError_t run(void* buf, std::size_t count, int rank, int seed, cudaStream_t s) {
+    if (count == 0) return cudaSuccess;
+    fillPatternKernel<T><<<blocksFor(count), kThreads, 0, s>>>(static_cast<T*>(buf), count, rank, seed);
+    return cudaGetLastError();
+  }
+};
+template <typename T> struct FillValue {
+  static cudaError_t run(void* buf, std::size_t count, double v, cudaStream_t s) {
+    if (count == 0) return cudaSuccess;
+    fillValueKernel<T><<<blocksFor(count), kThreads, 0, s>>>(static_cast<T*>(buf), count, v);
+    return cudaGetLastError();
+  }
+};
+template <typename T> struct CountWrong {
+  static cudaError_t run(const void* recv, const VerifySpec& spec, unsigned long long* wrong, cudaStream_t s) {
+    if (spec.recvCount == 0) return cudaSuccess;
+    countWrongKernel<T><<<blocksFor(spec.recvCount), kThreads, 0, s>>>(static_cast<const T*>(recv), spec, wrong);
+    return cudaGetLastError();
+  }
+};
+template <typename T> struct Corrupt {
+  static cudaError_t run(void* buf, std::size_t index, cudaStream_t s) {
+    corruptKernel<T><<<1, 1, 0, s>>>(static_cast<T*>(buf), index);
+    return cudaGetLastError();
+  }
+};
+
+}  // namespace
+
+cudaError_t fillPattern(void* buf, KDtype t, std::size_t count, int rank, int seed, cudaStream_t stream) {
+  return dispatch<FillPattern>(t, buf, count, rank, seed, stream);
+}
+
+cudaError_t fillValue(void* buf, KDtype t, std::size_t count, double value, cudaStream_t stream) {
+  return dispatch<FillValue>(t, buf, count, value, stream);
+}
+
+cudaError_t countWrong(const void* recv, const VerifySpec& spec, unsigned long long* devWrong,
+                       cudaStream_t stream) {
+  if (spec.coll == KColl::kAllGather && spec.paramCount == 0 && spec.recvCount != 0) return cudaErrorInvalidValue;
+  return dispatch<CountWrong>(spec.dtype, recv, spec, devWrong, stream);
+}
+
+cudaError_t corruptElement(void* buf, KDtype t, std::size_t index, cudaStream_t stream) {
+  return dispatch<Corrupt>(t, buf, index, stream);
+}
+
+}  // namespace fb::kernels

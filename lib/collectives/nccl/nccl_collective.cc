@@ -1,0 +1,510 @@
+#include "collectives/nccl/nccl_collective.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "core/error.h"
+#include "kernels/fill_verify.h"
+#include "topology/nccl_log.h"
+#include "topology/topology.h"
+#include "transport/nccl/nccl_comm.h"
+#include "transport/nccl/path_profile.h"
+
+namespace fb::nccl {
+namespace {
+
+static_assert(static_cast<int>(DataType::kFloat32) == static_cast<int>(kernels::KDtype::kFloat32));
+static_assert(static_cast<int>(DataType::kFloat64) == static_cast<int>(kernels::KDtype::kFloat64));
+static_assert(static_cast<int>(DataType::kInt32) == static_cast<int>(kernels::KDtype::kInt32));
+static_assert(static_cast<int>(DataType::kFloat16) == static_cast<int>(kernels::KDtype::kFloat16));
+static_assert(static_cast<int>(DataType::kBFloat16) == static_cast<int>(kernels::KDtype::kBFloat16));
+static_assert(static_cast<int>(CollKind::kAllReduce) == static_cast<int>(kernels::KColl::kAllReduce));
+static_assert(static_cast<int>(CollKind::kAllGather) == static_cast<int>(kernels::KColl::kAllGather));
+static_assert(static_cast<int>(CollKind::kReduceScatter) == static_cast<int>(kernels::KColl::kReduceScatter));
+static_assert(static_cast<int>(CollKind::kP2PRing) == static_cast<int>(kernels::KColl::kP2PRing));
+
+constexpr double kPoison = 1000.0;  // never a result: |expected| <= 4 * nRanks
+constexpr auto kSetupTimeout = std::chrono::seconds(120);
+
+ncclDataType_t ncclType(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return ncclFloat32;
+    case DataType::kFloat64: return ncclFloat64;
+    case DataType::kInt32: return ncclInt32;
+    case DataType::kFloat16: return ncclFloat16;
+    case DataType::kBFloat16: return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// nvidia-smi index of CUDA device `dev` (matched by PCI bus id; CUDA's order may differ).
+const topo::GpuInfo* smiGpuFor(int dev) {
+  const auto& t = topo::localTopology();
+  char bus[64] = {0};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), dev) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  std::string b = lower(bus);  // "0000:18:00.0"
+  for (const auto& g : t.gpus) {
+    std::string s = lower(g.busId);  // "00000000:18:00.0"
+    if (s.size() >= 12 && b.size() >= 12 && s.substr(s.size() - 12) == b.substr(b.size() - 12)) return &g;
+  }
+  return nullptr;
+}
+
+// Process-wide communicators, one per path, shared by the collectives of that path.
+std::mutex gCommMutex;
+std::map<std::string, std::weak_ptr<NcclComm>> gComms;
+
+std::shared_ptr<NcclComm> commFor(Bootstrap& bs, int device, const PathProfile& profile, const std::string& logDir) {
+  // Key by rank too: in tests ranks are threads of one process. The lock is not held while
+  // the communicator is created (a collective call: other ranks' threads need the map).
+  std::string key = profile.name + "#" + std::to_string(bs.rank());
+  {
+    std::lock_guard<std::mutex> lock(gCommMutex);
+    if (auto c = gComms[key].lock()) return c;
+  }
+  auto c = std::make_shared<NcclComm>(bs, device, profile, logDir, Deadline::in(kSetupTimeout));
+  std::lock_guard<std::mutex> lock(gCommMutex);
+  gComms[key] = c;
+  return c;
+}
+
+struct NominalRate {
+  double gbps = -1;
+  std::string basis;
+};
+
+NominalRate nominalFor(const std::string& path, int device, const std::vector<topo::RdmaPort>& rdma) {
+  NominalRate n;
+  const topo::GpuInfo* g = smiGpuFor(device);
+  std::ostringstream os;
+  if (path == "nvlink") {
+    if (g && !g->nvlinkGBps.empty()) {
+      n.gbps = g->nvlinkTotalGBps();
+      os << g->nvlinkGBps.size() << " NVLink links x " << g->nvlinkGBps.front() << " GB/s (nvidia-smi nvlink -s)";
+    }
+  } else if (path == "pcie" || path == "shm") {
+    if (g && g->pcieGenMax > 0) {
+      n.gbps = topo::pcieNominalGBps(g->pcieGenMax, g->pcieWidthMax);
+      os << "PCIe Gen" << g->pcieGenMax << " x" << g->pcieWidthMax
+         << (path == "shm" ? " (GPU to host memory and back: each GPU's PCIe link)" : "");
+    }
+  } else if (path == "ib" || path == "roce") {
+    for (const auto& p : rdma)
+      if (p.active() && p.linkLayer == (path == "ib" ? "InfiniBand" : "Ethernet")) {
+        n.gbps = topo::rdmaRateGBps(p.rate);
+        os << p.device << " port " << p.port << " " << p.rate;
+        break;
+      }
+  } else {
+    os << "no nominal rate (TCP sockets)";
+  }
+  n.basis = os.str();
+  if (n.gbps <= 0) n.gbps = -1;
+  return n;
+}
+
+class NcclCollective : public Collective {
+ public:
+  NcclCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts, const PathProfile& profile)
+      : kind_(kind), bs_(bs), opts_(opts), profile_(profile) {
+    if (bs.size() < 2)
+      FB_THROW(UnavailableError, "nccl path ", profile.name, ": needs at least 2 ranks (one GPU each) to use a fabric");
+    device_ = deviceForLocalRank(bs.localRank());
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    comm_ = commFor(bs, device_, profile, opts.logDir);
+    FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    FB_CUDA_CHECK(cudaEventCreate(&start_));
+    FB_CUDA_CHECK(cudaEventCreate(&stop_));
+    FB_CUDA_CHECK(cudaMalloc(&devWrong_, sizeof(unsigned long long)));
+    // One small operation of this kind makes NCCL connect (it connects lazily), so the path is
+    // attested before anything is measured.
+    prepare(makeShape(kind, DataType::kFloat32, 4096 * static_cast<std::size_t>(bs.size()), bs.size(), false));
+  }
+
+  ~NcclCollective() override {
+    cudaSetDevice(device_);
+    if (!comm_->aborted()) cudaStreamSynchronize(stream_);
+    dropGraphs();
+    if (send_) cudaFree(send_);
+    if (recv_) cudaFree(recv_);
+    if (devWrong_) cudaFree(devWrong_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string impl() const override { return "nccl"; }
+  PathInfo path() const override { return path_; }
+
+  void prepare(const CollShape& shape) override {
+    FB_ENFORCE(shape.kind == kind_, "shape for another collective: ", collName(shape.kind));
+    FB_ENFORCE_EQ(shape.nRanks, bs_.size(), "shape rank count");
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    FB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    dropGraphs();
+    shape_ = shape;
+    const std::size_t elt = dtypeSize(shape.dtype);
+    if (shape.inPlace) {
+      std::size_t n = std::max(shape.sendCount, shape.recvCount);
+      ensure(&recv_, &recvCap_, n * elt);
+      base_ = recv_;
+      sendPtr_ = static_cast<char*>(recv_) + shape.sendInPlaceOffset(bs_.rank()) * elt;
+      recvPtr_ = static_cast<char*>(recv_) + shape.recvInPlaceOffset(bs_.rank()) * elt;
+    } else {
+      ensure(&send_, &sendCap_, shape.sendCount * elt);
+      ensure(&recv_, &recvCap_, shape.recvCount * elt);
+      sendPtr_ = send_;
+      recvPtr_ = recv_;
+    }
+    fill(0);
+    // Warm-up op at this size: NCCL may connect another algorithm's channels now.
+    FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    enqueue();
+    FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    comm_->wait(stop_, Deadline::in(kSetupTimeout), "nccl warm-up");
+    attest();
+  }
+
+  double runBatch(int iters, Deadline deadline) override {
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    if (opts_.cudaGraph) {
+      cudaGraphExec_t exec = graphFor(iters);
+      FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      FB_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+      FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    } else {
+      FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      for (int i = 0; i < iters; ++i) enqueue();
+      FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    }
+    comm_->checkAsync("nccl batch");
+    comm_->wait(stop_, deadline, "nccl batch");
+    float ms = 0;
+    FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1e-3;
+  }
+
+  std::int64_t check(int seed, Deadline deadline) override {
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    fill(seed);
+    enqueue();
+    FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    comm_->wait(stop_, deadline, "nccl check");
+    auto kt = static_cast<kernels::KDtype>(shape_.dtype);
+    if (corrupt_ && *corrupt_ < shape_.recvCount) {
+      FB_CUDA_CHECK(kernels::corruptElement(recvPtr_, kt, *corrupt_, stream_));
+    }
+    corrupt_.reset();
+    kernels::VerifySpec spec;
+    spec.coll = static_cast<kernels::KColl>(shape_.kind);
+    spec.dtype = kt;
+    spec.nRanks = shape_.nRanks;
+    spec.rank = bs_.rank();
+    spec.paramCount = shape_.paramCount;
+    spec.recvCount = shape_.recvCount;
+    spec.seed = seed;
+    FB_CUDA_CHECK(cudaMemsetAsync(devWrong_, 0, sizeof(unsigned long long), stream_));
+    FB_CUDA_CHECK(kernels::countWrong(recvPtr_, spec, devWrong_, stream_));
+    FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    comm_->wait(stop_, deadline, "nccl check (count wrong on GPU)");
+    unsigned long long wrong = 0;
+    FB_CUDA_CHECK(cudaMemcpy(&wrong, devWrong_, sizeof(wrong), cudaMemcpyDeviceToHost));
+    return static_cast<std::int64_t>(wrong);
+  }
+
+ private:
+  void ensure(void** buf, std::size_t* cap, std::size_t bytes) {
+    bytes = std::max<std::size_t>(bytes, 256);
+    if (*buf && *cap >= bytes) return;
+    if (*buf) FB_CUDA_CHECK(cudaFree(*buf));
+    *buf = nullptr;
+    *cap = 0;
+    FB_CUDA_CHECK(cudaMalloc(buf, bytes));
+    *cap = bytes;
+  }
+
+  // Poison the output, then write pattern(seed) into the input (in-place: the input lies
+  // inside the output buffer, so poison first).
+  void fill(int seed) {
+    auto kt = static_cast<kernels::KDtype>(shape_.dtype);
+    bool poisonOut = !shape_.inPlace || shape_.kind == CollKind::kAllGather;
+    if (poisonOut) FB_CUDA_CHECK(kernels::fillValue(recv_, kt, shape_.recvCount, kPoison, stream_));
+    FB_CUDA_CHECK(kernels::fillPattern(sendPtr_, kt, shape_.sendCount, bs_.rank(), seed, stream_));
+  }
+
+  void enqueue() {
+    ncclComm_t c = comm_->get();
+    ncclDataType_t t = ncclType(shape_.dtype);
+    const std::size_t count = shape_.paramCount;
+    switch (kind_) {
+      case CollKind::kAllReduce:
+        FB_NCCL_CHECK(ncclAllReduce(sendPtr_, recvPtr_, count, t, ncclSum, c, stream_), c);
+        break;
+      case CollKind::kAllGather:
+        FB_NCCL_CHECK(ncclAllGather(sendPtr_, recvPtr_, count, t, c, stream_), c);
+        break;
+      case CollKind::kReduceScatter:
+        FB_NCCL_CHECK(ncclReduceScatter(sendPtr_, recvPtr_, count, t, ncclSum, c, stream_), c);
+        break;
+      case CollKind::kP2PRing: {
+        const int n = bs_.size(), r = bs_.rank();
+        FB_NCCL_CHECK(ncclGroupStart());
+        FB_NCCL_CHECK(ncclSend(sendPtr_, count, t, (r + 1) % n, c, stream_), c);
+        FB_NCCL_CHECK(ncclRecv(recvPtr_, count, t, (r - 1 + n) % n, c, stream_), c);
+        FB_NCCL_CHECK(ncclGroupEnd(), c);
+        break;
+      }
+    }
+  }
+
+  cudaGraphExec_t graphFor(int iters) {
+    auto it = graphs_.find(iters);
+    if (it != graphs_.end()) return it->second;
+    cudaGraph_t g = nullptr;
+    FB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (int i = 0; i < iters; ++i) enqueue();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
+    }
+    FB_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    cudaGraphExec_t exec = nullptr;
+    FB_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    cudaGraphDestroy(g);
+    // Upload now so the first timed launch does not pay for it.
+    FB_CUDA_CHECK(cudaGraphUpload(exec, stream_));
+    FB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    graphs_[iters] = exec;
+    return exec;
+  }
+
+  void dropGraphs() {
+    for (auto& [n, e] : graphs_) cudaGraphExecDestroy(e);
+    graphs_.clear();
+  }
+
+  // Reads NCCL's INFO lines written since the communicator was created, checks every
+  // connection of this rank against the forced path on every rank, and fills path_.
+  void attest() {
+    std::string text = comm_->logSinceInit();
+    auto log = topo::parseNcclLog(text);
+    const int rank = bs_.rank();
+    bool nvlink = false;
+    {
+      // NVLink between this rank's GPU and its ring neighbours' GPUs (same host).
+      const auto& t = topo::localTopology();
+      const topo::GpuInfo* me = smiGpuFor(device_);
+      auto all = bs_.allGatherStrings(me ? std::to_string(me->index) + "@" + bs_.hostname() : "?");
+      nvlink = me != nullptr;
+      for (int peer : {(rank + 1) % bs_.size(), (rank - 1 + bs_.size()) % bs_.size()}) {
+        const auto& s = all[peer];
+        auto at = s.find('@');
+        if (!me || at == std::string::npos || s.substr(at + 1) != bs_.hostname()) {
+          nvlink = false;
+          continue;
+        }
+        int idx = std::stoi(s.substr(0, at));
+        if (idx != me->index && !t.nvlinkBetween(me->index, idx)) nvlink = false;
+      }
+    }
+    std::string err;
+    if (text.empty())
+      err = "forced path " + profile_.name + " but NCCL wrote no INFO log to " +
+            (comm_->logPath().empty() ? std::string("(no NCCL_DEBUG_FILE)") : comm_->logPath()) +
+            ", so the path cannot be attested";
+    else
+      err = attestationError(profile_, log, rank, nvlink);
+    auto errs = bs_.allGatherStrings(err);
+    for (int r = 0; r < static_cast<int>(errs.size()); ++r)
+      if (!errs[r].empty()) FB_THROW(Error, "rank ", r, ": ", errs[r], " (NCCL log ", comm_->logPath(), ")");
+
+    auto nominal = nominalFor(profile_.name, device_, topo::localTopology().rdma);
+    PathInfo p;
+    const int channels = log.connectedChannels(rank);
+    std::set<std::string> vias;
+    for (const auto& c : log.connectionsOf(rank)) vias.insert(c.via);
+    std::string viaText;
+    for (const auto& v : vias) viaText += (viaText.empty() ? "" : "+") + v;
+    p.label = profile_.name + " " + viaText + " x" + std::to_string(channels) + "ch";
+    auto add = [&](const std::string& k, const std::string& v) { p.details.emplace_back(k, v); };
+    add("profile", profile_.name);
+    std::string envs;
+    for (const auto& [k, v] : profile_.env) envs += (envs.empty() ? "" : " ") + k + "=" + v;
+    add("profile_env", envs + " NCCL_NVLS_ENABLE=0");
+    add("attested", "yes: every connection of rank " + std::to_string(rank) + " via " + profile_.family);
+    add("transports", log.transportsText(rank));
+    add("channels", std::to_string(channels));
+    if (log.collChannels >= 0) add("coll_channels", std::to_string(log.collChannels));
+    if (log.p2pChannels >= 0) add("p2p_channels", std::to_string(log.p2pChannels));
+    if (!log.graphTypes.empty()) {
+      std::string g;
+      for (const auto& x : log.graphTypes) g += (g.empty() ? "" : ",") + x;
+      add("graph_types", g);
+    }
+    if (!log.network.empty()) add("network", log.network);
+    add("nccl_version", log.version.empty() ? ncclRuntimeVersion() : log.version);
+    if (nominal.gbps > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f", nominal.gbps);
+      add("nominal_GBps", buf);
+    }
+    add("nominal_basis", nominal.basis);
+    add("cuda_device", std::to_string(device_));
+    if (const auto* g = smiGpuFor(device_)) add("gpu", g->name + " " + g->busId);
+    add("nccl_log", comm_->logPath());
+    path_ = std::move(p);
+  }
+
+  CollKind kind_;
+  Bootstrap& bs_;
+  CollectiveOptions opts_;
+  PathProfile profile_;
+  int device_ = -1;
+  std::shared_ptr<NcclComm> comm_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  unsigned long long* devWrong_ = nullptr;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  void* base_ = nullptr;
+  std::size_t sendCap_ = 0, recvCap_ = 0;
+  void* sendPtr_ = nullptr;
+  void* recvPtr_ = nullptr;
+  CollShape shape_{};
+  std::map<int, cudaGraphExec_t> graphs_;
+  PathInfo path_;
+};
+
+}  // namespace
+
+std::vector<std::string> availablePaths(Bootstrap& bs) {
+  std::vector<std::string> mine;
+  int nDev = 0;
+  if (cudaGetDeviceCount(&nDev) != cudaSuccess) {
+    cudaGetLastError();
+    nDev = 0;
+  }
+  const int localSize = bs.localSize();
+  const int nodes = bs.nodeCount();
+  if (nDev > 0 && bs.size() >= 2) {
+    const auto& t = topo::localTopology();
+    if (nodes == 1 && localSize <= nDev) {
+      // The devices the local ranks use, as nvidia-smi indices.
+      std::vector<int> idx;
+      for (int lr = 0; lr < localSize; ++lr) {
+        const auto* g = smiGpuFor(lr % nDev);
+        idx.push_back(g ? g->index : -1);
+      }
+      bool allNv = true, allP2p = true;
+      for (std::size_t a = 0; a < idx.size(); ++a)
+        for (std::size_t b = a + 1; b < idx.size(); ++b) {
+          if (idx[a] < 0 || idx[b] < 0) allNv = allP2p = false;
+          else {
+            allNv = allNv && t.nvlinkBetween(idx[a], idx[b]);
+            allP2p = allP2p && t.p2pOk(idx[a], idx[b]);
+          }
+        }
+      if (allNv) mine.push_back("nvlink");
+      else if (allP2p) mine.push_back("pcie");
+      mine.push_back("shm");
+    }
+    mine.push_back("socket");
+    for (const auto& name : {"ib", "roce"}) {
+      try {
+        makeProfile(name, t.rdma);
+        mine.push_back(name);
+      } catch (const UnavailableError&) {
+      }
+    }
+  }
+  std::string joined;
+  for (const auto& m : mine) joined += m + ",";
+  auto all = bs.allGatherStrings(joined);
+  std::vector<std::string> out;
+  for (const auto& name : pathNames()) {
+    bool everywhere = true;
+    for (const auto& s : all) everywhere = everywhere && s.find(name + ",") != std::string::npos &&
+                                           (s.find(name + ",") == 0 || s[s.find(name + ",") - 1] == ',');
+    if (everywhere) out.push_back(name);
+  }
+  return out;
+}
+
+std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts,
+                                           const std::string& path) {
+  std::string p = path.empty() ? "auto" : path;
+  if (p == "auto") {
+    auto paths = availablePaths(bs);
+    if (paths.empty()) FB_THROW(UnavailableError, "nccl: no usable path on this machine (GPUs, ranks)");
+    p = paths.front();
+  }
+  if (!isPathName(p))
+    FB_THROW(ConfigError, "unknown NCCL path '", p, "' (expected auto, nvlink, pcie, shm, socket, ib or roce)");
+  auto profile = makeProfile(p, topo::localTopology().rdma);
+  return std::make_unique<NcclCollective>(kind, bs, opts, profile);
+}
+
+BackendStatus probe() {
+  BackendStatus s;
+  s.name = "nccl";
+  s.built = true;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    s.usable = false;
+    s.reason = std::string("no CUDA device (") + (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")";
+    return s;
+  }
+  std::ostringstream os;
+  os << n << " GPU" << (n > 1 ? "s" : "");
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) os << " (" << prop.name << ")";
+  os << ", NCCL " << ncclRuntimeVersion();
+  s.usable = true;
+  s.reason = os.str();
+  return s;
+}
+
+std::string topologyText() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    return {};
+  }
+  return topo::describe(topo::localTopology());
+}
+
+double percentOfNominal(double busBwGBps, const PathInfo& path) {
+  if (busBwGBps <= 0) return -1;
+  for (const auto& [k, v] : path.details)
+    if (k == "nominal_GBps") {
+      try {
+        double n = std::stod(v);
+        return n > 0 ? 100.0 * busBwGBps / n : -1;
+      } catch (...) {
+        return -1;
+      }
+    }
+  return -1;
+}
+
+}  // namespace fb::nccl

@@ -1,0 +1,123 @@
+#include "topology/nccl_log.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace fb::topo {
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+}  // namespace
+
+std::string transportFamily(std::string_view via) {
+  std::string v = trim(via);
+  auto first = v.find('/');
+  std::string head = v.substr(0, first);
+  if (head == "NET") {
+    auto second = v.find('/', first + 1);
+    return "NET/" + v.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  }
+  if (head.rfind("CollNet", 0) == 0) return "CollNet";
+  return head;
+}
+
+bool usesGdrdma(std::string_view via) { return via.find("/GDRDMA") != std::string_view::npos; }
+
+NcclLogSummary parseNcclLog(std::string_view text) {
+  NcclLogSummary s;
+  // Anchored on the message part; the "host:pid:tid [dev] NCCL INFO " prefix is skipped.
+  static const std::regex kConn(R"(Channel (\d+)(?:/(\d+))? : (\d+)\[([0-9a-fx]+)\] -> (\d+)\[([0-9a-fx]+)\](?: \[(send|receive)\])? via (.+)$)");
+  static const std::regex kRing(R"(Channel (\d+)/(\d+) :((?: \d+)+)\s*$)");
+  static const std::regex kChannels(R"((\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?(\d+) p2p channels)");
+  static const std::regex kComm(R"(comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+))");
+  static const std::regex kVersion(R"(NCCL version (\S+))");
+  static const std::regex kGraph(R"(Pattern \d+, crossNic \d+, nChannels \d+, bw [0-9.]+/[0-9.]+, type ([A-Z]+/[A-Z]+))");
+  static const std::regex kNetwork(R"(Using network (\S+))");
+  std::istringstream in{std::string(text)};
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    auto info = line.find("NCCL INFO ");
+    auto warn = line.find("NCCL WARN ");
+    if (warn != std::string::npos) {
+      s.warnings.push_back(trim(std::string_view(line).substr(warn + 10)));
+      continue;
+    }
+    if (info == std::string::npos) continue;
+    std::string msg = trim(std::string_view(line).substr(info + 10));
+    if (std::regex_search(msg, m, kConn)) {
+      NcclConnection c;
+      c.channel = std::stoi(m[1]);
+      if (m[2].matched) c.connIndex = std::stoi(m[2]);
+      c.from = std::stoi(m[3]);
+      c.fromDev = static_cast<int>(std::stol(m[4], nullptr, 0));
+      c.to = std::stoi(m[5]);
+      c.toDev = static_cast<int>(std::stol(m[6], nullptr, 0));
+      c.direction = m[7];
+      c.via = trim(m[8].str());
+      s.connections.push_back(std::move(c));
+    } else if (std::regex_search(msg, m, kRing)) {
+      s.ringChannels = std::max(s.ringChannels, std::stoi(m[2]));
+    } else if (std::regex_search(msg, m, kChannels)) {
+      s.collChannels = std::stoi(m[1]);
+      if (m[3].matched) s.nvlsChannels = std::stoi(m[3]);
+      s.p2pChannels = std::stoi(m[4]);
+    } else if (std::regex_search(msg, m, kComm)) {
+      int r = std::stoi(m[1]);
+      if (std::find(s.ranks.begin(), s.ranks.end(), r) == s.ranks.end()) s.ranks.push_back(r);
+      s.nRanks = std::stoi(m[2]);
+      s.nNodes = std::stoi(m[3]);
+    } else if (std::regex_search(msg, m, kVersion)) {
+      s.version = m[1];
+    } else if (std::regex_search(msg, m, kGraph)) {
+      if (std::find(s.graphTypes.begin(), s.graphTypes.end(), m[1].str()) == s.graphTypes.end())
+        s.graphTypes.push_back(m[1]);
+    } else if (std::regex_search(msg, m, kNetwork)) {
+      s.network = m[1];
+    } else if (msg.find(" set by environment to ") != std::string::npos && msg.rfind("NCCL_", 0) == 0) {
+      s.envLines.push_back(msg);
+    }
+    if (msg.find("Init COMPLETE") != std::string::npos) ++s.initComplete;
+  }
+  return s;
+}
+
+std::vector<NcclConnection> NcclLogSummary::connectionsOf(int rank) const {
+  std::vector<NcclConnection> out;
+  for (const auto& c : connections)
+    if (rank < 0 || c.from == rank || c.to == rank) out.push_back(c);
+  return out;
+}
+
+std::set<std::string> NcclLogSummary::families(int rank) const {
+  std::set<std::string> f;
+  for (const auto& c : connectionsOf(rank)) f.insert(transportFamily(c.via));
+  return f;
+}
+
+std::string NcclLogSummary::transportsText(int rank) const {
+  std::map<std::string, int> counts;
+  for (const auto& c : connectionsOf(rank)) ++counts[c.via];
+  std::string out;
+  for (const auto& [via, n] : counts) {
+    if (!out.empty()) out += ", ";
+    out += via + " x" + std::to_string(n);
+  }
+  return out;
+}
+
+int NcclLogSummary::connectedChannels(int rank) const {
+  int mx = -1;
+  for (const auto& c : connectionsOf(rank)) mx = std::max(mx, c.channel);
+  return mx + 1;
+}
+
+}  // namespace fb::topo

@@ -1,0 +1,342 @@
+#include "topology/topology.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+namespace fb::topo {
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> splitTabs(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : line) {
+    if (c == '\t') {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(trim(cur));
+  return out;
+}
+
+std::vector<std::string> lines(std::string_view text) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+// ANSI escapes (nvidia-smi colours the header on a terminal) are dropped.
+std::string stripAnsi(const std::string& s) {
+  static const std::regex kAnsi("\x1b\\[[0-9;]*m");
+  return std::regex_replace(s, kAnsi, "");
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return {};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return trim(ss.str());
+}
+
+int toInt(const std::string& s, int dflt = 0) {
+  try {
+    std::size_t pos = 0;
+    int v = std::stoi(s, &pos);
+    return pos ? v : dflt;
+  } catch (...) {
+    return dflt;
+  }
+}
+
+}  // namespace
+
+std::string Matrix::at(const std::string& row, const std::string& col) const {
+  for (std::size_t r = 0; r < rowNames.size(); ++r) {
+    if (rowNames[r] != row) continue;
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      if (columns[c] == col) return c < cells[r].size() ? cells[r][c] : std::string();
+  }
+  return {};
+}
+
+Matrix parseTopoMatrix(std::string_view text) {
+  Matrix m;
+  bool inTable = false;
+  for (const auto& raw : lines(text)) {
+    std::string line = stripAnsi(raw);
+    if (!inTable) {
+      // The header starts with a tab (or spaces) and names GPU0 first.
+      auto t = trim(line);
+      if (t.rfind("GPU0", 0) == 0 && !line.empty() && (line[0] == '\t' || line[0] == ' ')) {
+        for (auto& f : splitTabs(line))
+          if (!f.empty()) m.columns.push_back(f);
+        inTable = true;
+      }
+      continue;
+    }
+    if (trim(line).empty() || trim(line).rfind("Legend", 0) == 0) break;
+    auto fields = splitTabs(line);
+    if (fields.empty()) continue;
+    std::vector<std::string> cells;
+    // Row name, then cells; nvidia-smi pads with an empty field before some columns.
+    std::string name = fields[0];
+    for (std::size_t i = 1; i < fields.size(); ++i)
+      if (!fields[i].empty()) cells.push_back(fields[i]);
+    m.rowNames.push_back(name);
+    m.cells.push_back(std::move(cells));
+  }
+  return m;
+}
+
+std::map<int, std::vector<double>> parseNvlinkStatus(std::string_view text) {
+  std::map<int, std::vector<double>> out;
+  static const std::regex kGpu(R"(^GPU (\d+):)");
+  static const std::regex kLink(R"(Link (\d+): ([0-9.]+) GB/s)");
+  int gpu = -1;
+  std::smatch m;
+  for (const auto& l : lines(text)) {
+    if (std::regex_search(l, m, kGpu)) {
+      gpu = std::stoi(m[1]);
+      out[gpu];
+    } else if (gpu >= 0 && std::regex_search(l, m, kLink)) {
+      out[gpu].push_back(std::stod(m[2]));
+    }
+  }
+  return out;
+}
+
+double GpuInfo::nvlinkTotalGBps() const {
+  double s = 0;
+  for (double v : nvlinkGBps) s += v;
+  return s;
+}
+
+const char* const kGpuQueryFields =
+    "index,name,pci.bus_id,uuid,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,"
+    "pcie.link.width.max,driver_version";
+
+std::vector<GpuInfo> parseGpuQuery(std::string_view csv) {
+  std::vector<GpuInfo> out;
+  for (const auto& l : lines(csv)) {
+    if (trim(l).empty()) continue;
+    std::vector<std::string> f;
+    std::string cur;
+    for (char c : l) {
+      if (c == ',') {
+        f.push_back(trim(cur));
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    f.push_back(trim(cur));
+    if (f.size() < 8) continue;
+    GpuInfo g;
+    g.index = toInt(f[0], -1);
+    if (g.index < 0) continue;  // header or garbage
+    g.name = f[1];
+    g.busId = f[2];
+    g.uuid = f[3];
+    g.pcieGenCurrent = toInt(f[4]);
+    g.pcieGenMax = toInt(f[5]);
+    g.pcieWidthCurrent = toInt(f[6]);
+    g.pcieWidthMax = toInt(f[7]);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+int pcieGenFromSysfsSpeed(std::string_view speed) {
+  double gts = 0;
+  try {
+    gts = std::stod(std::string(speed));
+  } catch (...) {
+    return 0;
+  }
+  if (gts >= 63) return 6;
+  if (gts >= 31) return 5;
+  if (gts >= 15) return 4;
+  if (gts >= 7.9) return 3;
+  if (gts >= 4.9) return 2;
+  if (gts >= 2.4) return 1;
+  return 0;
+}
+
+double pcieNominalGBps(int gen, int width) {
+  static const std::array<double, 7> kPerLane = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  if (gen < 1 || gen > 6 || width <= 0) return 0;
+  return kPerLane[gen] * width;
+}
+
+double rdmaRateGBps(std::string_view rate) {
+  try {
+    double gbit = std::stod(std::string(rate));
+    return gbit / 8.0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool RdmaPort::active() const { return state.find("ACTIVE") != std::string::npos; }
+
+std::vector<RdmaPort> scanRdmaPorts(const std::string& sysRoot) {
+  std::vector<RdmaPort> out;
+  std::string base = sysRoot + "/class/infiniband";
+  DIR* d = opendir(base.c_str());
+  if (!d) return out;
+  std::vector<std::string> devs;
+  while (auto* e = readdir(d))
+    if (e->d_name[0] != '.') devs.push_back(e->d_name);
+  closedir(d);
+  std::sort(devs.begin(), devs.end());
+  for (const auto& dev : devs) {
+    std::string portsDir = base + "/" + dev + "/ports";
+    DIR* pd = opendir(portsDir.c_str());
+    if (!pd) continue;
+    std::vector<int> ports;
+    while (auto* e = readdir(pd))
+      if (e->d_name[0] != '.') ports.push_back(toInt(e->d_name, -1));
+    closedir(pd);
+    std::sort(ports.begin(), ports.end());
+    for (int p : ports) {
+      if (p < 0) continue;
+      RdmaPort rp;
+      rp.device = dev;
+      rp.port = p;
+      std::string pdir = portsDir + "/" + std::to_string(p);
+      rp.linkLayer = readFile(pdir + "/link_layer");
+      rp.state = readFile(pdir + "/state");
+      rp.rate = readFile(pdir + "/rate");
+      if (rp.linkLayer == "Ethernet") {
+        for (int i = 0; i < 256; ++i) {
+          std::string type = readFile(pdir + "/gid_attrs/types/" + std::to_string(i));
+          if (type.empty()) continue;
+          std::string gid = readFile(pdir + "/gids/" + std::to_string(i));
+          bool v2 = type.find("v2") != std::string::npos;
+          bool ipv4 = gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0;
+          if (v2 && ipv4) {
+            rp.roceV2GidIndex = i;
+            break;
+          }
+        }
+      }
+      out.push_back(std::move(rp));
+    }
+  }
+  return out;
+}
+
+std::string Topology::link(int a, int b) const {
+  return links.at("GPU" + std::to_string(a), "GPU" + std::to_string(b));
+}
+
+bool Topology::nvlinkBetween(int a, int b) const { return link(a, b).rfind("NV", 0) == 0; }
+
+bool Topology::p2pOk(int a, int b) const {
+  if (a == b) return true;
+  return p2pRead.at("GPU" + std::to_string(a), "GPU" + std::to_string(b)) == "OK";
+}
+
+Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
+                       std::string_view gpuQueryCsv) {
+  Topology t;
+  t.topoText = stripAnsi(std::string(topoM));
+  t.links = parseTopoMatrix(topoM);
+  t.p2pRead = parseTopoMatrix(p2pR);
+  t.gpus = parseGpuQuery(gpuQueryCsv);
+  auto nv = parseNvlinkStatus(nvlinkS);
+  // driver version: last CSV field of the first GPU line
+  for (const auto& l : lines(gpuQueryCsv)) {
+    auto pos = l.rfind(',');
+    if (pos != std::string::npos && toInt(trim(l.substr(0, l.find(','))), -1) >= 0) {
+      t.driverVersion = trim(l.substr(pos + 1));
+      break;
+    }
+  }
+  for (auto& g : t.gpus) {
+    auto it = nv.find(g.index);
+    if (it != nv.end()) g.nvlinkGBps = it->second;
+    std::string row = "GPU" + std::to_string(g.index);
+    g.cpuAffinity = t.links.at(row, "CPU Affinity");
+    std::string numa = t.links.at(row, "NUMA Affinity");
+    g.numaNode = toInt(numa, -1);
+  }
+  return t;
+}
+
+std::string runCommand(const std::string& cmd, int timeoutSeconds) {
+  std::string full = "timeout " + std::to_string(timeoutSeconds) + " " + cmd + " 2>/dev/null";
+  FILE* p = popen(full.c_str(), "r");
+  if (!p) return {};
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int rc = pclose(p);
+  if (rc != 0) return {};
+  return out;
+}
+
+const Topology& localTopology() {
+  static std::once_flag once;
+  static Topology topo;
+  std::call_once(once, [] {
+    std::string q = runCommand(std::string("nvidia-smi --query-gpu=") + kGpuQueryFields +
+                               " --format=csv,noheader,nounits");
+    if (trim(q).empty()) return;
+    topo = buildTopology(runCommand("nvidia-smi topo -m"), runCommand("nvidia-smi topo -p2p r"),
+                         runCommand("nvidia-smi nvlink -s"), q);
+    // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
+    for (auto& g : topo.gpus) {
+      if (g.numaNode >= 0 || g.busId.size() < 12) continue;
+      std::string bdf = g.busId.substr(g.busId.size() - 12);
+      for (auto& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      g.numaNode = toInt(readFile("/sys/bus/pci/devices/" + bdf + "/numa_node"), -1);
+    }
+    topo.rdma = scanRdmaPorts("/sys");
+  });
+  return topo;
+}
+
+std::string describe(const Topology& t) {
+  if (t.empty()) return {};
+  std::ostringstream os;
+  os << trim(t.topoText) << "\n\n";
+  for (const auto& g : t.gpus) {
+    os << "GPU" << g.index << " " << g.name << " bus " << g.busId << ": PCIe Gen" << g.pcieGenMax << " x"
+       << g.pcieWidthMax << " (now Gen" << g.pcieGenCurrent << " x" << g.pcieWidthCurrent << ", nominal "
+       << pcieNominalGBps(g.pcieGenMax, g.pcieWidthMax) << " GB/s)";
+    if (!g.nvlinkGBps.empty())
+      os << ", NVLink " << g.nvlinkGBps.size() << " links x " << g.nvlinkGBps.front() << " GB/s = "
+         << g.nvlinkTotalGBps() << " GB/s per direction";
+    os << ", NUMA " << g.numaNode << ", CPUs " << (g.cpuAffinity.empty() ? "?" : g.cpuAffinity) << "\n";
+  }
+  if (!t.driverVersion.empty()) os << "driver " << t.driverVersion << "\n";
+  for (const auto& p : t.rdma)
+    os << "RDMA " << p.device << " port " << p.port << ": " << p.linkLayer << ", " << p.state << ", " << p.rate
+       << (p.roceV2GidIndex >= 0 ? ", RoCEv2 GID index " + std::to_string(p.roceV2GidIndex) : std::string())
+       << "\n";
+  return os.str();
+}
+
+}  // namespace fb::topo
