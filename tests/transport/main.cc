@@ -30,8 +30,12 @@ int main(int argc, char** argv) {
     return session.run();
 
   // Skip (77) when the backend can't run here; bad options are exit 2.
+  fb::PathInfo path;
   try {
-    fb::runRanks(2, [](fb::Bootstrap& bs) { auto t = connectAll(bs); });
+    fb::runRanks(2, [&](fb::Bootstrap& bs) {
+      auto t = connectAll(bs);
+      if (bs.rank() == 0) path = t->path();
+    });
   } catch (const fb::UnavailableError& e) {
     std::printf("SKIPPED: transport '%s' is unavailable: %s\n", g_transport.c_str(), e.what());
     return 77;
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "transport '%s' failed to connect 2 ranks: %s\n", g_transport.c_str(), e.what());
     return 1;
   }
-  std::printf("transport under test: %s\n", g_transport.c_str());
+  std::printf("transport under test: %s; path of rank 0 with 2 ranks: %s\n", g_transport.c_str(), path.label.c_str());
+  for (auto& [k, v] : path.details) std::printf("  %s: %s\n", k.c_str(), v.c_str());
   return session.run();
 }

@@ -172,15 +172,24 @@ std::size_t readSysctl(const char* path) {
 }
 }  // namespace
 
-void setBufferSizes(int fd, std::size_t bytes) {
-  if (bytes == 0) return;
+std::string setBufferSizes(int fd, std::size_t bytes) {
+  if (bytes == 0) return "";
   // Setting SO_*BUF turns off autotuning and is capped at *mem_max: only worth it when the
   // kernel lets us have at least what we ask for.
   static const std::size_t wmax = readSysctl("/proc/sys/net/core/wmem_max");
   static const std::size_t rmax = readSysctl("/proc/sys/net/core/rmem_max");
   int v = static_cast<int>(bytes);
-  if (wmax >= bytes) FB_SYSCALL_CHECK(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
-  if (rmax >= bytes) FB_SYSCALL_CHECK(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+  std::string skipped;
+  if (wmax >= bytes)
+    FB_SYSCALL_CHECK(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+  else
+    skipped += "SO_SNDBUF left to autotuning (net.core.wmem_max " + std::to_string(wmax) + ")";
+  if (rmax >= bytes)
+    FB_SYSCALL_CHECK(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+  else
+    skipped += std::string(skipped.empty() ? "" : ", ") + "SO_RCVBUF left to autotuning (net.core.rmem_max " +
+               std::to_string(rmax) + ")";
+  return skipped;
 }
 
 std::pair<int, int> grantedBufferSizes(int fd) {

@@ -70,8 +70,9 @@ Interface chooseInterface(const std::string& spec, const std::string& hostname, 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);
 // Requests `bytes` for SO_SNDBUF and SO_RCVBUF when the kernel allows that much
-// (net.core.{w,r}mem_max); otherwise leaves the kernel's autotuning alone.
-void setBufferSizes(int fd, std::size_t bytes);
+// (net.core.{w,r}mem_max); otherwise leaves the kernel's autotuning alone for that direction.
+// Returns "" when both were set, else a phrase saying which were left to autotuning and why.
+std::string setBufferSizes(int fd, std::size_t bytes);
 std::pair<int, int> grantedBufferSizes(int fd);  // {SO_SNDBUF, SO_RCVBUF} as the kernel reports
 
 // First line of a small file (sysfs/procfs), "" when unreadable.

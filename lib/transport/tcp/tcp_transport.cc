@@ -414,10 +414,10 @@ struct Pending {
   std::string lastError{};  // outbound: why the last attempt failed
 };
 
-void configureSocket(int fd, std::size_t sockBuf) {
+std::string configureSocket(int fd, std::size_t sockBuf) {
   setNonBlocking(fd);
   setNoDelay(fd);
-  setBufferSizes(fd, sockBuf);
+  return setBufferSizes(fd, sockBuf);
 }
 
 Socket startConnect(const Endpoint& to, std::size_t sockBuf, std::string* err) {
@@ -455,7 +455,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   // 1. Listen on the chosen address only.
   Socket listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
-  configureSocket(listener.fd(), sockBuf);  // accepted sockets inherit the buffer sizes
+  std::string bufNote = configureSocket(listener.fd(), sockBuf);  // accepted sockets inherit the sizes
   Endpoint me{iface_.addr, 0};
   sockaddr_in sa = me.sockaddr();
   if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
@@ -632,11 +632,20 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   if (probeFd >= 0) {
     auto [snd, rcv] = grantedBufferSizes(probeFd);
     d.emplace_back("socket buffers", "SO_SNDBUF " + std::to_string(snd) + " B, SO_RCVBUF " + std::to_string(rcv) +
-                                         " B (requested " + (sockBuf ? std::to_string(sockBuf) + " B" : "autotuning") + ")");
+                                         " B (requested " + (sockBuf ? std::to_string(sockBuf) + " B" : "none: kernel autotuning") +
+                                         (bufNote.empty() ? "" : "; " + bufNote) + ")");
   } else {
     d.emplace_back("socket buffers", "none (single rank)");
   }
   d.emplace_back("connections", std::to_string(size_ - 1));
+  int local = 0;
+  for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
+  if (size_ > 1 && local == size_ - 1)
+    d.emplace_back("note", "all peers run on this host: the bytes go through the kernel's loopback path, "
+                           "not the NIC (its speed and MTU do not apply)");
+  else if (local > 0)
+    d.emplace_back("note", std::to_string(local) + " of " + std::to_string(size_ - 1) +
+                               " peers run on this host (kernel loopback path for those)");
   if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
 }
 
