@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -210,4 +212,49 @@ TEST_CASE("tcp: a lost peer's message names its address", "[tcp]") {
   INFO(what);
   CHECK(peer == 1);
   CHECK_THAT(what, Contains("lost connection to rank 1") && Contains("127.0.0.1:"));
+}
+
+TEST_CASE("tcp: signals during wait (EINTR) do not break transfers", "[tcp]") {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {};
+  sa.sa_flags = 0;  // no SA_RESTART: poll/sendmsg/readv see EINTR
+  struct sigaction old {};
+  REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
+  constexpr std::size_t n = 16u << 20;
+  std::atomic<int> registered{0}, finished{0};
+  std::atomic<bool> killerDone{false};
+  std::atomic<long> signalsSent{0};
+  pthread_t tids[2];
+  std::size_t wrong[2] = {1, 1};
+  std::thread killer([&] {
+    while (registered < 2) std::this_thread::yield();
+    while (finished < 2) {
+      for (auto t : tids) ::pthread_kill(t, SIGUSR1);
+      signalsSent += 2;
+      std::this_thread::sleep_for(50us);
+    }
+    killerDone = true;
+  });
+  runRanks(2, [&](Bootstrap& bs) {
+    auto t = makeTransport("tcp", bs, TransportOptions{});
+    int me = bs.rank(), peer = 1 - me;
+    tids[me] = ::pthread_self();
+    ++registered;
+    Buffer send(*t, n), recv(*t, n);
+    std::size_t bad = 0;
+    for (int k = 0; k < 3; ++k) {
+      fillPattern(send.data(), n, me, peer, k);
+      t->ringExchange(send.data(), n, recv.data(), n, Deadline::in(60s));
+      bad += countWrong(recv.data(), n, peer, me, k);
+    }
+    wrong[me] = bad;
+    ++finished;
+    while (!killerDone) std::this_thread::yield();  // no signal may target an exited thread
+  });
+  killer.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  INFO(signalsSent.load() << " signals sent");
+  CHECK(signalsSent > 10);
+  CHECK(wrong[0] == 0);
+  CHECK(wrong[1] == 0);
 }
