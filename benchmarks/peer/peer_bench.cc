@@ -1,0 +1,642 @@
+// fabricbench-peer: what the GPU fabric of one node carries, without NCCL. One process drives
+// every visible GPU:
+//   ce      copy-engine peer copy (cudaMemcpyPeerAsync) one way, each direction of the pair
+//   sm      SM peer copy by a kernel: "write" (kernel on the source GPU stores into the peer)
+//           and "read" (kernel on the destination GPU loads from the peer)
+//   bidir   both directions at once (copy engine, and SM writes), total bytes / wall time
+//   host    pinned host->device and device->host (the PCIe link), and both at once
+//   reduce  reduce kernel (2 inputs, 1 output) against the device-to-device copy, bytes
+//           read + written, float32/float16/bfloat16
+//   matrix  GPU x GPU copy-engine bandwidth, SM pointer-chase latency, P2P attributes
+//   sanity  the P2P sanity check (small verified copies under a time-out)
+// Every copy is verified element by element on the GPU (wrong column). Rows go to the console
+// and, unless --no-results, to results/<run-id>/table.csv and run.json.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cuda_runtime.h>
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "core/sample.h"
+#include "core/units.h"
+#include "kernels/copy.h"
+#include "kernels/reduce.h"
+#include "report/fingerprint.h"
+#include "report/result_sink.h"
+#include "transport/cuda/cuda_ipc.h"
+#include "transport/cuda/p2p_check.h"
+
+namespace fb {
+namespace {
+
+using cudaipc::DeviceBuffer;
+namespace ipc = kernels::ipc;
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitNoGpu = 3;
+constexpr int kPatternSeed = 3;
+
+struct Opts {
+  std::string size = "1G";
+  std::string matrixSize = "256M";
+  int iters = 10;
+  int warmup = 2;
+  int latencyHops = 20000;
+  std::vector<std::string> tests = {"ce", "sm", "bidir", "host", "reduce", "matrix", "sanity"};
+  std::vector<int> gpus = {0, 1};
+  bool noPeerAccess = false;
+  bool injectHang = false;
+  int sanityTimeoutMs = 5000;
+  std::string runId;
+  std::string resultsDir = "results";
+  bool noResults = false;
+};
+
+std::string gbps(double bytes, double sec) { return sec > 0 ? fmt::format("{:.1f}", bytes / sec / 1e9) : "-"; }
+
+// Runs fn `iters` times between two events on stream s (on the current device) and returns
+// seconds. The wait is bounded.
+double timeOnStream(cudaStream_t s, int iters, const std::function<void()>& fn) {
+  cudaEvent_t a, b;
+  FB_CUDA_CHECK(cudaEventCreate(&a));
+  FB_CUDA_CHECK(cudaEventCreate(&b));
+  FB_CUDA_CHECK(cudaEventRecord(a, s));
+  for (int i = 0; i < iters; ++i) fn();
+  FB_CUDA_CHECK(cudaEventRecord(b, s));
+  if (!cudaipc::waitEvent(b, Deadline::in(std::chrono::seconds(120))))
+    FB_THROW(TimeoutError, "a timed batch did not finish within 120 s");
+  float ms = 0;
+  FB_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return ms * 1e-3;
+}
+
+void syncBounded(int dev, cudaStream_t s) {
+  FB_CUDA_CHECK(cudaSetDevice(dev));
+  if (!cudaipc::waitStream(s, Deadline::in(std::chrono::seconds(120))))
+    FB_THROW(TimeoutError, "GPU ", dev, " did not finish within 120 s");
+}
+
+// Counts elements of `buf` (float32 on device `dev`) that differ from pattern(srcTag).
+std::int64_t countWrongPattern(int dev, cudaStream_t s, const void* buf, std::size_t bytes, int srcTag) {
+  FB_CUDA_CHECK(cudaSetDevice(dev));
+  DeviceBuffer counter(sizeof(unsigned long long));
+  auto* c = static_cast<unsigned long long*>(counter.get());
+  FB_CUDA_CHECK(cudaMemsetAsync(c, 0, sizeof(*c), s));
+  ipc::ExpectSpec spec{ipc::Expect::kPattern, 1, 0, srcTag, kPatternSeed, 0};
+  FB_CUDA_CHECK(ipc::countWrong(kernels::ElemType::kFloat32, buf, bytes / 4, spec, c, s));
+  unsigned long long host = 0;
+  FB_CUDA_CHECK(cudaMemcpyAsync(&host, c, sizeof(host), cudaMemcpyDeviceToHost, s));
+  syncBounded(dev, s);
+  return static_cast<std::int64_t>(host);
+}
+
+struct Gpu {
+  int dev = 0;
+  cudaStream_t s = nullptr;
+  cudaStream_t s2 = nullptr;
+};
+
+class PeerBench {
+ public:
+  PeerBench(const Opts& o, std::vector<std::unique_ptr<ResultSink>>& sinks) : o_(o), sinks_(sinks) {}
+
+  int run() {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+      cudaGetLastError();
+      fmt::print(stderr, "fabricbench-peer: no CUDA GPU visible ({}; CUDA_VISIBLE_DEVICES={})\n",
+                 e == cudaSuccess ? "0 devices" : cudaGetErrorString(e), cudaipc::visibleDevicesEnv());
+      return kExitNoGpu;
+    }
+    n_ = n;
+    for (int g : o_.gpus)
+      if (g < 0 || g >= n)
+        throw ConfigError(fmt::format("--gpus: GPU {} does not exist ({} visible, CUDA_VISIBLE_DEVICES={})", g, n,
+                                      cudaipc::visibleDevicesEnv()));
+    bytes_ = parseSize(o_.size);
+    matrixBytes_ = parseSize(o_.matrixSize);
+    if (bytes_ < 4096 || bytes_ % 16) throw ConfigError("--size must be a multiple of 16 bytes and at least 4K");
+    if (matrixBytes_ < 4096 || matrixBytes_ % 16)
+      throw ConfigError("--matrix-size must be a multiple of 16 bytes and at least 4K");
+
+    fmt::print("# fabricbench-peer: {} GPU(s) visible (CUDA_VISIBLE_DEVICES={}); GB = 1e9 bytes; times are CUDA "
+               "events over {} iterations after {} warm-up\n",
+               n, cudaipc::visibleDevicesEnv(), o_.iters, o_.warmup);
+    for (int d = 0; d < n; ++d) fmt::print("#   GPU {}: {} {}\n", d, cudaipc::deviceName(d), cudaipc::pciBusId(d));
+    gpus_.resize(n);
+    for (int d = 0; d < n; ++d) {
+      FB_CUDA_CHECK(cudaSetDevice(d));
+      gpus_[d].dev = d;
+      FB_CUDA_CHECK(cudaStreamCreateWithFlags(&gpus_[d].s, cudaStreamNonBlocking));
+      FB_CUDA_CHECK(cudaStreamCreateWithFlags(&gpus_[d].s2, cudaStreamNonBlocking));
+    }
+    // Peer access, unless the user wants to see the sanity check flag it.
+    if (!o_.noPeerAccess) {
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b) {
+          if (a == b) continue;
+          int can = 0;
+          FB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+          if (!can) continue;
+          FB_CUDA_CHECK(cudaSetDevice(a));
+          cudaError_t pe = cudaDeviceEnablePeerAccess(b, 0);
+          if (pe != cudaSuccess && pe != cudaErrorPeerAccessAlreadyEnabled)
+            fmt::print("# warning: cudaDeviceEnablePeerAccess({} -> {}): {}\n", a, b, cudaGetErrorString(pe));
+          cudaGetLastError();
+        }
+    }
+    auto want = [&](const char* t) { return std::find(o_.tests.begin(), o_.tests.end(), t) != o_.tests.end(); };
+    bool pair = o_.gpus.size() == 2 && o_.gpus[0] != o_.gpus[1] && n >= 2;
+    if (want("sanity")) sanity();
+    if (pair && (want("ce") || want("sm") || want("bidir"))) {
+      if (!peerOk(o_.gpus[0], o_.gpus[1]) || !peerOk(o_.gpus[1], o_.gpus[0]))
+        fmt::print("# peer copies skipped: GPUs {} and {} cannot use P2P in this process (see the sanity check)\n",
+                   o_.gpus[0], o_.gpus[1]);
+      else
+        peerCopies(o_.gpus[0], o_.gpus[1], want("ce"), want("sm"), want("bidir"));
+    } else if (want("ce") || want("sm") || want("bidir")) {
+      fmt::print("# peer copies skipped: they need two distinct GPUs (--gpus a,b; {} visible)\n", n);
+    }
+    if (want("host")) hostCopies(o_.gpus[0]);
+    if (want("reduce")) reduce(o_.gpus[0]);
+    if (want("matrix")) matrix();
+    return 0;
+  }
+
+ private:
+  bool peerOk(int a, int b) {
+    int can = 0;
+    cudaDeviceCanAccessPeer(&can, a, b);
+    if (!can) return false;
+    cudaSetDevice(a);
+    cudaError_t e = cudaDeviceDisablePeerAccess(b);
+    if (e == cudaSuccess) {
+      cudaDeviceEnablePeerAccess(b, 0);
+      return true;
+    }
+    cudaGetLastError();
+    return false;
+  }
+
+  void emit(const std::string& coll, const std::string& path, std::size_t bytes, double sec, int iters,
+            std::int64_t wrong, std::vector<std::pair<std::string, std::string>> extra = {},
+            const std::string& dtype = "float32") {
+    Sample s;
+    s.coll = coll;
+    s.impl = "cuda";
+    s.path = path;
+    s.dtype = dtype;
+    s.bytes = bytes;
+    s.count = bytes / (dtype == "float32" ? 4 : 2);
+    s.nRanks = 1;
+    s.nNodes = 1;
+    s.iters = iters;
+    s.timeUs = sec * 1e6;
+    s.algBwGBps = sec > 0 ? static_cast<double>(bytes) / sec / 1e9 : 0;
+    s.busBwGBps = s.algBwGBps;
+    s.wrong = wrong;
+    s.extra = std::move(extra);
+    if (wrong > 0) ++badRows_;
+    for (auto& k : sinks_) k->add(s);
+  }
+
+  void sanity() {
+    cudaipc::P2PCheckOptions po;
+    po.timeout = std::chrono::milliseconds(o_.sanityTimeoutMs);
+    po.enablePeerAccess = !o_.noPeerAccess;
+    po.injectHang = o_.injectHang;
+    auto t0 = Clock::now();
+    cudaipc::P2PReport r = cudaipc::checkLocalPairs(po);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    fmt::print("\n## P2P sanity check ({} B per pair, time-out {} ms per pair; took {:.0f} ms)\n", po.bytes,
+               o_.sanityTimeoutMs, ms);
+    for (auto& p : r.pairs) fmt::print("  {} {}\n", p.ok ? "ok  " : "FAIL", p.message);
+    fmt::print("  => {}\n", r.summary);
+    sanityOk_ = r.ok;
+  }
+
+  void peerCopies(int a, int b, bool ce, bool sm, bool bidir) {
+    const std::size_t B = bytes_;
+    fmt::print("\n## Peer copies GPU {} <-> GPU {}, {} per copy (GB/s = bytes moved one way / time)\n", a, b,
+               formatSize(B) + "B");
+    fmt::print("  {:<44} {:>12} {:>10} {:>7}\n", "what", "time/copy us", "GB/s", "wrong");
+    // Buffers: src/dst on each GPU; sources hold pattern(gpu).
+    FB_CUDA_CHECK(cudaSetDevice(a));
+    DeviceBuffer srcA(B), dstA(B);
+    FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, srcA.get(), B / 4, a, kPatternSeed, gpus_[a].s));
+    FB_CUDA_CHECK(cudaSetDevice(b));
+    DeviceBuffer srcB(B), dstB(B);
+    FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, srcB.get(), B / 4, b, kPatternSeed, gpus_[b].s));
+    syncBounded(a, gpus_[a].s);
+    syncBounded(b, gpus_[b].s);
+    auto poison = [&](int dev, void* p) {
+      FB_CUDA_CHECK(cudaSetDevice(dev));
+      FB_CUDA_CHECK(ipc::fillValue(kernels::ElemType::kFloat32, p, B / 4, NAN, gpus_[dev].s));
+      syncBounded(dev, gpus_[dev].s);
+    };
+    auto row = [&](const std::string& what, const std::string& coll, const std::string& path, double sec, int iters,
+                   std::int64_t wrong, std::size_t movedPerIter) {
+      fmt::print("  {:<44} {:>12.1f} {:>10} {:>7}\n", what, sec / iters * 1e6, gbps(double(movedPerIter) * iters, sec),
+                 wrong);
+      emit(coll, path, movedPerIter, sec / iters, iters, wrong);
+    };
+    auto one = [&](int from, int to, const void* src, void* dst, const std::string& how) {
+      int drive = how == "sm-read" ? to : from;  // who runs the copy
+      cudaStream_t s = gpus_[drive].s;
+      poison(to, dst);
+      FB_CUDA_CHECK(cudaSetDevice(drive));
+      auto op = [&] {
+        if (how == "ce") FB_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to, src, from, B, s));
+        else FB_CUDA_CHECK(kernels::copyBytes(dst, src, B, s));
+      };
+      timeOnStream(s, o_.warmup, op);
+      double sec = timeOnStream(s, o_.iters, op);
+      std::int64_t wrong = countWrongPattern(to, gpus_[to].s, dst, B, from);
+      std::string label = fmt::format("GPU{}->GPU{} {}", from, to, how);
+      std::string what = how == "ce" ? "copy engine" : how == "sm-write" ? "SM copy, kernel on source writes"
+                                                                          : "SM copy, kernel on destination reads";
+      row(fmt::format("{} -> {} {}", from, to, what), "peer_copy", label, sec, o_.iters, wrong, B);
+      return B * static_cast<double>(o_.iters) / sec;
+    };
+    double ceAB = 0, ceBA = 0, smBest = 0;
+    if (ce) {
+      ceAB = one(a, b, srcA.get(), dstB.get(), "ce");
+      ceBA = one(b, a, srcB.get(), dstA.get(), "ce");
+    }
+    if (sm) {
+      smBest = std::max(smBest, one(a, b, srcA.get(), dstB.get(), "sm-write"));
+      smBest = std::max(smBest, one(a, b, srcA.get(), dstB.get(), "sm-read"));
+      smBest = std::max(smBest, one(b, a, srcB.get(), dstA.get(), "sm-write"));
+      smBest = std::max(smBest, one(b, a, srcB.get(), dstA.get(), "sm-read"));
+    }
+    if (bidir) {
+      for (std::string how : {"ce", "sm-write"}) {
+        poison(a, dstA.get());
+        poison(b, dstB.get());
+        auto opA = [&] {
+          FB_CUDA_CHECK(cudaSetDevice(a));
+          if (how == "ce") FB_CUDA_CHECK(cudaMemcpyPeerAsync(dstB.get(), b, srcA.get(), a, B, gpus_[a].s));
+          else FB_CUDA_CHECK(kernels::copyBytes(dstB.get(), srcA.get(), B, gpus_[a].s));
+        };
+        auto opB = [&] {
+          FB_CUDA_CHECK(cudaSetDevice(b));
+          if (how == "ce") FB_CUDA_CHECK(cudaMemcpyPeerAsync(dstA.get(), a, srcB.get(), b, B, gpus_[b].s));
+          else FB_CUDA_CHECK(kernels::copyBytes(dstA.get(), srcB.get(), B, gpus_[b].s));
+        };
+        for (int i = 0; i < o_.warmup; ++i) {
+          opA();
+          opB();
+        }
+        syncBounded(a, gpus_[a].s);
+        syncBounded(b, gpus_[b].s);
+        auto t0 = Clock::now();
+        for (int i = 0; i < o_.iters; ++i) {
+          opA();
+          opB();
+        }
+        syncBounded(a, gpus_[a].s);
+        syncBounded(b, gpus_[b].s);
+        double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+        std::int64_t wrong = countWrongPattern(b, gpus_[b].s, dstB.get(), B, a) +
+                             countWrongPattern(a, gpus_[a].s, dstA.get(), B, b);
+        row(fmt::format("{} <-> {} both ways at once, {} (sum)", a, b, how == "ce" ? "copy engine" : "SM writes"),
+            "peer_copy_bidir", fmt::format("GPU{}<->GPU{} {}", a, b, how), sec, o_.iters, wrong, 2 * B);
+      }
+    }
+    if (ce && sm)
+      fmt::print("  => best SM copy = {:.1f}% of the copy engine (mean of both directions: {:.1f} GB/s)\n",
+                 100.0 * smBest / ((ceAB + ceBA) / 2), (ceAB + ceBA) / 2 / 1e9);
+  }
+
+  void hostCopies(int d) {
+    const std::size_t B = bytes_;
+    fmt::print("\n## Pinned host <-> GPU {}, {} per copy\n", d, formatSize(B) + "B");
+    fmt::print("  {:<44} {:>12} {:>10} {:>7}\n", "what", "time/copy us", "GB/s", "wrong");
+    FB_CUDA_CHECK(cudaSetDevice(d));
+    void* h1 = nullptr;
+    void* h2 = nullptr;
+    FB_CUDA_CHECK(cudaMallocHost(&h1, B));
+    FB_CUDA_CHECK(cudaMallocHost(&h2, B));
+    DeviceBuffer dev1(B), dev2(B);
+    FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, dev1.get(), B / 4, 7, kPatternSeed, gpus_[d].s));
+    syncBounded(d, gpus_[d].s);
+    FB_CUDA_CHECK(cudaMemcpy(h1, dev1.get(), B, cudaMemcpyDeviceToHost));  // host copy of pattern(7)
+    cudaStream_t s = gpus_[d].s;
+    auto h2d = [&] { FB_CUDA_CHECK(cudaMemcpyAsync(dev2.get(), h1, B, cudaMemcpyHostToDevice, s)); };
+    auto d2h = [&] { FB_CUDA_CHECK(cudaMemcpyAsync(h2, dev1.get(), B, cudaMemcpyDeviceToHost, s)); };
+    auto report = [&](const std::string& what, const std::string& path, double sec, std::int64_t wrong,
+                      std::size_t moved) {
+      fmt::print("  {:<44} {:>12.1f} {:>10} {:>7}\n", what, sec / o_.iters * 1e6,
+                 gbps(double(moved) * o_.iters, sec), wrong);
+      emit("host_copy", path, moved, sec / o_.iters, o_.iters, wrong);
+    };
+    FB_CUDA_CHECK(ipc::fillValue(kernels::ElemType::kFloat32, dev2.get(), B / 4, NAN, s));
+    timeOnStream(s, o_.warmup, h2d);
+    double sec = timeOnStream(s, o_.iters, h2d);
+    report(fmt::format("host -> GPU {} (pinned)", d), fmt::format("host->GPU{} pinned", d), sec,
+           countWrongPattern(d, s, dev2.get(), B, 7), B);
+    std::memset(h2, 0xff, B);
+    timeOnStream(s, o_.warmup, d2h);
+    sec = timeOnStream(s, o_.iters, d2h);
+    // Verify on the GPU: copy the host result back with cudaMemcpy and count there.
+    FB_CUDA_CHECK(cudaMemcpy(dev2.get(), h2, B, cudaMemcpyHostToDevice));
+    report(fmt::format("GPU {} -> host (pinned)", d), fmt::format("GPU{}->host pinned", d), sec,
+           countWrongPattern(d, s, dev2.get(), B, 7), B);
+    // Both directions at once (two streams).
+    cudaStream_t s2 = gpus_[d].s2;
+    DeviceBuffer dev3(B);
+    FB_CUDA_CHECK(ipc::fillValue(kernels::ElemType::kFloat32, dev3.get(), B / 4, NAN, s));
+    syncBounded(d, s);
+    auto t0 = Clock::now();
+    for (int i = 0; i < o_.iters; ++i) {
+      FB_CUDA_CHECK(cudaMemcpyAsync(dev3.get(), h1, B, cudaMemcpyHostToDevice, s));
+      FB_CUDA_CHECK(cudaMemcpyAsync(h2, dev1.get(), B, cudaMemcpyDeviceToHost, s2));
+    }
+    syncBounded(d, s);
+    syncBounded(d, s2);
+    sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    report(fmt::format("host <-> GPU {} both ways at once (sum)", d), fmt::format("host<->GPU{} pinned", d), sec,
+           countWrongPattern(d, s, dev3.get(), B, 7), 2 * B);
+    cudaFreeHost(h1);
+    cudaFreeHost(h2);
+  }
+
+  void reduce(int d) {
+    const std::size_t B = bytes_;
+    fmt::print("\n## Reduce kernel vs device-to-device copy on GPU {}, {} per buffer (GB/s = bytes read + written)\n",
+               d, formatSize(B) + "B");
+    fmt::print("  {:<44} {:>12} {:>10} {:>7}\n", "what", "time/op us", "GB/s", "wrong");
+    FB_CUDA_CHECK(cudaSetDevice(d));
+    cudaStream_t s = gpus_[d].s;
+    DeviceBuffer x(B), y(B), out(B);
+    // D2D copy references: cudaMemcpy (copy engine or driver kernel) and our SM copy kernel.
+    FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, x.get(), B / 4, 0, kPatternSeed, s));
+    auto memcpyOp = [&] { FB_CUDA_CHECK(cudaMemcpyAsync(out.get(), x.get(), B, cudaMemcpyDeviceToDevice, s)); };
+    timeOnStream(s, o_.warmup, memcpyOp);
+    double secCopy = timeOnStream(s, o_.iters, memcpyOp);
+    std::int64_t wrongCopy = countWrongPattern(d, s, out.get(), B, 0);
+    auto kernelOp = [&] { FB_CUDA_CHECK(kernels::copyBytes(out.get(), x.get(), B, s)); };
+    timeOnStream(s, o_.warmup, kernelOp);
+    double secKernel = timeOnStream(s, o_.iters, kernelOp);
+    std::int64_t wrongKernel = countWrongPattern(d, s, out.get(), B, 0);
+    double copyBw = 2.0 * B * o_.iters / secCopy, kernelBw = 2.0 * B * o_.iters / secKernel;
+    fmt::print("  {:<44} {:>12.1f} {:>10.1f} {:>7}\n", "D2D cudaMemcpyAsync (read + write)", secCopy / o_.iters * 1e6,
+               copyBw / 1e9, wrongCopy);
+    emit("d2d_copy", fmt::format("GPU{} cudaMemcpy", d), 2 * B, secCopy / o_.iters, o_.iters, wrongCopy);
+    fmt::print("  {:<44} {:>12.1f} {:>10.1f} {:>7}\n", "D2D copy kernel (read + write)", secKernel / o_.iters * 1e6,
+               kernelBw / 1e9, wrongKernel);
+    emit("d2d_copy", fmt::format("GPU{} copy kernel", d), 2 * B, secKernel / o_.iters, o_.iters, wrongKernel);
+    const double ref = std::max(copyBw, kernelBw);
+    for (auto t : {kernels::ElemType::kFloat32, kernels::ElemType::kFloat16, kernels::ElemType::kBFloat16}) {
+      std::size_t count = B / kernels::elemSize(t);
+      const char* name = t == kernels::ElemType::kFloat32 ? "float32" : t == kernels::ElemType::kFloat16 ? "float16"
+                                                                                                         : "bfloat16";
+      FB_CUDA_CHECK(ipc::fillPattern(t, x.get(), count, 0, kPatternSeed, s));
+      FB_CUDA_CHECK(ipc::fillPattern(t, y.get(), count, 1, kPatternSeed, s));
+      FB_CUDA_CHECK(ipc::fillValue(t, out.get(), count, NAN, s));
+      const void* ins[2] = {x.get(), y.get()};
+      auto op = [&] { FB_CUDA_CHECK(kernels::reduceSum(t, out.get(), ins, 2, count, s)); };
+      timeOnStream(s, o_.warmup, op);
+      double sec = timeOnStream(s, o_.iters, op);
+      // out = pattern(0) + pattern(1) = the 2-rank AllReduce expectation.
+      DeviceBuffer counter(8);
+      auto* c = static_cast<unsigned long long*>(counter.get());
+      FB_CUDA_CHECK(cudaMemsetAsync(c, 0, 8, s));
+      ipc::ExpectSpec spec{ipc::Expect::kAllReduce, 2, 0, 0, kPatternSeed, 0};
+      FB_CUDA_CHECK(ipc::countWrong(t, out.get(), count, spec, c, s));
+      unsigned long long wrong = 0;
+      FB_CUDA_CHECK(cudaMemcpyAsync(&wrong, c, 8, cudaMemcpyDeviceToHost, s));
+      syncBounded(d, s);
+      double bw = 3.0 * B * o_.iters / sec;
+      fmt::print("  {:<44} {:>12.1f} {:>10.1f} {:>7}   {:.1f}% of the faster D2D copy\n",
+                 fmt::format("reduce 2 in -> 1 out, {} (2 reads + 1 write)", name), sec / o_.iters * 1e6, bw / 1e9,
+                 wrong, 100.0 * bw / ref);
+      emit("reduce_kernel", fmt::format("GPU{} reduce 2->1", d), 3 * B, sec / o_.iters, o_.iters,
+           static_cast<std::int64_t>(wrong), {{"pct_of_d2d_copy", fmt::format("{:.1f}", 100.0 * bw / ref)}}, name);
+    }
+  }
+
+  void matrix() {
+    const int n = n_;
+    const std::size_t B = matrixBytes_;
+    fmt::print("\n## GPU x GPU matrix (row = source/reader GPU i, column = GPU j)\n");
+    // P2P capability.
+    fmt::print("  P2P access (cudaDeviceCanAccessPeer / perf rank / native atomics / enabled here):\n");
+    fmt::print("  {:>6}", "");
+    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
+    fmt::print("\n");
+    for (int i = 0; i < n; ++i) {
+      fmt::print("  {:>6}", fmt::format("GPU{}", i));
+      for (int j = 0; j < n; ++j) {
+        if (i == j) {
+          fmt::print(" {:>14}", "-");
+          continue;
+        }
+        int can = 0, rank = 0, atomics = 0;
+        cudaDeviceCanAccessPeer(&can, i, j);
+        cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, i, j);
+        cudaGetLastError();
+        fmt::print(" {:>14}", fmt::format("{}/{}/{}/{}", can ? "yes" : "NO", rank, atomics ? "yes" : "no",
+                                          peerOk(i, j) ? "on" : "off"));
+      }
+      fmt::print("\n");
+    }
+    // Bandwidth: copy engine i -> j (i == j: device-local copy, GB/s one way).
+    std::vector<DeviceBuffer> bufs;
+    std::vector<DeviceBuffer> dsts;
+    for (int d = 0; d < n; ++d) {
+      FB_CUDA_CHECK(cudaSetDevice(d));
+      bufs.emplace_back(B);
+      dsts.emplace_back(B);
+      FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, bufs.back().get(), B / 4, d, kPatternSeed, gpus_[d].s));
+      syncBounded(d, gpus_[d].s);
+    }
+    fmt::print("  copy-engine bandwidth GB/s, {} per copy (i -> j; wrong elements in brackets when > 0):\n",
+               formatSize(B) + "B");
+    fmt::print("  {:>6}", "");
+    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
+    fmt::print("\n");
+    for (int i = 0; i < n; ++i) {
+      fmt::print("  {:>6}", fmt::format("GPU{}", i));
+      for (int j = 0; j < n; ++j) {
+        FB_CUDA_CHECK(cudaSetDevice(i));
+        cudaStream_t s = gpus_[i].s;
+        auto op = [&] { FB_CUDA_CHECK(cudaMemcpyPeerAsync(dsts[j].get(), j, bufs[i].get(), i, B, s)); };
+        timeOnStream(s, 1, op);
+        double sec = timeOnStream(s, std::max(1, o_.iters / 2), op);
+        std::int64_t wrong = countWrongPattern(j, gpus_[j].s, dsts[j].get(), B, i);
+        double bw = double(B) * std::max(1, o_.iters / 2) / sec / 1e9;
+        fmt::print(" {:>14}", wrong ? fmt::format("{:.1f} [{}]", bw, wrong) : fmt::format("{:.1f}", bw));
+        emit("matrix_copy", fmt::format("GPU{}->GPU{} ce", i, j), B, sec / std::max(1, o_.iters / 2),
+             std::max(1, o_.iters / 2), wrong);
+      }
+      fmt::print("\n");
+    }
+    // Latency: one thread on GPU i following a pointer chain in GPU j's memory.
+    fmt::print("  SM load latency ns (one thread on GPU i chasing pointers in GPU j's memory, {} hops):\n",
+               o_.latencyHops);
+    const std::size_t chainBytes = 64ull << 20, stride = 4096 + 64;
+    for (int j = 0; j < n; ++j) {
+      FB_CUDA_CHECK(cudaSetDevice(j));
+      FB_CUDA_CHECK(kernels::buildPointerChain(bufs[j].get(), std::min(B, chainBytes), stride, gpus_[j].s));
+      syncBounded(j, gpus_[j].s);
+    }
+    fmt::print("  {:>6}", "");
+    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
+    fmt::print("\n");
+    for (int i = 0; i < n; ++i) {
+      fmt::print("  {:>6}", fmt::format("GPU{}", i));
+      FB_CUDA_CHECK(cudaSetDevice(i));
+      DeviceBuffer sink(8);
+      for (int j = 0; j < n; ++j) {
+        if (i != j && !peerOk(i, j)) {
+          fmt::print(" {:>14}", "no P2P");
+          continue;
+        }
+        cudaStream_t s = gpus_[i].s;
+        auto op = [&] {
+          FB_CUDA_CHECK(kernels::chasePointers(bufs[j].get(), o_.latencyHops,
+                                               static_cast<unsigned long long*>(sink.get()), s));
+        };
+        timeOnStream(s, 1, op);
+        double sec = timeOnStream(s, 3, op);
+        double ns = sec / 3 / o_.latencyHops * 1e9;
+        fmt::print(" {:>14.0f}", ns);
+        emit("matrix_latency", fmt::format("GPU{}->GPU{} sm-load", i, j), 8, ns * 1e-9, o_.latencyHops * 3, -1,
+             {{"latency_ns", fmt::format("{:.0f}", ns)}});
+      }
+      fmt::print("\n");
+    }
+  }
+
+  const Opts& o_;
+  std::vector<std::unique_ptr<ResultSink>>& sinks_;
+  int n_ = 0;
+  std::size_t bytes_ = 0, matrixBytes_ = 0;
+  std::vector<Gpu> gpus_;
+
+ public:
+  int badRows_ = 0;
+  bool sanityOk_ = true;
+};
+
+std::string joinArgs(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+int realMain(int argc, char** argv) {
+  Opts o;
+  CLI::App app{"fabricbench-peer: CUDA peer copies, host copies, reduce kernel and the GPU x GPU matrix of one node"};
+  app.add_option("-b,--size", o.size, "bytes per copy for ce/sm/bidir/host/reduce (K, M, G suffixes)");
+  app.add_option("--matrix-size", o.matrixSize, "bytes per copy in the bandwidth matrix");
+  app.add_option("-n,--iters", o.iters, "timed iterations")->check(CLI::Range(1, 100000));
+  app.add_option("-w,--warmup", o.warmup, "warm-up iterations")->check(CLI::Range(0, 100000));
+  app.add_option("--latency-hops", o.latencyHops, "dependent loads per latency kernel")->check(CLI::Range(1, 10000000));
+  app.add_option("--tests", o.tests, "any of ce,sm,bidir,host,reduce,matrix,sanity")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ce", "sm", "bidir", "host", "reduce", "matrix", "sanity"}));
+  app.add_option("--gpus", o.gpus, "the pair for ce/sm/bidir (first one for host/reduce)")->delimiter(',')->expected(1, 2);
+  app.add_flag("--no-peer-access", o.noPeerAccess, "do not enable peer access (the sanity check must flag it)");
+  app.add_flag("--inject-hang", o.injectHang, "sanity check: make each pair's copy wait on a flag nobody sets");
+  app.add_option("--sanity-timeout-ms", o.sanityTimeoutMs, "P2P sanity check time-out per pair")
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--run-id", o.runId, "results/<run-id>/ (default: UTC time and host)");
+  app.add_option("--results-dir", o.resultsDir, "parent folder of the run folders");
+  app.add_flag("--no-results", o.noResults, "write no files");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::vector<std::unique_ptr<ResultSink>> sinks;
+  std::string resultDir;
+  try {
+    // Validate sizes before touching a GPU.
+    parseSize(o.size);
+    parseSize(o.matrixSize);
+    if (!o.noResults) {
+      if (o.runId.empty()) {
+        std::time_t now = std::time(nullptr);
+        char buf[32];
+        std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
+        o.runId = std::string(buf) + "-" + host + "-peer";
+      }
+      resultDir = (std::filesystem::path(o.resultsDir) / o.runId).string();
+      std::error_code ec;
+      std::filesystem::create_directories(resultDir, ec);
+      if (ec) throw ConfigError("cannot create " + resultDir + ": " + ec.message());
+      sinks.push_back(makeCsvSink(resultDir + "/table.csv"));
+      sinks.push_back(makeJsonSink(resultDir + "/run.json"));
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  RunMeta meta;
+  meta.runId = o.runId;
+  meta.resultDir = resultDir;
+  meta.commandLine = joinArgs(argc, argv);
+  try {
+    meta.fingerprint = collectLocalFingerprint();
+  } catch (const std::exception& e) {
+    meta.fingerprint = nlohmann::json{{"error", e.what()}};
+  }
+  meta.config = nlohmann::json{{"size", o.size},       {"matrix_size", o.matrixSize}, {"iters", o.iters},
+                               {"warmup", o.warmup},   {"tests", o.tests},            {"gpus", o.gpus},
+                               {"no_peer_access", o.noPeerAccess}, {"inject_hang", o.injectHang}};
+  for (auto& s : sinks) s->begin(meta);
+  PeerBench bench(o, sinks);
+  RunSummary sum;
+  int rc = 0;
+  try {
+    rc = bench.run();
+    sum.ok = rc == 0 && bench.badRows_ == 0;
+    sum.status = rc != 0 ? "skipped: no GPU"
+                 : bench.badRows_ ? fmt::format("failed: {} rows with wrong elements", bench.badRows_)
+                                  : "passed: wrong = 0 in every row";
+    if (!bench.sanityOk_) sum.notes.push_back("P2P sanity check failed for at least one pair");
+  } catch (const ConfigError& e) {
+    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    sum.ok = false;
+    sum.status = std::string("aborted: ") + e.what();
+    rc = 1;
+  }
+  for (auto& s : sinks) s->end(sum);
+  fmt::print("\n# {}{}\n", sum.status, resultDir.empty() ? "" : "; results in " + resultDir + "/");
+  if (rc == 0 && !sum.ok) rc = 1;
+  return rc;
+}
+
+}  // namespace
+}  // namespace fb
+
+int main(int argc, char** argv) { return fb::realMain(argc, argv); }
