@@ -78,7 +78,8 @@ class Pair {
       std::copy(std::begin(g.raw), std::end(g.raw), port_.gid.begin());
     }
     pd_ = allocPd(ctx_.get());
-    cq_ = createCq(ctx_.get(), txDepth * 2 + 16);
+    channel_ = createChannel(ctx_.get());
+    cq_ = createCq(ctx_.get(), txDepth * 2 + 16, channel_.get());
     // [0, max): send area; [max, 2max): receive area (the partner writes there)
     buf_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, ((2 * maxBytes_ + 4095) / 4096) * 4096));
     if (!buf_) FB_THROW(Error, "out of memory for ", 2 * maxBytes_, " bytes");
@@ -106,10 +107,60 @@ class Pair {
   int inlineBytes() const { return inline_; }
   bool driver() const { return driver_; }
 
+  // The passive side of bw posts this before the start barrier and then sleeps in
+  // waitDone() on the completion channel (like perftest's server, which sleeps in a socket read
+  // instead of competing for the CPU); the driver ends with one untimed 0-byte WRITE WITH IMM.
+  void postDoneRecv() {
+    ibv_recv_wr wr{};
+    wr.wr_id = 7;
+    ibv_recv_wr* bad = nullptr;
+    FB_VERBS_CHECK(ibv_post_recv(qp_.get(), &wr, &bad));
+  }
+  void waitDone() {
+    auto deadline = Clock::now() + std::chrono::seconds(300);
+    for (;;) {
+      ibv_wc wc;
+      int n = ibv_poll_cq(cq_.get(), 1, &wc);
+      if (n < 0) FB_THROW(VerbsError, "ibv_poll_cq failed");
+      if (n == 1) {
+        checkCompletion(wc, partner_, "end-of-test notice");
+        return;
+      }
+      if (Clock::now() > deadline) FB_THROW(TimeoutError, "write_bw: rank ", partner_, " never finished");
+      FB_VERBS_CHECK(ibv_req_notify_cq(cq_.get(), 0));
+      n = ibv_poll_cq(cq_.get(), 1, &wc);
+      if (n == 1) {
+        checkCompletion(wc, partner_, "end-of-test notice");
+        return;
+      }
+      waitCqEvent(channel_.get(), 100);
+    }
+  }
+  void sendDone() {
+    ibv_send_wr wr{};
+    wr.wr_id = 8;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote_.addr;
+    wr.wr.rdma.rkey = remote_.rkey;
+    ibv_send_wr* bad = nullptr;
+    FB_VERBS_CHECK(ibv_post_send(qp_.get(), &wr, &bad));
+    ibv_wc wc;
+    int n;
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while ((n = ibv_poll_cq(cq_.get(), 1, &wc)) == 0)
+      if (Clock::now() > deadline) FB_THROW(TimeoutError, "write_bw: end-of-test notice not completed");
+    if (n < 0) FB_THROW(VerbsError, "ibv_poll_cq failed");
+    checkCompletion(wc, partner_, "end-of-test notice");
+  }
+
   // Returns seconds for `iters` WRITEs of `bytes` (driver), 0 on the passive side.
   double writeBw(std::size_t bytes, int iters, int txDepth, int cqMod) {
     cqMod = std::max(1, std::min(cqMod, txDepth));
-    if (!driver_) return 0;
+    if (!driver_) {
+      waitDone();
+      return 0;
+    }
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), std::uint32_t(bytes), mr_->lkey};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
@@ -140,14 +191,15 @@ class Pair {
       }
       if (n == 0 && Clock::now() > deadline) FB_THROW(TimeoutError, "write_bw: no completion for 300 s");
     }
-    return (nowUs() - t0) * 1e-6;
+    double sec = (nowUs() - t0) * 1e-6;
+    sendDone();
+    return sec;
   }
 
   // perftest's run_iter_lat_write: returns the per-iteration half round trips (us).
   std::vector<double> writeLat(std::size_t bytes, int iters) {
     volatile std::uint8_t* pollByte = buf_ + maxBytes_ + bytes - 1;
-    std::uint8_t* postByte = buf_ + bytes - 1;
-    *pollByte = 0;
+    std::uint8_t* postByte = buf_ + bytes - 1;  // the receive area was cleared before the barrier
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), std::uint32_t(bytes), mr_->lkey};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
@@ -212,6 +264,7 @@ class Pair {
   PortSel port_;
   Context ctx_;
   Pd pd_;
+  Channel channel_;
   Cq cq_;
   std::uint8_t* buf_ = nullptr;
   Mr mr_;
@@ -282,9 +335,14 @@ int run(MpiBootstrap& bs, const Args& a) {
     int iters = a.iters ? a.iters : 5000;
     if (root) std::printf("%-10s %-8s %-7s %12s %10s %10s %8s\n", "#test", "#bytes", "#iters", "BW[MB/s]", "BW[GB/s]", "Mpps", "wrong");
     for (std::size_t s : bwSizes) {
-      if (a.warmup > 0) pair.writeBw(s, a.warmup, a.txDepth, a.cqMod);
+      if (a.warmup > 0) {
+        if (!pair.driver()) pair.postDoneRecv();
+        bs.barrier();
+        pair.writeBw(s, a.warmup, a.txDepth, a.cqMod);
+      }
       pair.fillSend(s);
       pair.clearRecv(s);
+      if (!pair.driver()) pair.postDoneRecv();
       bs.barrier();
       double sec = pair.writeBw(s, iters, a.txDepth, a.cqMod);
       bs.barrier();  // the driver's completions mean the data is in the partner's memory

@@ -1,5 +1,7 @@
 #include "transport/verbs/verbs.h"
 
+#include <poll.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -39,8 +41,25 @@ Context openDevice(const std::string& name) {
 
 Pd allocPd(ibv_context* ctx) { return Pd(FB_VERBS_PTR(ibv_alloc_pd(ctx))); }
 
-Cq createCq(ibv_context* ctx, int entries) {
-  return Cq(FB_VERBS_PTR(ibv_create_cq(ctx, entries, nullptr, nullptr, 0), "(", entries, " entries)"));
+Cq createCq(ibv_context* ctx, int entries, ibv_comp_channel* channel) {
+  return Cq(FB_VERBS_PTR(ibv_create_cq(ctx, entries, nullptr, channel, 0), "(", entries, " entries)"));
+}
+
+Channel createChannel(ibv_context* ctx) { return Channel(FB_VERBS_PTR(ibv_create_comp_channel(ctx))); }
+
+bool waitCqEvent(ibv_comp_channel* channel, int timeoutMs) {
+  pollfd p{channel->fd, POLLIN, 0};
+  int rc = ::poll(&p, 1, timeoutMs);
+  if (rc < 0) {
+    if (errno == EINTR) return false;
+    FB_THROW(VerbsError, "poll(completion channel) failed: ", errText(errno));
+  }
+  if (rc == 0) return false;
+  ibv_cq* cq = nullptr;
+  void* cqCtx = nullptr;
+  if (ibv_get_cq_event(channel, &cq, &cqCtx) != 0) FB_THROW(VerbsError, "ibv_get_cq_event failed: ", errText(errno));
+  ibv_ack_cq_events(cq, 1);
+  return true;
 }
 
 Mr regMr(ibv_pd* pd, void* addr, std::size_t bytes, int access) {

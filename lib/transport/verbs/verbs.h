@@ -56,6 +56,7 @@ struct DeviceListDeleter { void operator()(ibv_device** l) const { ibv_free_devi
 struct ContextDeleter { void operator()(ibv_context* c) const { ibv_close_device(c); } };
 struct PdDeleter { void operator()(ibv_pd* p) const { ibv_dealloc_pd(p); } };
 struct CqDeleter { void operator()(ibv_cq* c) const { ibv_destroy_cq(c); } };
+struct ChannelDeleter { void operator()(ibv_comp_channel* c) const { ibv_destroy_comp_channel(c); } };
 struct QpDeleter { void operator()(ibv_qp* q) const { ibv_destroy_qp(q); } };
 struct MrDeleter { void operator()(ibv_mr* m) const { ibv_dereg_mr(m); } };
 
@@ -63,6 +64,7 @@ using DeviceList = std::unique_ptr<ibv_device*, DeviceListDeleter>;
 using Context = std::unique_ptr<ibv_context, ContextDeleter>;
 using Pd = std::unique_ptr<ibv_pd, PdDeleter>;
 using Cq = std::unique_ptr<ibv_cq, CqDeleter>;
+using Channel = std::unique_ptr<ibv_comp_channel, ChannelDeleter>;
 using Qp = std::unique_ptr<ibv_qp, QpDeleter>;
 using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
 
@@ -70,7 +72,11 @@ using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
 std::vector<ibv_device*> deviceList(DeviceList& holder);
 Context openDevice(const std::string& name);  // ConfigError if no such device
 Pd allocPd(ibv_context* ctx);
-Cq createCq(ibv_context* ctx, int entries);
+Cq createCq(ibv_context* ctx, int entries, ibv_comp_channel* channel = nullptr);
+Channel createChannel(ibv_context* ctx);
+// Blocks (at most timeoutMs) until the armed CQ of `channel` has an event; acks it. Returns
+// false on timeout. The caller arms with ibv_req_notify_cq and re-polls before calling.
+bool waitCqEvent(ibv_comp_channel* channel, int timeoutMs);
 Mr regMr(ibv_pd* pd, void* addr, std::size_t bytes, int access);
 // RC QP on one CQ; caps as asked (max_inline_data is best effort: retried with 0).
 Qp createRcQp(ibv_pd* pd, ibv_cq* cq, int sendWr, int recvWr, int inlineBytes = 64, int* inlineGot = nullptr);

@@ -42,6 +42,7 @@ constexpr int kSqAlloc = kSqDepth + 8;
 constexpr std::uint32_t kMagic = 0xfb0e7b5au;
 constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kMaxChunk = std::size_t(1) << 30;
+constexpr int kSpinUs = 50;                  // busy-poll this long before sleeping on the channel
 
 enum class CtlType : std::uint32_t { kCts = 1, kMismatch = 2, kBye = 3 };
 struct CtlMsg {
@@ -149,7 +150,9 @@ class VerbsTransport final : public Transport {
   PortSel port_;
   Context ctx_;
   Pd pd_;
+  Channel channel_;
   Cq cq_;
+  bool armed_ = false;
   std::vector<CtlMsg> ctl_;  // recv slots, then send slots, then scratch
   CtlMsg* ctlBase_ = nullptr;
   Mr ctlMr_;
@@ -182,7 +185,8 @@ VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& /*o*/, Sel
   }
   pd_ = allocPd(ctx_.get());
   int peers = std::max(1, size_ - 1);
-  cq_ = createCq(ctx_.get(), peers * (kSqAlloc + kRecvSlots) + 16);
+  channel_ = createChannel(ctx_.get());
+  cq_ = createCq(ctx_.get(), peers * (kSqAlloc + kRecvSlots) + 16, channel_.get());
   ctl_.resize(std::size_t(size_) * (kRecvSlots + kSendSlots) + 2);
   ctlBase_ = ctl_.data();
   ctlMr_ = regMr(pd_.get(), ctl_.data(), ctl_.size() * sizeof(CtlMsg),
@@ -658,15 +662,20 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
     req.id = 0;
     return;
   }
+  // Spin first (latency), then sleep on the completion channel: ranks often share cores (threads
+  // in tests, oversubscribed mpirun, a 2-vCPU VM where rxe's own kernel work needs the CPU too).
   auto start = Clock::now();
+  auto idleSince = start;
   int idle = 0;
   while (!it->second.done) {
     if (progress()) {
       idle = 0;
+      armed_ = false;
       continue;
     }
     if (++idle < 64) continue;
     auto now = Clock::now();
+    if (idle == 64) idleSince = now;
     const Op& op = it->second;
     if (now >= deadline.at) {
       FB_THROW(TimeoutError, "verbs: ", opText(op), " timed out after ",
@@ -679,7 +688,17 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       if (!pr.failed && !pr.probeOut && pr.sqUsed < kSqAlloc - 2 && now - pr.lastProbe > std::chrono::seconds(1))
         postProbe(op.peer);
     }
-    sched_yield();  // ranks may share cores (threads in tests, oversubscribed mpirun)
+    if (now - idleSince < std::chrono::microseconds(kSpinUs)) {
+      if ((idle & 15) == 0) sched_yield();
+      continue;
+    }
+    if (!armed_) {  // arm, then poll once more: a completion that raced the arming is not lost
+      FB_VERBS_CHECK(ibv_req_notify_cq(cq_.get(), 0));
+      armed_ = true;
+      continue;
+    }
+    int ms = std::max(0, std::min(deadline.msLeft(), 10));
+    if (waitCqEvent(channel_.get(), ms)) armed_ = false;
   }
   Op op = std::move(it->second);
   ops_.erase(it);
