@@ -9,14 +9,14 @@ source "$HERE/lab_common.sh"
 [ "$(id -u)" = 0 ] || { log "SKIP: needs root"; exit 77; }
 T0=$(date +%s.%N)
 
-stop_pids() {  # stop_pids <what> <pid>...: TERM all at once, wait up to 10 s, then KILL the rest
+stop_pids() {  # stop_pids <what> <pid>...: TERM all at once, wait up to 5 s, then KILL the rest
   local what=$1 p live=() still=(); shift
   for p in $(printf '%s\n' "$@" | sort -un); do
     [ "$p" != $$ ] && kill -0 "$p" 2>/dev/null && live+=("$p")
   done
   [ ${#live[@]} -gt 0 ] || return 0
   kill -TERM "${live[@]}" 2>/dev/null || true
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 50); do
     still=()
     for p in "${live[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
     [ ${#still[@]} -eq 0 ] && { log "stopped $what (${live[*]})"; return 0; }
@@ -24,7 +24,7 @@ stop_pids() {  # stop_pids <what> <pid>...: TERM all at once, wait up to 10 s, t
   done
   kill -KILL "${still[@]}" 2>/dev/null || true
   sleep 0.2
-  log "killed $what after 10 s (${still[*]})"
+  log "killed $what after 5 s (${still[*]})"
 }
 pid_of() { [ -s "$1" ] && cat "$1" || true; }
 

@@ -9,9 +9,10 @@
 #   shaped RATE       NICs shaped with tc tbf to RATE (1gbit, 200mbit); iperf3 goodput n2->n1 is the
 #                     ground truth; 1 rank per node, 64 MiB tcp AllReduce and P2P ring busbw must be
 #                     90-100 % of it; mpi reference rows in the same table
-#   kill [LAUNCHER]   the job's processes on n2 (ranks, slurmstepd, orted) are SIGKILLed mid-run:
-#                     the job must fail within 60 s, its log must name n2, and the rows written
-#                     before are intact (LAUNCHER: srun (default) or mpirun)
+#   kill LAUNCHER WHAT  SIGKILL mid-run to the job's processes on n2: WHAT = ranks (the fabricbench
+#                     processes) or all (also slurmstepd and orted: the node is gone for the job).
+#                     The job must fail within 60 s, its log must name n2, and the rows written
+#                     before are intact. LAUNCHER: srun or mpirun.
 #
 # Needs: root, namespaces, slurmd/slurmctld/slurm-client/munge (+ iperf3 for shaped), Open MPI,
 # python3 and the fabricbench binary: FB_TEST_BIN=<build>/benchmarks/fabricbench (ctest sets it).
@@ -88,6 +89,8 @@ wait_job() {  # wait_job <seconds>: until JOB has finished; JRC = its exit code 
   JRC=$(sed -n 's/.* ExitCode=\([0-9]*\):.*/\1/p' <<< "$line")
   JLOG=$(ls "$WORK"/*-"$JOB".out 2>/dev/null | head -1)
   [ -n "$JRC" ] || JRC=unknown
+  case "$JSTATE" in PENDING|RUNNING|COMPLETING|CONFIGURING)
+    JRC="still $JSTATE after $t s"; scancel "$JOB" 2>/dev/null ;; esac
 }
 sbatch_wait() {  # sbatch_wait <sbatch args...>: the user's path, `sbatch --wait`; JRC = its exit code
   local t=$(date +%s.%N)
@@ -156,8 +159,15 @@ case "$CASE" in
     say "iperf3 n2->n1 goodput at $RATE: $GOODPUT MB/s (iperf3 -c $NET.11 -B $NET.12 -t 4 -O 1)"
     export FB_LAUNCHER=srun FB_TRANSPORTS=tcp,mpi FB_SIZES="-b 64M -e 64M" FB_ITERS=2 FB_WARMUP=1 \
            FB_EXTRA_ARGS="--placement out"
+    ctr=/sys/class/net/${P}h-n2/statistics   # n2's veth, bridge side: rx = sent by n2, tx = to n2
+    rx0=$(cat $ctr/rx_bytes) tx0=$(cat $ctr/tx_bytes)
     sbatch_wait --ntasks-per-node=1 slurm/collectives.sbatch allreduce,p2pring
     [ "$JRC" = 0 ] || fail "job exited $JRC"
+    # each of the 4 rows made n2 send and receive >= 64 MiB per operation, >= 3 operations
+    # (warm-up + 2 timed): the traffic must have crossed n2's veth, not loopback
+    sent=$(( ($(cat $ctr/rx_bytes) - rx0) >> 20 )) recv=$(( ($(cat $ctr/tx_bytes) - tx0) >> 20 ))
+    say "n2's veth carried $sent MiB out and $recv MiB in during the job"
+    [ "$sent" -ge 768 ] && [ "$recv" -ge 768 ] || fail "less than 4 x 3 x 64 MiB crossed n2's veth"
     R=$FB_RESULTS_DIR/$JOB
     $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
     $CHECK rows "$R" 2 2 >/dev/null || fail "rows"
@@ -180,6 +190,8 @@ case "$CASE" in
     "$HERE/lab_shape.sh" 1gbit; rc=$?
     [ "$rc" = 77 ] && { SKIPPED="the kernel cannot shape the lab's links (see above)"; exit 77; }
     [ "$rc" = 0 ] || { fail "lab_shape.sh 1gbit exited $rc"; exit 1; }
+    WHAT=${3:-ranks}
+    case "$WHAT" in ranks|all) ;; *) fail "kill: what is '$WHAT'? (ranks or all)"; exit 1;; esac
     export FB_LAUNCHER=${2:-srun} FB_TRANSPORTS=tcp FB_SIZES="-b 256K -e 1G -f 2" FB_ITERS=3 FB_WARMUP=1 \
            FB_EXTRA_ARGS="--placement out"
     submit slurm/allreduce.sbatch || exit 1
@@ -193,7 +205,11 @@ case "$CASE" in
     [ "$before" -ge 3 ] || { fail "the job wrote $before rows in 60 s"; scancel "$JOB"; exit 1; }
     slurmd2=$(cat "$DIR/slurmd-n2.pid")
     victims=$(ip netns pids "$P-n2" | grep -vx "$slurmd2" | paste -sd' ')
-    say "$before rows written; SIGKILL to every job process on n2 (pids $victims: $(ps -o comm= -p ${victims// /,} | sort | uniq -c | awk '{print $2"x"$1}' | paste -sd' '))"
+    if [ "$WHAT" = ranks ]; then   # only the benchmark's ranks on n2 (as the OOM killer would)
+      victims=$(for p in $victims; do [ "$(cat /proc/$p/comm 2>/dev/null)" = fabricbench ] && echo "$p"; done | paste -sd' ')
+    fi
+    [ -n "$victims" ] || { fail "no job processes found on n2"; exit 1; }
+    say "$before rows written; SIGKILL to the job's $WHAT on n2 (pids $victims: $(ps -o comm= -p ${victims// /,} | sort | uniq -c | awk '{print $2"x"$1}' | paste -sd' '))"
     tk=$(date +%s.%N)
     kill -KILL $victims
     wait_job 90
