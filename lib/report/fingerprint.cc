@@ -353,7 +353,7 @@ std::vector<std::string> comparedFingerprintKeys() {
           "gpu_driver",      "gpu_count",
           "gpus.*.name",     "gpus.*.vbios_version",
           "nccl_version",    "cuda_driver_version",
-          "cuda_runtime_version", "mpi_version",
+          "cuda_runtime_version", "mpi_version", "mpi_library",
           "compiler",        "build.fabricbench_version",
           "git.rev",         "git.dirty",
           "nics.*.speed_mbps", "nics.*.mtu",

@@ -35,7 +35,8 @@ struct FingerprintOptions {
   bool runCommands = true;
   std::chrono::milliseconds commandTimeout{5000};
   // Filled by the caller, who links MPI/NCCL/CUDA (this library does not): e.g. the text of
-  // MPI_Get_library_version. Empty = not recorded.
+  // MPI_Get_library_version. Empty = not recorded. (A caller that sets fp["mpi_library"] itself
+  // is understood too.)
   std::string mpiVersion;
   // Merged into the result last (caller's keys win): "nccl_version", "cuda_driver_version",
   // "cuda_runtime_version", "rank", "local_rank", ... Keys named like this are compared between

@@ -428,7 +428,8 @@ std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& c
     auto line = [&](const char* what, const json& v) {
       if (!v.is_null()) md += fmt::format("- {}: {}\n", what, cell(jsonText(v)));
     };
-    line("MPI", f0.value("mpi_version", json()));
+    line("MPI", f0.contains("mpi_version") && !f0["mpi_version"].is_null() ? f0["mpi_version"]
+                                                                           : f0.value("mpi_library", json()));
     line("NCCL", f0.value("nccl_version", json()));
     line("CUDA driver", f0.value("cuda_driver_version", json()));
     line("CUDA runtime", f0.value("cuda_runtime_version", json()));
