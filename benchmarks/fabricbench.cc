@@ -337,6 +337,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     }
     bool ok = sum.ok;
     state.end(sum);
+    // The registered lambdas own collectives (MPI ops, sockets): free them before MPI_Finalize.
+    benchmark::ClearRegisteredBenchmarks();
     keep.clear();
     return ok ? 0 : (state.rows == 0 ? 3 : 1);
   } catch (const std::exception& e) {

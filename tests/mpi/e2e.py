@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the fabricbench binary under mpirun on localhost.
+
+Each case launches real ranks, then reads what the run wrote (table.csv, run.json) and checks it
+element by element through the wrong-count column the ranks computed. Exit 0 = pass, 1 = fail.
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+COLUMNS_MIN = ["size_bytes", "count", "type", "coll", "impl", "path", "placement", "nranks", "time_us",
+               "algbw_GBps", "busbw_GBps", "wrong"]
+DTYPES = ["float32", "float64", "int32", "float16", "bfloat16"]
+COLLS = ["allreduce", "allgather", "reducescatter", "p2pring"]
+
+
+def env():
+    e = dict(os.environ)
+    e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             OMPI_MCA_rmaps_base_oversubscribe="1")
+    return e
+
+
+def mpirun(a, np_, fb_args, **kw):
+    cmd = [a.mpirun, "-q", "--oversubscribe", "-np", str(np_), a.fabricbench] + fb_args
+    print("$", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, env=env(), capture_output=True, text=True, **kw)
+
+
+def read_rows(folder):
+    with open(os.path.join(folder, "table.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for c in COLUMNS_MIN:
+            if c not in r or r[c] is None or r[c] == "":
+                raise AssertionError(f"row misses column {c}: {r}")
+        float(r["time_us"]), float(r["busbw_GBps"]), int(r["wrong"])
+    return rows
+
+
+def fail(msg):
+    print("FAIL:", msg, flush=True)
+    sys.exit(1)
+
+
+def case_correct(a):
+    n = a.np
+    counts = sorted({0, 1, max(n - 1, 0), 1000003})
+    with tempfile.TemporaryDirectory() as d:
+        p = mpirun(a, n, ["--transport", "tcp,mpi", "--collective", "all", "--dtype", ",".join(DTYPES),
+                          "--counts", ",".join(map(str, counts)), "--placement", "both",
+                          "-n", "1", "-w", "1", "-c", "1", "--results-dir", d, "--run-id", "t", "--tcp-if", "lo"],
+                   timeout=550)
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        if p.returncode != 0:
+            fail(f"exit code {p.returncode}")
+        rows = read_rows(os.path.join(d, "t"))
+        expected = 2 * len(COLLS) * len(DTYPES) * 2 * len(counts)
+        if len(rows) != expected:
+            fail(f"{len(rows)} rows, expected {expected}")
+        seen = set()
+        for r in rows:
+            if int(r["wrong"]) != 0:
+                fail(f"wrong elements: {r}")
+            if int(r["nranks"]) != n:
+                fail(f"nranks {r['nranks']} != {n}")
+            if int(r["count"]) not in counts:
+                fail(f"unexpected count {r['count']}")
+            seen.add((r["impl"], r["coll"], r["type"], r["placement"], int(r["count"])))
+        if len(seen) != expected:
+            fail(f"only {len(seen)} distinct points of {expected}")
+        meta = json.load(open(os.path.join(d, "t", "run.json")))
+        if not meta.get("summary", {}).get("ok"):
+            fail(f"run.json summary not ok: {meta.get('summary')}")
+    print(f"PASS: np={n}: {expected} rows (tcp+mpi x 4 collectives x 5 dtypes x in/out-of-place x counts {counts}), wrong=0")
+
+
+def case_corrupt(a):
+    with tempfile.TemporaryDirectory() as d:
+        p = mpirun(a, 3, ["--transport", "tcp,mpi", "--collective", "allreduce,allgather", "--counts", "1000",
+                          "-n", "1", "-w", "0", "--placement", "out", "--fb-test-corrupt", "1:7",
+                          "--results-dir", d, "--run-id", "t", "--tcp-if", "lo"], timeout=120)
+        print(p.stdout[-2000:], p.stderr[-2000:])
+        if p.returncode == 0:
+            fail("a corrupted element did not fail the run")
+        rows = read_rows(os.path.join(d, "t"))
+        if len(rows) != 4:
+            fail(f"{len(rows)} rows, expected 4")
+        for r in rows:
+            if int(r["wrong"]) != 1:
+                fail(f"corrupted row counts {r['wrong']} wrong elements, expected exactly 1: {r}")
+        meta = json.load(open(os.path.join(d, "t", "run.json")))
+        if meta["summary"]["ok"]:
+            fail("run.json says ok")
+    print("PASS: one corrupted element per row counted as wrong = 1 in every row; exit code", p.returncode)
+
+
+def case_badinput(a):
+    cases = [
+        (["-b", "1M", "-e", "1K"], "larger than max"),
+        (["--collective", "allscatter"], "unknown collective 'allscatter'"),
+        (["--transport", "carrier-pigeon"], "unknown transport 'carrier-pigeon'"),
+        (["--dtype", "float8"], "unknown dtype 'float8'"),
+        (["-b", "12Q"], "invalid size '12Q'"),
+        (["--benchmark_enable_random_interleaving=true"], "random_interleaving is refused"),
+    ]
+    with tempfile.TemporaryDirectory() as d:
+        for args, needle in cases:
+            p = mpirun(a, 2, args + ["--results-dir", d], timeout=60)
+            lines = [l for l in p.stderr.splitlines() if l.strip()]
+            ours = [l for l in lines if l.startswith("fabricbench: error:")]
+            if p.returncode != 2:
+                fail(f"{args}: exit code {p.returncode}, expected 2; stderr: {p.stderr}")
+            if len(ours) != 1 or needle not in ours[0]:
+                fail(f"{args}: expected one error line containing {needle!r}, got {lines}")
+            if p.stdout.strip():
+                fail(f"{args}: printed to stdout: {p.stdout!r}")
+            print("  ok:", ours[0])
+        # Ranks started with different flags (MPMD launch).
+        cmd = [a.mpirun, "-q", "-np", "1", a.fabricbench, "-n", "5", "--results-dir", d, ":",
+               "-np", "1", a.fabricbench, "-n", "6", "--results-dir", d]
+        p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=60)
+        ours = [l for l in p.stderr.splitlines() if l.startswith("fabricbench: error:")]
+        if p.returncode != 2 or len(ours) != 1 or "different flags" not in ours[0]:
+            fail(f"mismatched flags: rc={p.returncode} stderr={p.stderr}")
+        print("  ok:", ours[0])
+        if os.listdir(d):
+            fail(f"bad input left files behind: {os.listdir(d)}")
+    print("PASS: every bad input gave exit 2, one error line, no result folder")
+
+
+def rank_pids(mark):
+    pids = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            envb = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if f"FB_TEST_MARK={mark}".encode() not in envb:
+            continue
+        for kv in envb:
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                pids[int(kv.split(b"=")[1])] = int(pid)
+    return pids
+
+
+def case_kill(a):
+    mark = uuid.uuid4().hex
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [a.mpirun, "-q", "--oversubscribe", "-np", "4", "-x", f"FB_TEST_MARK={mark}", a.fabricbench,
+               "--transport", "tcp", "--collective", "allreduce", "-b", "1K", "-e", "512M", "-f", "2", "-n", "20",
+               "-w", "1", "--placement", "out", "--results-dir", d, "--run-id", "t", "--tcp-if", "lo"]
+        print("$", " ".join(cmd), flush=True)
+        proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        table = os.path.join(d, "t", "table.csv")
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait until some rows are done
+            if os.path.exists(table) and sum(1 for _ in open(table)) >= 6:
+                break
+            time.sleep(0.2)
+        else:
+            proc.kill()
+            fail("no rows were written within 120 s")
+        pids = rank_pids(mark)
+        if 2 not in pids:
+            proc.kill()
+            fail(f"could not find rank 2 among {pids}")
+        t0 = time.time()
+        os.kill(pids[2], signal.SIGKILL)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            fail("the job did not exit within 30 s of the kill")
+        took = time.time() - t0
+        print(out[-1500:], err[-3000:])
+        if proc.returncode == 0:
+            fail("job exited 0 after a rank was killed")
+        text = out + err
+        if "rank 2" not in text:
+            fail("no message names the lost peer (rank 2)")
+        rows = read_rows(os.path.join(d, "t"))
+        if len(rows) < 5:
+            fail(f"only {len(rows)} rows survived")
+        for r in rows:
+            if int(r["wrong"]) != 0:
+                fail(f"row before the kill has wrong elements: {r}")
+    print(f"PASS: killed rank 2; job exited {proc.returncode} after {took:.1f} s naming rank 2; "
+          f"{len(rows)} finished rows intact")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill"])
+    ap.add_argument("--fabricbench", required=True)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--np", type=int, default=2)
+    a = ap.parse_args()
+    globals()["case_" + a.case](a)
+
+
+if __name__ == "__main__":
+    main()
