@@ -62,9 +62,10 @@ rc=$?
 source "$DIR/env.sh"
 say "lab up"
 
-# The job's settings: everything else is slurm/fabricbench.env as shipped.
-export FB_HOME=$SRC FB_BIN=$BIN FB_RESULTS_DIR=$WORK/results
-export FB_TCP_IF=eth0 OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+# The job's settings: the binary under test, results in the test's own folder (job ids restart at 1
+# in every lab), the tcp baseline on the node's eth0; everything else is slurm/fabricbench.env as
+# shipped (Open MPI finds eth0 by itself: each node has only lo and eth0).
+export FB_HOME=$SRC FB_BIN=$BIN FB_RESULTS_DIR=$WORK/results FB_TCP_IF=eth0
 CHECK="python3 $HERE/check_run.py"
 
 # submit <sbatch args...>: sbatch --wait from the repository root, as a user would; sets JOB, JRC, JLOG
