@@ -25,7 +25,7 @@ namespace {
 
 fb::Bootstrap* gBs = nullptr;
 
-fb::Deadline soon() { return fb::Deadline::in(std::chrono::seconds(60)); }
+fb::Deadline soon() { return fb::Deadline::in(std::chrono::seconds(10)); }
 
 // Runs one collective over several sizes; returns the wrong count summed over ranks.
 std::int64_t runSizes(fb::CollKind kind, fb::DataType dt, bool inPlace, const std::vector<std::size_t>& bytes,

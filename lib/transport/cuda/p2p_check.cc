@@ -362,6 +362,16 @@ P2PReport checkRanks(Bootstrap& bs, const P2PCheckOptions& o) {
     }
   }
   r.summary = summarize(r, "rank");
+  std::string noGpu;
+  for (int q = 0; q < n; ++q)
+    if (!errs[q].empty()) noGpu += (noGpu.empty() ? "" : ", ") + std::to_string(q);
+  if (!noGpu.empty()) {
+    for (int q = 0; q < n; ++q)
+      if (!errs[q].empty()) {
+        r.summary = "rank(s) " + noGpu + " have no usable GPU: " + errs[q];
+        break;
+      }
+  }
   return r;
 }
 
