@@ -430,7 +430,9 @@ json collectLocalFingerprint(const FingerprintOptions& o) {
   fp["env"] = filterEnvironment(env);
   if (o.extra.is_object())
     for (auto& [k, v] : o.extra.items()) fp[k] = v;
-  return fp;
+  // Invalid UTF-8 (an environment value, a sysfs string) would make every later dump() throw:
+  // replace it here, once, so callers can dump() the fingerprint with the defaults.
+  return json::parse(fp.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json collectLocalFingerprint() { return collectLocalFingerprint(FingerprintOptions{}); }
@@ -500,7 +502,7 @@ json mergeFingerprints(const std::vector<json>& perRank) {
       for (std::size_t i = 0; i < hosts.size(); ++i) {
         auto it = flat[i].find(k);
         json v = it == flat[i].end() ? json("(absent)") : it->second;
-        distinct.insert(v.dump());
+        distinct.insert(v.dump(-1, ' ', false, json::error_handler_t::replace));
         values[hosts[i].host] = v;
       }
       if (distinct.size() > 1) diffs.push_back({{"key", k}, {"values", values}});

@@ -41,7 +41,8 @@ class JsonSink : public ResultSink {
     auto j = runJson(meta_, rows_, sm, finished);
     j["started_utc"] = started_;
     j["updated_utc"] = utcNow();
-    writeFileAtomic(path_, j.dump(2) + "\n");
+    // Invalid UTF-8 (from a log line or an environment value) is replaced, never fatal.
+    writeFileAtomic(path_, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   std::string path_;
   RunMeta meta_;

@@ -249,7 +249,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
 std::string jsonText(const nlohmann::json& v) {
   if (v.is_null()) return "—";
   if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

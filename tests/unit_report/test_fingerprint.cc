@@ -199,3 +199,14 @@ TEST_CASE("fingerprint: nvidia-smi output saved from the 2xH200 host parses", "[
   CHECK(fb::parseNvidiaSmiGpus("0, NVIDIA H200, only three\n\n").empty());
   CHECK(fb::nvidiaSmiQueryFields().find("driver_version") != std::string::npos);
 }
+
+TEST_CASE("fingerprint: invalid UTF-8 in the environment is replaced, dump() works", "[fingerprint]") {
+  fbtest::TempDir d;
+  fb::FingerprintOptions o;
+  o.root = d.str();
+  o.runCommands = false;
+  o.env = {{"NCCL_SOCKET_IFNAME", std::string("eth\xff")}};
+  auto fp = fb::collectLocalFingerprint(o);
+  CHECK_NOTHROW(fp.dump());
+  CHECK(fp["env"]["NCCL_SOCKET_IFNAME"].get<std::string>().rfind("eth", 0) == 0);
+}

@@ -144,3 +144,18 @@ TEST_CASE("console: header explains time and busbw; sub-header on path change; r
   CHECK(all.find("42.5") != std::string::npos);  // %nominal when known
   CHECK(all.find("mpi/ob1/tcp") != std::string::npos);
 }
+
+TEST_CASE("json: invalid UTF-8 in a path or the fingerprint does not break run.json", "[json]") {
+  fbtest::TempDir dir;
+  std::string p = dir.str("run.json");
+  fb::RunMeta meta;
+  meta.runId = "u";
+  meta.fingerprint = {{"env", {{"NCCL_X", std::string("bad \xff\xfe bytes")}}}};
+  auto sink = fb::makeJsonSink(p);
+  sink->begin(meta);
+  sink->add(row("allreduce", "nccl", std::string("P2P \xc3 cut"), 8, 1, 1));
+  sink->end(fb::RunSummary{true, "passed", {}});
+  auto j = nlohmann::json::parse(fbtest::slurp(p));
+  CHECK(j["rows"].size() == 1);
+  CHECK(j["summary"]["status"] == "passed");
+}
