@@ -132,3 +132,27 @@ TEST_CASE("profiles: env settings, RDMA port choice, one profile per process") {
   CHECK_NOTHROW(fb::nccl::activateProfile(sock));
   CHECK_THROWS_AS(fb::nccl::activateProfile(fb::nccl::makeProfile("shm", {})), fb::UnavailableError);
 }
+
+TEST_CASE("real log of two ranks as threads of one process: P2P/direct pointer, per-rank view") {
+  auto s = fb::topo::parseNcclLog(readLog("h200x2_threads_2ranks_one_process.log"));
+  CHECK(s.ranks == std::vector<int>{0, 1});
+  CHECK(s.initComplete == 2);
+  CHECK(s.families(0) == std::set<std::string>{"P2P"});
+  CHECK(s.families(1) == std::set<std::string>{"P2P"});
+  for (const auto& c : s.connectionsOf(1)) CHECK(c.via == "P2P/direct pointer");
+  CHECK(fb::nccl::attestationError(fb::nccl::makeProfile("nvlink", {}), s, 1, true).empty());
+}
+
+TEST_CASE("real rank-1 log of the P2P ring run: ring and p2p connections (/0 and /1)") {
+  auto s = fb::topo::parseNcclLog(readLog("h200x2_nvlink_p2pring_rank1.log"));
+  CHECK(s.ranks == std::vector<int>{1});
+  int p2p = 0;
+  for (const auto& c : s.connectionsOf(1)) {
+    CHECK(c.from == 1);
+    CHECK(c.to == 0);
+    p2p += c.connIndex == 1;
+  }
+  CHECK(p2p == 32);
+  CHECK(s.connectedChannels(1) == 32);
+  CHECK(s.transportsText(1) == "P2P/CUMEM x32");
+}
