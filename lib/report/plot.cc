@@ -30,14 +30,14 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
                           const std::string& terminal, const std::string& pngPath, const std::string& title) {
   bool bw = kind == "busbw";
   std::string s;
-  s += fmt::format("set terminal {} size 1100,650 noenhanced\n", terminal);
+  s += fmt::format("set terminal {} size 1100,750 noenhanced\n", terminal);
   s += fmt::format("set output {}\n", gpString(pngPath));
   s += fmt::format("set title {}\n", gpString(title));
   s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; ki = 1024, Mi = 1024^2, Gi = 1024^3)'\n";
   if (bw) {
-    s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key left top\n";
+    s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key below\n";
   } else {
-    s += "set logscale y 10\nset ylabel 'time per operation (us, max over ranks)'\nset key left top\n";
+    s += "set logscale y 10\nset ylabel 'time per operation (us, max over ranks)'\nset key below\n";
   }
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;

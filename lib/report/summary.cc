@@ -321,8 +321,9 @@ double smallMessageFloorUs(const std::vector<Sample>& rows) {
 }
 
 bool seriesMatches(const Series& s, const std::string& p) {
+  if (p.empty()) return false;
   return p == s.label() || p == s.implPath() || p == s.path || p == s.impl ||
-         (!s.run.empty() && p == s.run + ":" + s.implPath());
+         (!s.run.empty() && p == s.run + ":" + s.implPath()) || s.label().find(p) != std::string::npos;
 }
 
 namespace {

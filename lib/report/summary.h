@@ -45,7 +45,8 @@ double smallMessageFloorUs(const std::vector<Sample>& rows);
 // Median of a list (mean of the two middle values for an even count); NaN when empty.
 double median(std::vector<double> v);
 
-// True when `pattern` names the series: its full label, "impl/path", the path or the impl.
+// True when `pattern` names the series: its full label, "impl/path", the path or the impl, or
+// any part of the label (so "socket" picks the NET/Socket series; the first match wins).
 bool seriesMatches(const Series& s, const std::string& pattern);
 
 // One run's report.md. `outDir` is where report.md goes: plots found in outDir/plots/ are linked.

@@ -69,6 +69,8 @@ TEST_CASE("summary: grouping into series by coll/impl/path/dtype/placement, sort
   CHECK(fb::seriesMatches(s[1], "mpi/lo"));
   CHECK(fb::seriesMatches(s[1], "mpi/lo [out]"));
   CHECK_FALSE(fb::seriesMatches(s[1], "tcp"));
+  CHECK(fb::seriesMatches(s[1], "pi/l"));  // part of the label
+  CHECK_FALSE(fb::seriesMatches(s[1], ""));
   auto withRun = fb::groupSeries(rows, "runA");
   CHECK(withRun[0].label() == "runA: tcp/lo [out]");
 }
