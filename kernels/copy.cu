@@ -7,8 +7,7 @@ namespace fb::kernels {
 
 namespace {
 
-constexpr int kUnroll = 4;
-
+template <int kUnroll>
 __global__ void copyVecKernel(uint4* dst, const uint4* src, unsigned long long nv) {
   // One contiguous slice per block.
   unsigned long long per = (nv + gridDim.x - 1) / gridDim.x;
@@ -75,9 +74,10 @@ int defaultBlocks() {
 
 }  // namespace
 
-cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks, int threads) {
+cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks, int threads,
+                      int unroll) {
   if (bytes == 0) return cudaSuccess;
-  if (threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
+  if (threads <= 0 || threads > 1024 || (unroll != 4 && unroll != 8)) return cudaErrorInvalidValue;
   if (blocks <= 0) blocks = defaultBlocks();
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
@@ -94,11 +94,13 @@ cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_
   std::size_t tail = bytes - head - nv * 16;
   if (head) copyByteKernel<<<1, 32, 0, stream>>>(d, s, head);
   if (nv) {
-    unsigned long long want = (nv + static_cast<unsigned long long>(threads) * kUnroll - 1) /
-                              (static_cast<unsigned long long>(threads) * kUnroll);
+    unsigned long long want = (nv + static_cast<unsigned long long>(threads) * unroll - 1) /
+                              (static_cast<unsigned long long>(threads) * unroll);
     int g = static_cast<int>(want < static_cast<unsigned long long>(blocks) ? want : blocks);
-    copyVecKernel<<<g, threads, 0, stream>>>(reinterpret_cast<uint4*>(d + head),
-                                             reinterpret_cast<const uint4*>(s + head), nv);
+    auto* vd = reinterpret_cast<uint4*>(d + head);
+    auto* vs = reinterpret_cast<const uint4*>(s + head);
+    if (unroll == 8) copyVecKernel<8><<<g, threads, 0, stream>>>(vd, vs, nv);
+    else copyVecKernel<4><<<g, threads, 0, stream>>>(vd, vs, nv);
   }
   if (tail) copyByteKernel<<<1, 32, 0, stream>>>(d + head + nv * 16, s + head + nv * 16, tail);
   return cudaGetLastError();

@@ -12,8 +12,9 @@ namespace fb::kernels {
 // writing into GPU B's memory is an SM "write" copy, reading from it an SM "read" copy).
 // 16-byte vectors when dst and src have the same alignment modulo 16, bytes otherwise.
 // blocks = 0: two per multiprocessor.
+// unroll: 16-byte loads in flight per thread before the stores (4 or 8).
 cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks = 0,
-                      int threads = 1024);
+                      int threads = 1024, int unroll = 4);
 
 // Latency: a chain of 8-byte pointers through `buf` (device memory of any GPU): node i at
 // offset (i * stride) mod bytes points to node i+1. buildChain writes it (run it on buf's GPU).

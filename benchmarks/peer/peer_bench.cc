@@ -65,6 +65,7 @@ struct Opts {
   std::string runId;
   std::string resultsDir = "results";
   bool noResults = false;
+  bool smSweep = false;
 };
 
 std::string gbps(double bytes, double sec) { return sec > 0 ? fmt::format("{:.1f}", bytes / sec / 1e9) : "-"; }
@@ -321,9 +322,44 @@ class PeerBench {
             "peer_copy_bidir", fmt::format("GPU{}<->GPU{} {}", a, b, how), sec, o_.iters, wrong, 2 * B);
       }
     }
+    std::string bestCfg = "default launch (2 blocks per SM x 1024 threads, unroll 4)";
+    if (sm && o_.smSweep) {
+      // Launch shapes for the SM copy, one direction (a -> b), read and write.
+      int sms = 0;
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a);
+      fmt::print("  SM copy launch sweep, {} -> {} (GB/s):\n  {:>7} {:>8} {:>7} {:>10} {:>10}\n", a, b, "blocks",
+                 "threads", "unroll", "sm-write", "sm-read");
+      for (int mult : {1, 2, 4, 8})
+        for (int threads : {256, 512, 1024})
+          for (int unroll : {4, 8}) {
+            int blocks = sms * mult;
+            double bw[2];
+            for (int k = 0; k < 2; ++k) {
+              int drive = k == 0 ? a : b;
+              cudaStream_t s = gpus_[drive].s;
+              FB_CUDA_CHECK(cudaSetDevice(drive));
+              auto op = [&] { FB_CUDA_CHECK(kernels::copyBytes(dstB.get(), srcA.get(), B, s, blocks, threads, unroll)); };
+              timeOnStream(s, 1, op);
+              double sec = timeOnStream(s, o_.iters, op);
+              bw[k] = B * static_cast<double>(o_.iters) / sec;
+              std::int64_t wrong = countWrongPattern(b, gpus_[b].s, dstB.get(), B, a);
+              emit("peer_copy_sweep", fmt::format("GPU{}->GPU{} {}", a, b, k == 0 ? "sm-write" : "sm-read"), B,
+                   sec / o_.iters, o_.iters, wrong,
+                   {{"blocks", std::to_string(blocks)}, {"threads", std::to_string(threads)},
+                    {"unroll", std::to_string(unroll)}});
+              if (bw[k] > smBest) {
+                smBest = bw[k];
+                bestCfg = fmt::format("{} ({} blocks x {} threads, unroll {})", k == 0 ? "sm-write" : "sm-read", blocks,
+                                      threads, unroll);
+              }
+            }
+            fmt::print("  {:>7} {:>8} {:>7} {:>10.1f} {:>10.1f}\n", blocks, threads, unroll, bw[0] / 1e9, bw[1] / 1e9);
+          }
+    }
     if (ce && sm)
-      fmt::print("  => best SM copy = {:.1f}% of the copy engine (mean of both directions: {:.1f} GB/s)\n",
-                 100.0 * smBest / ((ceAB + ceBA) / 2), (ceAB + ceBA) / 2 / 1e9);
+      fmt::print("  => best SM copy {:.1f} GB/s = {:.1f}% of the copy engine (mean of both directions: {:.1f} GB/s); "
+                 "best: {}\n",
+                 smBest / 1e9, 100.0 * smBest / ((ceAB + ceBA) / 2), (ceAB + ceBA) / 2 / 1e9, bestCfg);
   }
 
   void hostCopies(int d) {
@@ -564,6 +600,7 @@ int realMain(int argc, char** argv) {
   app.add_option("--run-id", o.runId, "results/<run-id>/ (default: UTC time and host)");
   app.add_option("--results-dir", o.resultsDir, "parent folder of the run folders");
   app.add_flag("--no-results", o.noResults, "write no files");
+  app.add_flag("--sm-sweep", o.smSweep, "sm: also sweep the copy kernel's launch shape (blocks, threads, unroll)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -29,7 +29,7 @@ run build-fabricbench 200 cmake --build $B -j 32 --target fabricbench
 P=$B/benchmarks/peer/fabricbench-peer
 F=$B/benchmarks/fabricbench
 run test_kernels 150 $B/tests/kernels/test_kernels
-run peer 150 $P --run-id peer-h200x2
+run peer 150 $P --sm-sweep --run-id peer-h200x2
 run allreduce 240 mpirun -np 2 $F --transport cuda,nccl --path nvlink --collective allreduce -b 8 -e 1G -f 2 \
   -n 50 -w 10 --placement out --timeout 30 --run-id allreduce-cuda-vs-nccl
 run list 60 mpirun -np 2 $F --list
@@ -37,8 +37,10 @@ run list_hidden_peer 60 mpirun -np 2 env FB_P2P_TIMEOUT_MS=3000 bash -c \
   'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec '"$F"' --list'
 run peer_no_peer_access 40 $P --tests sanity,ce --no-peer-access --no-results
 run peer_inject_hang 40 $P --tests sanity --inject-hang --sanity-timeout-ms 1000 --no-results
-run peer_one_gpu 40 env CUDA_VISIBLE_DEVICES=0 $P --tests sanity,ce --no-results
+run peer_one_gpu 40 env CUDA_VISIBLE_DEVICES=0 $P --gpus 0 --tests sanity,ce --no-results
 run test_cuda_collectives 150 mpirun -np 2 $B/tests/kernels/test_cuda_collectives
 run others 150 mpirun -np 2 $F --transport cuda,nccl --path nvlink --collective allgather,reducescatter,p2pring \
   -b 1K -e 256M -f 4 -n 20 -w 5 --placement out --timeout 30 --run-id others-cuda-vs-nccl
+run allreduce_ring 60 mpirun -np 2 -x FB_CUDA_ALGO=ring $F --transport cuda --collective allreduce -b 8 -e 4M -f 4 \
+  -n 50 -w 10 --placement out --timeout 30 --no-files
 step done

@@ -134,12 +134,12 @@ TEST_CASE("fillPattern reproduces fb::patternValue for every dtype") {
     for (std::size_t count : {std::size_t{1}, std::size_t{9}, std::size_t{1001}, std::size_t{65537}}) {
       for (int rank : {0, 3, 7}) {
         for (int seed : {0, 1, 5, -2}) {
-          Dev d(count * es + 2);
-          // Unaligned start (2 bytes in).
-          CUDA_OK(ipc::fillPattern(t, d.c() + 2, count, rank, seed, nullptr));
+          Dev d(count * es + es);
+          // Start one element in (not 16-byte aligned).
+          CUDA_OK(ipc::fillPattern(t, d.c() + es, count, rank, seed, nullptr));
           CUDA_OK(cudaDeviceSynchronize());
           std::vector<unsigned char> got(count * es);
-          CUDA_OK(cudaMemcpy(got.data(), d.c() + 2, got.size(), cudaMemcpyDeviceToHost));
+          CUDA_OK(cudaMemcpy(got.data(), d.c() + es, got.size(), cudaMemcpyDeviceToHost));
           std::size_t wrong = 0;
           for (std::size_t i = 0; i < count; ++i)
             wrong += fb::loadElement(got.data(), toDataType(t), i) != fb::patternValue(rank, i, seed);

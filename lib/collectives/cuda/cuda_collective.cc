@@ -23,7 +23,9 @@ namespace k = ::fb::kernels;
 namespace ipc = ::fb::kernels::ipc;
 
 constexpr int kThreads = 512;
-constexpr std::size_t kMinAlloc = 4096;
+// Buffers shared through CUDA IPC are whole 2 MiB multiples: smaller cudaMalloc allocations
+// can share driver memory, and CUDA IPC maps that memory as a whole.
+constexpr std::size_t kMinAlloc = 2u << 20;
 
 // Layout of the per-rank sync area (unsigned long long words).
 constexpr std::size_t kRingFromLeft = 0;
@@ -240,9 +242,10 @@ class CudaIpcCollective final : public Collective {
     FB_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&status_), sizeof(ipc::KernelStatus), cudaHostAllocMapped));
     FB_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&statusDev_), status_, 0));
     FB_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&hostWrong_), sizeof(unsigned long long)));
-    sync_ = DeviceBuffer(kSyncWords * sizeof(unsigned long long) + 256);
+    sync_ = DeviceBuffer((kSyncWords * sizeof(unsigned long long) + 256 + kMinAlloc - 1) / kMinAlloc * kMinAlloc);
     FB_CUDA_CHECK(cudaMemset(sync_.get(), 0, sync_.bytes()));
-    staging_ = DeviceBuffer(kind_ == CollKind::kAllReduce ? 2 * n_ * oneShotMax_ : kMinAlloc);
+    staging_ = DeviceBuffer((std::max(kMinAlloc, kind_ == CollKind::kAllReduce ? 2 * n_ * oneShotMax_ : 0) +
+                             kMinAlloc - 1) / kMinAlloc * kMinAlloc);
     FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device_));
   }
 

@@ -168,6 +168,26 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const Devi
     if (!errs[r].empty()) FB_THROW(CudaError, "rank ", r, " could not export its GPU memory: ", errs[r]);
 
   const int n = bs.size();
+  // Close the mappings that will not be reused BEFORE opening new ones: a new allocation of a
+  // peer may sit in the memory of one it freed, and opening it while the old mapping is still
+  // open fails with "resource already mapped".
+  for (int r = 0; r < n && r < static_cast<int>(entries_.size()); ++r) {
+    for (int k = 0; k < static_cast<int>(entries_[r].size()); ++k) {
+      Entry& old = entries_[r][k];
+      if (!old.opened) continue;
+      bool keep = false;
+      if (k < static_cast<int>(mine.size()) && all[r].size() >= sizeof(BlobHeader) + (k + 1) * sizeof(BlobEntry)) {
+        BlobEntry pe{};
+        std::memcpy(&pe, all[r].data() + sizeof(BlobHeader) + k * sizeof(BlobEntry), sizeof(pe));
+        keep = pe.id == old.id && std::memcmp(&pe.handle, old.handle.data(), sizeof(pe.handle)) == 0;
+      }
+      if (!keep) {
+        cudaIpcCloseMemHandle(old.ptr);
+        old.opened = false;
+        old.ptr = nullptr;
+      }
+    }
+  }
   std::vector<std::vector<Entry>> next(n);
   sameProcess_.assign(n, false);
   busIds_.assign(n, "");
