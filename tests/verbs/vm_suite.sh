@@ -99,15 +99,19 @@ step_bad_settings() {
 
 # Ours vs perftest, same device and GID, alternated, 3 runs each; medians compared.
 step_perf() {
-  local n_bw=${FB_PERF_BW_ITERS:-3000} n_lat=${FB_PERF_LAT_ITERS:-1000} i
+  local n_bw=${FB_PERF_BW_ITERS:-1000} n_lat=${FB_PERF_LAT_ITERS:-500} i
   local pbw=() obw=() plat=() olat=()
-  perftest_pair() {  # prints the client's output
+  perftest_pair() {  # prints the client's output; the client retries until the server listens
     local tool=$1; shift
-    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" > /tmp/pt-server.log 2>&1 &
-    local sp=$!
-    sleep 1
-    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" 127.0.0.1 2>&1
-    local crc=$?
+    timeout 180 "$tool" -d "$DEV" -x "$GIDX" "$@" > /tmp/pt-server.log 2>&1 &
+    local sp=$! try out crc=1
+    for try in $(seq 1 30); do
+      sleep 1
+      out=$(timeout 150 "$tool" -d "$DEV" -x "$GIDX" "$@" 127.0.0.1 2>&1); crc=$?
+      case "$out" in *"Couldn't connect"*) continue ;; esac
+      break
+    done
+    echo "$out"
     wait $sp; local src=$?
     [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "perftest $tool failed: client $crc server $src"; cat /tmp/pt-server.log; return 1; }
   }

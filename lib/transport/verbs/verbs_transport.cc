@@ -709,10 +709,12 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
 PathInfo VerbsTransport::path() const {
   PathInfo p;
   const auto& g = sel_.gid;
+  std::string compactRate;  // "2.5GbE", "HDR200Gb/s(4X)"
+  for (char c : sel_.port.rate) if (c != ' ') compactRate += c;
   p.label = "verbs " + sel_.device.name + ":" + std::to_string(sel_.port.port) + " " +
             (sel_.port.ethernet ? (g && !g->type.empty() ? g->type : std::string("RoCE")) : std::string("IB")) +
             (g ? " gid" + std::to_string(sel_.gidIndex) + " " + g->text : " lid" + std::to_string(sel_.port.lid)) +
-            " mtu" + std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu);
+            " mtu" + std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu) + " " + compactRate + " gdr=no";
   p.details = {{"device", sel_.device.name},
                {"port", std::to_string(sel_.port.port)},
                {"link_layer", sel_.port.linkLayer()},
