@@ -64,6 +64,83 @@ __global__ void spinKernel(const unsigned long long* flag, unsigned long long wa
   }
 }
 
+__device__ __forceinline__ unsigned smemAddr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+constexpr int kMaxStages = 8;
+
+__global__ void bulkCopyKernel(char* dst, const char* src, unsigned long long bytes, unsigned chunk, int stages,
+                               int* failed, unsigned long long timeoutNs) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[kMaxStages];
+  if (threadIdx.x != 0) return;
+  unsigned long long per = (bytes + gridDim.x - 1) / gridDim.x;
+  per = (per + chunk - 1) / chunk * chunk;
+  const unsigned long long lo = per * blockIdx.x;
+  const unsigned long long hi = lo + per < bytes ? lo + per : bytes;
+  if (lo >= hi) return;
+  for (int s = 0; s < stages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smemAddr(&bars[s])));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  const unsigned long long n = (hi - lo + chunk - 1) / chunk;
+  auto load = [&](unsigned long long i) {
+    const int st = static_cast<int>(i % stages);
+    const unsigned long long off = lo + i * chunk;
+    const unsigned sz = static_cast<unsigned>(hi - off < chunk ? hi - off : chunk);
+    const unsigned bar = smemAddr(&bars[st]);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(sz) : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smemAddr(smem + static_cast<unsigned long long>(st) * chunk)),
+        "l"(src + off), "r"(sz), "r"(bar)
+        : "memory");
+  };
+  const unsigned long long pre = n < static_cast<unsigned long long>(stages - 1) ? n : stages - 1;
+  for (unsigned long long i = 0; i < pre; ++i) load(i);
+  for (unsigned long long i = 0; i < n; ++i) {
+    const unsigned long long j = i + stages - 1;
+    if (j < n) {
+      // Stage j % stages was last stored from by iteration i - 1: wait until that store has
+      // read shared memory.
+      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      load(j);
+    }
+    const int st = static_cast<int>(i % stages);
+    const unsigned parity = static_cast<unsigned>((i / stages) & 1);
+    const unsigned bar = smemAddr(&bars[st]);
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (true) {
+      unsigned done;
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+      if (done) break;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+      if (now - start > timeoutNs) {
+        *failed = 1;
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        return;
+      }
+    }
+    const unsigned long long off = lo + i * chunk;
+    const unsigned sz = static_cast<unsigned>(hi - off < chunk ? hi - off : chunk);
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + off),
+                 "r"(smemAddr(smem + static_cast<unsigned long long>(st) * chunk)), "r"(sz)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+  if (threadIdx.x == 0 && blockIdx.x == 0) *failed = 2;  // not built for this GPU
+#endif
+}
+
 int defaultBlocks() {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -103,6 +180,22 @@ cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_
     else copyVecKernel<4><<<g, threads, 0, stream>>>(vd, vs, nv);
   }
   if (tail) copyByteKernel<<<1, 32, 0, stream>>>(d + head + nv * 16, s + head + nv * 16, tail);
+  return cudaGetLastError();
+}
+
+cudaError_t bulkCopyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks,
+                          int chunkBytes, int stages, int* failed, unsigned long long timeoutNs) {
+  if (bytes == 0) return cudaSuccess;
+  if ((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) | bytes) & 15)
+    return cudaErrorInvalidValue;
+  if (chunkBytes < 16 || chunkBytes % 16 || stages < 2 || stages > kMaxStages || blocks <= 0)
+    return cudaErrorInvalidValue;
+  const std::size_t smem = static_cast<std::size_t>(chunkBytes) * stages;
+  cudaError_t e = cudaFuncSetAttribute(bulkCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  bulkCopyKernel<<<blocks, 32, smem, stream>>>(static_cast<char*>(dst), static_cast<const char*>(src), bytes,
+                                               static_cast<unsigned>(chunkBytes), stages, failed, timeoutNs);
   return cudaGetLastError();
 }
 

@@ -16,6 +16,13 @@ namespace fb::kernels {
 cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks = 0,
                       int threads = 1024, int unroll = 4);
 
+// The same copy through the SM's bulk-copy (TMA) unit: one thread per block streams its slice
+// global -> shared -> global with cp.async.bulk, `stages` buffers of `chunkBytes` in flight
+// (Hopper and newer). dst, src and bytes must be multiples of 16 (cudaErrorInvalidValue
+// otherwise). A stage that does not arrive within timeoutNs ends the block and sets *failed.
+cudaError_t bulkCopyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks,
+                          int chunkBytes, int stages, int* failed, unsigned long long timeoutNs = 10'000'000'000ull);
+
 // Latency: a chain of 8-byte pointers through `buf` (device memory of any GPU): node i at
 // offset (i * stride) mod bytes points to node i+1. buildChain writes it (run it on buf's GPU).
 cudaError_t buildPointerChain(void* buf, std::size_t bytes, std::size_t stride, cudaStream_t stream);

@@ -176,6 +176,12 @@ class PeerBench {
     } else if (want("ce") || want("sm") || want("bidir")) {
       fmt::print("# peer copies skipped: they need two distinct GPUs (--gpus a,b; {} visible)\n", n);
     }
+    if (want("bulk")) {
+      if (pair && peerOk(o_.gpus[0], o_.gpus[1]) && peerOk(o_.gpus[1], o_.gpus[0]))
+        bulkCopies(o_.gpus[0], o_.gpus[1]);
+      else
+        fmt::print("# bulk copies skipped: they need two GPUs with P2P (--gpus a,b)\n");
+    }
     if (want("host")) hostCopies(o_.gpus[0]);
     if (want("reduce")) reduce(o_.gpus[0]);
     if (want("matrix")) matrix();
@@ -360,6 +366,72 @@ class PeerBench {
       fmt::print("  => best SM copy {:.1f} GB/s = {:.1f}% of the copy engine (mean of both directions: {:.1f} GB/s); "
                  "best: {}\n",
                  smBest / 1e9, 100.0 * smBest / ((ceAB + ceBA) / 2), (ceAB + ceBA) / 2 / 1e9, bestCfg);
+  }
+
+  // SM copies through the bulk-copy (TMA) unit, against the copy engine in the same run.
+  void bulkCopies(int a, int b) {
+    const std::size_t B = bytes_;
+    fmt::print("\n## Peer copies through the SM bulk-copy unit (cp.async.bulk), {} -> {}, {} per copy\n", a, b,
+               formatSize(B) + "B");
+    FB_CUDA_CHECK(cudaSetDevice(a));
+    DeviceBuffer srcA(B);
+    FB_CUDA_CHECK(ipc::fillPattern(kernels::ElemType::kFloat32, srcA.get(), B / 4, a, kPatternSeed, gpus_[a].s));
+    syncBounded(a, gpus_[a].s);
+    FB_CUDA_CHECK(cudaSetDevice(b));
+    DeviceBuffer dstB(B);
+    auto op = [&] { FB_CUDA_CHECK(cudaMemcpyPeerAsync(dstB.get(), b, srcA.get(), a, B, gpus_[a].s)); };
+    FB_CUDA_CHECK(cudaSetDevice(a));
+    timeOnStream(gpus_[a].s, o_.warmup, op);
+    double ceSec = timeOnStream(gpus_[a].s, o_.iters, op);
+    double ce = B * static_cast<double>(o_.iters) / ceSec;
+    fmt::print("  copy engine {} -> {}: {:.1f} GB/s (reference for this table)\n", a, b, ce / 1e9);
+    fmt::print("  {:>7} {:>9} {:>7} {:>12} {:>12} {:>7}\n", "blocks", "chunk", "stages", "bulk-write", "bulk-read",
+               "wrong");
+    double best = 0;
+    std::string bestCfg;
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a);
+    for (int mult : {1, 2})
+      for (int chunk : {16 << 10, 32 << 10})
+        for (int stages : {2, 4}) {
+          double bw[2];
+          std::int64_t wrongSum = 0;
+          for (int k = 0; k < 2; ++k) {
+            int drive = k == 0 ? a : b;
+            cudaStream_t s = gpus_[drive].s;
+            FB_CUDA_CHECK(cudaSetDevice(b));
+            FB_CUDA_CHECK(ipc::fillValue(kernels::ElemType::kFloat32, dstB.get(), B / 4, NAN, gpus_[b].s));
+            syncBounded(b, gpus_[b].s);
+            FB_CUDA_CHECK(cudaSetDevice(drive));
+            DeviceBuffer failed(sizeof(int));
+            FB_CUDA_CHECK(cudaMemset(failed.get(), 0, sizeof(int)));
+            auto bop = [&] {
+              FB_CUDA_CHECK(kernels::bulkCopyBytes(dstB.get(), srcA.get(), B, s, sms * mult, chunk, stages,
+                                                   static_cast<int*>(failed.get())));
+            };
+            timeOnStream(s, 1, bop);
+            double sec = timeOnStream(s, o_.iters, bop);
+            int f = 0;
+            FB_CUDA_CHECK(cudaMemcpy(&f, failed.get(), sizeof(int), cudaMemcpyDeviceToHost));
+            if (f) FB_THROW(Error, "bulk copy kernel reported failure ", f, " (stage did not arrive in time)");
+            bw[k] = B * static_cast<double>(o_.iters) / sec;
+            std::int64_t wrong = countWrongPattern(b, gpus_[b].s, dstB.get(), B, a);
+            wrongSum += wrong;
+            emit("peer_copy_bulk", fmt::format("GPU{}->GPU{} {}", a, b, k == 0 ? "bulk-write" : "bulk-read"), B,
+                 sec / o_.iters, o_.iters, wrong,
+                 {{"blocks", std::to_string(sms * mult)}, {"chunk", std::to_string(chunk)},
+                  {"stages", std::to_string(stages)}, {"pct_of_ce", fmt::format("{:.1f}", 100.0 * bw[k] / ce)}});
+            if (bw[k] > best) {
+              best = bw[k];
+              bestCfg = fmt::format("{} ({} blocks, {} B chunks, {} stages)", k == 0 ? "bulk-write" : "bulk-read",
+                                    sms * mult, chunk, stages);
+            }
+          }
+          fmt::print("  {:>7} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>7}\n", sms * mult, chunk, stages, bw[0] / 1e9,
+                     bw[1] / 1e9, wrongSum);
+        }
+    fmt::print("  => best bulk SM copy {:.1f} GB/s = {:.1f}% of the copy engine; best: {}\n", best / 1e9,
+               100.0 * best / ce, bestCfg);
   }
 
   void hostCopies(int d) {
@@ -589,9 +661,10 @@ int realMain(int argc, char** argv) {
   app.add_option("-n,--iters", o.iters, "timed iterations")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup", o.warmup, "warm-up iterations")->check(CLI::Range(0, 100000));
   app.add_option("--latency-hops", o.latencyHops, "dependent loads per latency kernel")->check(CLI::Range(1, 10000000));
-  app.add_option("--tests", o.tests, "any of ce,sm,bidir,host,reduce,matrix,sanity")
+  app.add_option("--tests", o.tests, "any of ce,sm,bidir,host,reduce,matrix,sanity,bulk (bulk: SM bulk-copy unit, "
+                                    "not in the default set)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ce", "sm", "bidir", "host", "reduce", "matrix", "sanity"}));
+      ->check(CLI::IsMember({"ce", "sm", "bidir", "host", "reduce", "matrix", "sanity", "bulk"}));
   app.add_option("--gpus", o.gpus, "the pair for ce/sm/bidir (first one for host/reduce)")->delimiter(',')->expected(1, 2);
   app.add_flag("--no-peer-access", o.noPeerAccess, "do not enable peer access (the sanity check must flag it)");
   app.add_flag("--inject-hang", o.injectHang, "sanity check: make each pair's copy wait on a flag nobody sets");

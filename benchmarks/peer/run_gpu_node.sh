@@ -28,6 +28,7 @@ run build-tests 150 cmake --build $B -j 32 --target test_kernels test_cuda_colle
 run build-fabricbench 200 cmake --build $B -j 32 --target fabricbench
 P=$B/benchmarks/peer/fabricbench-peer
 F=$B/benchmarks/fabricbench
+run peer_bulk 60 $P --tests bulk --run-id peer-bulk-h200x2
 run test_kernels 150 $B/tests/kernels/test_kernels
 run peer 150 $P --sm-sweep --run-id peer-h200x2
 run allreduce 240 mpirun -np 2 $F --transport cuda,nccl --path nvlink --collective allreduce -b 8 -e 1G -f 2 \
