@@ -20,7 +20,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
+#include <tuple>
 
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
@@ -33,7 +35,12 @@
 #include "report/result_sink.h"
 #include "transport/transport.h"
 #if defined(FB_BUILD_NCCL_COLL)
+#include <nccl.h>
+
 #include "collectives/nccl/nccl_collective.h"
+#endif
+#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
+#include <cuda_runtime_api.h>
 #endif
 #if defined(FB_BUILD_CUDA_COLL)
 #include "collectives/cuda/cuda_collective.h"
@@ -50,11 +57,13 @@ class NullReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
-// One implementation + path that produces rows, e.g. {"tcp"}, {"nccl", "nvlink"}.
+// One implementation + path that produces rows, e.g. {"tcp"}, {"nccl", "nvlink"}. open() creates
+// its resources on every rank at the same point (connections, communicators) and returns the
+// factory of its collectives; it throws UnavailableError (on every rank) when it can't run here.
 struct Backend {
   std::string impl;
   std::string path;  // "" when the implementation has one path
-  std::function<std::unique_ptr<Collective>(CollKind)> make;
+  std::function<std::function<std::unique_ptr<Collective>(CollKind)>()> open;
   std::string label() const { return path.empty() ? impl : impl + ":" + path; }
 };
 
@@ -101,54 +110,74 @@ std::vector<BackendStatus> probeAll(Bootstrap& bs, const Options& o) {
   return out;
 }
 
-// Builds the backends the user asked for. Each is created on every rank at the same point;
-// one that is unavailable on any rank is skipped on all, with the reason.
-std::vector<Backend> makeBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes) {
+// The backends the user asked for, in order. Nothing is opened here; "auto" paths of NCCL are
+// asked for on every rank at the same point.
+std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes) {
   std::vector<Backend> out;
-  auto skip = [&](const std::string& name, const std::string& why) {
-    notes.push_back("skipped " + name + ": " + why);
-  };
   for (const auto& t : o.transports) {
-    try {
-      if (t == "tcp" || t == "verbs") {
-        std::shared_ptr<Transport> transport;
-        agreeOrThrow(bs, t, [&] { transport = makeTransport(t, bs, o.coll.transport); });
-        out.push_back({t, "", [transport](CollKind k) { return makeRingCollective(k, transport); }});
-      } else if (t == "mpi") {
-        out.push_back({"mpi", "", [](CollKind k) { return makeMpiCollective(k); }});
-      } else if (t == "nccl") {
+    if (t == "tcp" || t == "verbs") {
+      out.push_back({t, "", [&bs, &o, t]() -> std::function<std::unique_ptr<Collective>(CollKind)> {
+                       std::shared_ptr<Transport> transport;
+                       agreeOrThrow(bs, t, [&] { transport = makeTransport(t, bs, o.coll.transport); });
+                       // While a rank waits in the bootstrap, a closed connection names the peer that died.
+                       bs.addLivenessProbe([transport] { transport->checkPeersAlive(); });
+                       return [transport](CollKind k) { return makeRingCollective(k, transport); };
+                     }});
+    } else if (t == "mpi") {
+      out.push_back({"mpi", "", [] { return [](CollKind k) { return makeMpiCollective(k); }; }});
+    } else if (t == "nccl") {
 #if defined(FB_BUILD_NCCL_COLL)
-        std::vector<std::string> paths;
+      std::vector<std::string> paths;
+      try {
         agreeOrThrow(bs, "nccl", [&] {
           paths = o.coll.path == "auto" ? nccl::availablePaths(bs) : std::vector<std::string>{o.coll.path};
           if (paths.empty()) throw UnavailableError("nccl: no usable path on this machine");
         });
-        for (const auto& p : paths) {
-          CollectiveOptions co = o.coll;
-          out.push_back({"nccl", p, [&bs, co, p](CollKind k) { return nccl::makeCollective(k, bs, co, p); }});
-        }
-#else
-        throw UnavailableError(FB_HAVE_NCCL ? "nccl backend absent from this source tree"
-                                            : "not built: CUDA toolkit or NCCL not found at configure time");
-#endif
-      } else if (t == "cuda") {
-#if defined(FB_BUILD_CUDA_COLL)
-        agreeOrThrow(bs, "cuda", [&] {
-          auto st = cudaipc::probe(&bs);
-          if (!st.usable) throw UnavailableError(st.reason);
-        });
-        CollectiveOptions co = o.coll;
-        out.push_back({"cuda", "", [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); }});
-#else
-        throw UnavailableError(FB_HAVE_CUDA ? "cuda backend absent from this source tree"
-                                            : "not built: CUDA toolkit not found at configure time");
-#endif
+      } catch (const UnavailableError& e) {
+        notes.push_back(std::string("skipped nccl: ") + e.what());
       }
-    } catch (const UnavailableError& e) {
-      skip(t, e.what());
+      for (const auto& p : paths) {
+        out.push_back({"nccl", p, [&bs, &o, p] {
+                         CollectiveOptions co = o.coll;
+                         return [&bs, co, p](CollKind k) { return nccl::makeCollective(k, bs, co, p); };
+                       }});
+      }
+#else
+      notes.push_back(std::string("skipped nccl: ") +
+                      (FB_HAVE_NCCL ? "nccl backend absent from this source tree"
+                                    : "not built: CUDA toolkit or NCCL not found at configure time"));
+#endif
+    } else if (t == "cuda") {
+#if defined(FB_BUILD_CUDA_COLL)
+      out.push_back({"cuda", "", [&bs, &o] {
+                       agreeOrThrow(bs, "cuda", [&] {
+                         auto st = cudaipc::probe(&bs);
+                         if (!st.usable) throw UnavailableError(st.reason);
+                       });
+                       CollectiveOptions co = o.coll;
+                       return [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); };
+                     }});
+#else
+      notes.push_back(std::string("skipped cuda: ") +
+                      (FB_HAVE_CUDA ? "cuda backend absent from this source tree"
+                                    : "not built: CUDA toolkit not found at configure time"));
+#endif
     }
   }
   return out;
+}
+
+// Google Benchmark's --benchmark_filter semantics (regex search; a leading '-' negates), so a
+// backend none of whose benchmarks would run is never opened.
+bool filterMatches(const std::vector<std::string>& benchmarkArgs, const std::string& name) {
+  std::string filter;
+  for (const auto& a : benchmarkArgs)
+    if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
+  if (filter.empty() || filter == "all") return true;
+  bool negate = filter[0] == '-';
+  if (negate) filter = filter.substr(1);
+  bool hit = std::regex_search(name, std::regex(filter));
+  return negate ? !hit : hit;
 }
 
 struct RunState {
@@ -224,6 +253,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     }
   }
   Options& o = *parsed;
+  bs.setTimeout(o.runner.timeout);
 
   if (o.list) {
     printList(bs, o);
@@ -239,10 +269,22 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(mine.data(), mine.size())));
     runId.assign(reinterpret_cast<const char*>(b.data()), b.size());
   }
-  nlohmann::json local = collectLocalFingerprint();
-  local["rank"] = bs.rank();
-  local["local_rank"] = bs.localRank();
-  local["mpi_library"] = mpiLibraryVersion();
+  FingerprintOptions fpo;
+  fpo.mpiVersion = mpiLibraryVersion();
+  fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
+#if defined(FB_BUILD_NCCL_COLL)
+  int ncclV = 0;
+  if (ncclGetVersion(&ncclV) == ncclSuccess)
+    fpo.extra["nccl_version"] = fmt::format("{}.{}.{}", ncclV / 10000, (ncclV / 100) % 100, ncclV % 100);
+#endif
+#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
+  int drv = 0, rt = 0;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
+    fpo.extra["cuda_driver_version"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
+    fpo.extra["cuda_runtime_version"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
+#endif
+  nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
   RunState state;
@@ -261,65 +303,99 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
                    {"time", "max over ranks of each rank's timed batch, per operation"}};
-    state.sinks.push_back(makeConsoleSink());
-    if (o.writeFiles) {
-      resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
-      std::error_code ec;
-      std::filesystem::create_directories(resultDir, ec);
-      if (ec) FB_THROW(Error, "cannot create ", resultDir, ": ", ec.message());
-      meta.resultDir = resultDir;
-      state.sinks.push_back(makeCsvSink(resultDir + "/table.csv"));
-      state.sinks.push_back(makeJsonSink(resultDir + "/run.json"));
-      state.sinks.push_back(makeMarkdownSink(resultDir + "/report.md"));
-    }
+    if (o.writeFiles) resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
+    meta.resultDir = resultDir;
+    state.sinks.push_back(makeRunSinks(resultDir));  // console + table.csv, run.json, report.md
     for (auto& k : state.sinks) k->begin(meta);
+  }
+  // Every rank saves its backend logs (NCCL's INFO output) next to the results.
+  {
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(resultDir.data(), resultDir.size())));
+    resultDir.assign(reinterpret_cast<const char*>(b.data()), b.size());
   }
   o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
 
-  // 3. Backends and benchmarks.
+  // 3. Backends and benchmarks: one backend at a time is open (its connections or communicator
+  // exist only while its rows run), so an idle transport never competes with the next one.
   try {
-    auto backends = makeBackends(bs, o, state.notes);
-    if (bs.rank() == 0)
-      for (auto& n : state.notes) std::cout << "# " << n << "\n" << std::flush;
+    auto backends = listBackends(bs, o, state.notes);
     Runner runner(bs, o.runner);
     auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
-    std::vector<std::shared_ptr<Collective>> keep;
+    std::size_t ran = 0;
+    if (std::find(o.colls.begin(), o.colls.end(), CollKind::kP2PRing) != o.colls.end() &&
+        std::find(o.placements.begin(), o.placements.end(), true) != o.placements.end())
+      state.notes.push_back("p2pring is measured out-of-place only: an in-place ring exchange sends and "
+                            "receives one buffer at once, a data race on GPU backends");
+    auto flushNotes = [&, shown = std::size_t(0)]() mutable {
+      if (bs.rank() == 0)
+        for (; shown < state.notes.size(); ++shown) std::cout << "# " << state.notes[shown] << "\n" << std::flush;
+    };
+    flushNotes();
     for (auto& be : backends) {
+      struct Point {
+        std::string name;
+        CollKind kind;
+        DataType dtype;
+        bool inPlace;
+        std::size_t bytes;
+      };
+      std::vector<Point> points;
       for (CollKind k : o.colls) {
         for (DataType dt : o.dtypes) {
           for (bool inPlace : o.placements) {
-            auto coll = std::shared_ptr<Collective>(be.make(k));
-            keep.push_back(coll);
-            std::vector<std::size_t> points = sizes;
+            if (inPlace && k == CollKind::kP2PRing) continue;
+            std::vector<std::size_t> byteList = sizes;
             if (!o.counts.empty()) {
-              points.clear();
+              byteList.clear();
               bool perRankTotal = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
               for (std::size_t c : o.counts)
-                points.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(bs.size()) : 1));
+                byteList.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(bs.size()) : 1));
             }
-            for (std::size_t bytes : points) {
-              CollShape shape = makeShape(k, dt, bytes, bs.size(), inPlace);
+            for (std::size_t bytes : byteList) {
               std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
               if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
               if (inPlace) name += "/inplace";
-              benchmark::RegisterBenchmark(name.c_str(), [&, coll, shape, nodes](benchmark::State& st) {
-                for (auto _ : st) {
-                  Sample s = runner.run(*coll, shape);
-                  s.nNodes = nodes;
-                  st.SetIterationTime(s.timeUs * 1e-6);
-                  st.counters["algbw_GBps"] = s.algBwGBps;
-                  st.counters["busbw_GBps"] = s.busBwGBps;
-                  st.counters["wrong"] = static_cast<double>(s.wrong);
-                  state.add(s);
-                }
-              })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+              if (filterMatches(o.benchmarkArgs, name)) points.push_back({name, k, dt, inPlace, bytes});
             }
           }
         }
       }
+      if (points.empty()) continue;
+      try {
+        auto make = be.open();
+        std::map<std::tuple<CollKind, DataType, bool>, std::shared_ptr<Collective>> colls;
+        for (const auto& pt : points) {
+          auto key = std::make_tuple(pt.kind, pt.dtype, pt.inPlace);
+          auto it = colls.find(key);
+          if (it == colls.end()) {
+            std::shared_ptr<Collective> c;
+            agreeOrThrow(bs, be.label(), [&] { c = make(pt.kind); });
+            it = colls.emplace(key, std::move(c)).first;
+          }
+          CollShape shape = makeShape(pt.kind, pt.dtype, pt.bytes, bs.size(), pt.inPlace);
+          auto coll = it->second;
+          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes](benchmark::State& st) {
+            for (auto _ : st) {
+              Sample s = runner.run(*coll, shape);
+              s.nNodes = nodes;
+              st.SetIterationTime(s.timeUs * 1e-6);
+              st.counters["algbw_GBps"] = s.algBwGBps;
+              st.counters["busbw_GBps"] = s.busBwGBps;
+              st.counters["wrong"] = static_cast<double>(s.wrong);
+              state.add(s);
+            }
+          })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        }
+        NullReporter quiet;
+        ran += benchmark::RunSpecifiedBenchmarks(&quiet);
+      } catch (const UnavailableError& e) {
+        state.notes.push_back("skipped " + be.label() + ": " + e.what());
+      }
+      // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
+      benchmark::ClearRegisteredBenchmarks();
+      bs.clearLivenessProbes();
+      flushNotes();
     }
-    NullReporter quiet;
-    std::size_t ran = benchmark::RunSpecifiedBenchmarks(&quiet);
     RunSummary sum;
     if (state.badRows > 0) {
       sum.ok = false;
@@ -337,9 +413,6 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     }
     bool ok = sum.ok;
     state.end(sum);
-    // The registered lambdas own collectives (MPI ops, sockets): free them before MPI_Finalize.
-    benchmark::ClearRegisteredBenchmarks();
-    keep.clear();
     return ok ? 0 : (state.rows == 0 ? 3 : 1);
   } catch (const std::exception& e) {
     RunSummary sum;

@@ -3,6 +3,9 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <thread>
+
+#include "core/units.h"
 
 #include "core/error.h"
 
@@ -27,12 +30,41 @@ MpiBootstrap::MpiBootstrap() {
   host_.assign(name, len);
 }
 
-void MpiBootstrap::barrier() { FB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
+  auto* req = static_cast<MPI_Request*>(reqPtr);
+  const auto start = Clock::now();
+  const auto spinUntil = start + std::chrono::milliseconds(20);
+  auto nextProbe = start + std::chrono::milliseconds(200);
+  const Deadline deadline{start + timeout()};
+  int done = 0;
+  while (true) {
+    FB_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    auto now = Clock::now();
+    if (now < spinUntil) continue;
+    if (now >= nextProbe) {
+      runLivenessProbes();
+      nextProbe = now + std::chrono::milliseconds(200);
+    }
+    if (deadline.expired())
+      FB_THROW(TimeoutError, "bootstrap ", what, ": not every rank arrived within ", timeout().count() / 1000,
+               " s (a rank or node is lost or stuck)");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void MpiBootstrap::barrier() {
+  MPI_Request req;
+  FB_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  waitRequest(&req, "barrier");
+}
 
 std::vector<std::vector<std::byte>> MpiBootstrap::allGather(std::span<const std::byte> mine) {
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(size_);
-  FB_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  MPI_Request req;
+  FB_MPI_CHECK(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req));
+  waitRequest(&req, "allgather");
   std::vector<int> displs(size_);
   int total = 0;
   for (int r = 0; r < size_; ++r) {
@@ -40,8 +72,9 @@ std::vector<std::vector<std::byte>> MpiBootstrap::allGather(std::span<const std:
     total += lens[r];
   }
   std::vector<std::byte> flat(static_cast<std::size_t>(total) + 1);
-  FB_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_BYTE, flat.data(), lens.data(), displs.data(),
-                              MPI_BYTE, MPI_COMM_WORLD));
+  FB_MPI_CHECK(MPI_Iallgatherv(mine.data(), len, MPI_BYTE, flat.data(), lens.data(), displs.data(), MPI_BYTE,
+                               MPI_COMM_WORLD, &req));
+  waitRequest(&req, "allgather");
   std::vector<std::vector<std::byte>> out(size_);
   for (int r = 0; r < size_; ++r) out[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + lens[r]);
   return out;
@@ -49,13 +82,17 @@ std::vector<std::vector<std::byte>> MpiBootstrap::allGather(std::span<const std:
 
 double MpiBootstrap::allReduceMax(double v) {
   double out = 0;
-  FB_MPI_CHECK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  MPI_Request req;
+  FB_MPI_CHECK(MPI_Iallreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &req));
+  waitRequest(&req, "allreduce(max)");
   return out;
 }
 
 std::int64_t MpiBootstrap::allReduceSum(std::int64_t v) {
   long long in = v, out = 0;
-  FB_MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  MPI_Request req;
+  FB_MPI_CHECK(MPI_Iallreduce(&in, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &req));
+  waitRequest(&req, "allreduce(sum)");
   return out;
 }
 

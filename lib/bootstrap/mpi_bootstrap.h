@@ -17,6 +17,10 @@ class MpiBootstrap : public Bootstrap {
   [[noreturn]] void abortJob(int code) override;
 
  private:
+  // Polls req until done: spins for the first milliseconds (so ranks leave a barrier together,
+  // which matters for small-message timing), then backs off, running the liveness probes, and
+  // throws TimeoutError after timeout().
+  void waitRequest(void* req, const char* what);
   int rank_ = 0, size_ = 1;
   std::string host_;
 };

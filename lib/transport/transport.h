@@ -59,6 +59,11 @@ class Transport {
   void sendRecv(int sendPeer, const void* sendBuf, std::size_t sendBytes, int recvPeer, void* recvBuf,
                 std::size_t recvBytes, Deadline deadline);
 
+  // Throws IoError naming a peer this transport knows to be gone (its connection closed), without
+  // consuming data; a no-op where the backend cannot tell. Registered as a Bootstrap liveness
+  // probe, so a rank waiting in a barrier learns at once that a node died.
+  virtual void checkPeersAlive() {}
+
   int rank() const { return rank_; }
   int size() const { return size_; }
 
