@@ -43,7 +43,19 @@ void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
     auto now = Clock::now();
     if (now < spinUntil) continue;
     if (now >= nextProbe) {
-      runLivenessProbes();
+      try {
+        runLivenessProbes();
+      } catch (...) {
+        // A peer that finished this very call first may already have closed its connections:
+        // only a request that still does not complete within a grace period means a lost peer.
+        const auto grace = Clock::now() + std::chrono::seconds(2);
+        while (Clock::now() < grace) {
+          FB_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+          if (done) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        throw;
+      }
       nextProbe = now + std::chrono::milliseconds(200);
     }
     if (deadline.expired())

@@ -118,6 +118,24 @@ class TcpTransport final : public Transport {
     return Request{makeId(peer, 1, seq)};
   }
 
+  // A peer whose connection is closed (EOF or error) while we are idle is gone: tell it by its
+  // rank and address. Data a live peer sent ahead is left in the socket (MSG_PEEK).
+  void checkPeersAlive() override {
+    if (dead_) return;
+    for (Peer& p : peers_) {
+      if (p.rank == rank_ || !p.sock.valid()) continue;
+      pollfd pfd{p.sock.fd(), POLLIN | POLLRDHUP, 0};
+      if (::poll(&pfd, 1, 0) <= 0) continue;
+      if (pfd.revents & (POLLERR | POLLHUP | POLLRDHUP))
+        guarded([&] { throwLost(p, "connection closed while this rank waited in the bootstrap"); });
+      if (pfd.revents & POLLIN) {
+        char c;
+        ssize_t n = ::recv(p.sock.fd(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) guarded([&] { throwLost(p, "peer closed the connection while this rank waited in the bootstrap"); });
+      }
+    }
+  }
+
   void wait(Request& req, Deadline deadline) override {
     if (!req) return;
     if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
