@@ -83,6 +83,8 @@ std::uint64_t makeId(int peer, int dir, std::uint64_t seq) {
          static_cast<std::uint64_t>(peer);
 }
 
+constexpr auto kSpin = std::chrono::microseconds(200);
+
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int size, Interface iface, std::string ifaceHow)
@@ -145,12 +147,15 @@ class TcpTransport final : public Transport {
     FB_ENFORCE(peer < size_ && seq < (dir ? peers_[peer].recvPosted : peers_[peer].sendPosted),
                "request ", req.id, " was not posted on this transport");
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
+    // Busy-poll for a short while before sleeping in poll(): waking a sleeping thread costs tens
+    // of microseconds (more in VMs), which would dominate small-message latency.
+    const auto spinEnd = Clock::now() + kSpin;
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
         if (isDone()) break;
         if (deadline.expired()) throwTimeout(peer, dir, seq);
-        pollOnce(peer, dir, seq, deadline);
+        pollOnce(peer, dir, seq, deadline, Clock::now() < spinEnd);
       }
     });
     req.id = 0;
@@ -338,7 +343,7 @@ class TcpTransport final : public Transport {
     }
   }
 
-  void pollOnce(int peer, int dir, std::uint64_t seq, Deadline deadline) {
+  void pollOnce(int peer, int dir, std::uint64_t seq, Deadline deadline, bool spin) {
     fds_.clear();
     fdPeer_.clear();
     for (Peer& p : peers_) {
@@ -354,9 +359,9 @@ class TcpTransport final : public Transport {
       FB_THROW(Error, "tcp: waiting on ", describe(peer, dir, seq),
                " can never complete: no network work is pending (unmatched send/receive to self)");
     }
-    int rv = ::poll(fds_.data(), fds_.size(), deadline.msLeft());
+    int rv = ::poll(fds_.data(), fds_.size(), spin ? 0 : deadline.msLeft());
     if (rv < 0 && errno != EINTR) FB_THROW(IoError, "tcp: poll: ", detail::errnoText(errno));
-    if (rv == 0 && deadline.expired()) throwTimeout(peer, dir, seq);
+    if (rv == 0 && !spin && deadline.expired()) throwTimeout(peer, dir, seq);
     for (std::size_t i = 0; rv > 0 && i < fds_.size(); ++i) {
       short re = fds_[i].revents;
       // Errors and hang-ups are reported by the next send/recv on that socket.
