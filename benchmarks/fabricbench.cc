@@ -34,6 +34,9 @@
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
 #include "transport/transport.h"
+#if defined(FB_BUILD_VERBS)
+#include "transport/verbs/verbs_transport.h"
+#endif
 #if defined(FB_BUILD_NCCL_COLL)
 #include <nccl.h>
 
@@ -208,6 +211,9 @@ void printList(Bootstrap& bs, const Options& o) {
     fmt::print("{:<8} {:<6} {:<7} {}\n", s.name, s.built ? "yes" : "no", s.usable ? "yes" : "no", s.reason);
   fmt::print("\ncollectives: allreduce allgather reducescatter p2pring (every usable backend runs all four)\n");
   fmt::print("dtypes: float32 float64 int32 float16 bfloat16 (nccl/cuda: see their rows)\n");
+#if defined(FB_BUILD_VERBS)
+  fmt::print("\nRDMA devices:\n{}\n", verbs::describe(o.coll.transport));
+#endif
 #if defined(FB_BUILD_NCCL_COLL)
   std::string topo = nccl::topologyText();
   if (!topo.empty()) fmt::print("\nGPU topology:\n{}\n", topo);
@@ -283,6 +289,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     fpo.extra["cuda_driver_version"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
   if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
     fpo.extra["cuda_runtime_version"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
+#endif
+#if defined(FB_BUILD_VERBS)
+  fpo.extra["rdma"] = verbs::discover(o.coll.transport);
 #endif
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
@@ -414,6 +423,19 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     bool ok = sum.ok;
     state.end(sum);
     return ok ? 0 : (state.rows == 0 ? 3 : 1);
+  } catch (const ConfigError& e) {
+    // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
+    // got the same verdict through agreeOrThrow, so no abort is needed. Nothing was measured yet
+    // by this backend; a folder without rows is removed.
+    if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = std::string("bad input: ") + e.what();
+    state.end(sum);
+    if (bs.rank() == 0 && state.rows == 0 && !resultDir.empty()) std::filesystem::remove_all(resultDir);
+    benchmark::ClearRegisteredBenchmarks();
+    bs.clearLivenessProbes();
+    return kExitBadInput;
   } catch (const std::exception& e) {
     RunSummary sum;
     sum.ok = false;

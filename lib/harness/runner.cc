@@ -9,25 +9,30 @@ namespace fb {
 void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<void()>& fn) {
   std::exception_ptr err;
   std::string msg;
-  bool unavailable = false;
+  char kind = 'E';  // E error, U unavailable (skip), C bad input (exit 2)
   try {
     fn();
   } catch (const UnavailableError& e) {
     err = std::current_exception();
     msg = e.what();
-    unavailable = true;
+    kind = 'U';
+  } catch (const ConfigError& e) {
+    err = std::current_exception();
+    msg = e.what();
+    kind = 'C';
   } catch (const std::exception& e) {
     err = std::current_exception();
     msg = e.what();
   }
   // Everyone learns who failed and why (the first failing rank's message).
-  std::string mine = err ? (unavailable ? "U" : "E") + msg : std::string();
+  std::string mine = err ? std::string(1, kind) + msg : std::string();
   auto all = bs.allGatherStrings(mine);
   if (err) std::rethrow_exception(err);
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     if (all[r].empty()) continue;
     std::string text = what + ": rank " + std::to_string(r) + " failed: " + all[r].substr(1);
     if (all[r][0] == 'U') throw UnavailableError(text);
+    if (all[r][0] == 'C') throw ConfigError(all[r].substr(1));
     throw Error(text);
   }
 }
