@@ -8,5 +8,5 @@ bash scripts/deps.sh build
 bash scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 NP=${FB_NP:-4}
-exec mpirun -q --oversubscribe -np "$NP" build/benchmarks/fabricbench --transport auto --collective all \
+exec mpirun --oversubscribe -np "$NP" build/benchmarks/fabricbench --transport auto --collective all \
   -b 8 -e 64M -f 2 "$@"

@@ -9,15 +9,6 @@
 
 #include "core/error.h"
 
-#define FB_MPI_CHECK(expr)                                                            \
-  do {                                                                                \
-    int fb_rc_ = (expr);                                                              \
-    if (fb_rc_ != MPI_SUCCESS) {                                                      \
-      char fb_msg_[MPI_MAX_ERROR_STRING]; int fb_len_ = 0;                            \
-      MPI_Error_string(fb_rc_, fb_msg_, &fb_len_);                                    \
-      FB_THROW(::fb::Error, #expr ": ", std::string(fb_msg_, fb_len_));               \
-    }                                                                                 \
-  } while (0)
 
 namespace fb {
 

@@ -12,18 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
 
-#define FB_MPI_CALL(expr)                                                            \
-  do {                                                                               \
-    int fb_rc_ = (expr);                                                             \
-    if (fb_rc_ != MPI_SUCCESS) {                                                     \
-      char fb_msg_[MPI_MAX_ERROR_STRING]; int fb_len_ = 0;                           \
-      MPI_Error_string(fb_rc_, fb_msg_, &fb_len_);                                   \
-      FB_THROW(::fb::Error, #expr ": ", std::string(fb_msg_, fb_len_));              \
-    }                                                                                \
-  } while (0)
 
 namespace fb {
 namespace {
@@ -74,8 +66,8 @@ class MpiCollective final : public Collective {
     }
     if (op_ != MPI_OP_NULL) MPI_Op_free(&op_);
     op_ = MPI_OP_NULL;
-    if (s_.dtype == DataType::kFloat16) FB_MPI_CALL(MPI_Op_create(halfSum, 1, &op_));
-    if (s_.dtype == DataType::kBFloat16) FB_MPI_CALL(MPI_Op_create(bf16Sum, 1, &op_));
+    if (s_.dtype == DataType::kFloat16) FB_MPI_CHECK(MPI_Op_create(halfSum, 1, &op_));
+    if (s_.dtype == DataType::kBFloat16) FB_MPI_CHECK(MPI_Op_create(bf16Sum, 1, &op_));
     std::free(a_);
     std::free(b_);
     std::size_t bytesA = std::max<std::size_t>(std::max(s_.sendCount, s_.recvCount) * elt_, 64);
@@ -120,20 +112,20 @@ class MpiCollective final : public Collective {
     int count = static_cast<int>(s_.paramCount);
     switch (kind_) {
       case CollKind::kAllReduce:
-        FB_MPI_CALL(MPI_Allreduce(send, b_, count, type_, op(), MPI_COMM_WORLD));
+        FB_MPI_CHECK(MPI_Allreduce(send, b_, count, type_, op(), MPI_COMM_WORLD));
         break;
       case CollKind::kAllGather:
-        FB_MPI_CALL(MPI_Allgather(send, count, type_, b_, count, type_, MPI_COMM_WORLD));
+        FB_MPI_CHECK(MPI_Allgather(send, count, type_, b_, count, type_, MPI_COMM_WORLD));
         break;
       case CollKind::kReduceScatter:
-        FB_MPI_CALL(MPI_Reduce_scatter_block(send, b_, count, type_, op(), MPI_COMM_WORLD));
+        FB_MPI_CHECK(MPI_Reduce_scatter_block(send, b_, count, type_, op(), MPI_COMM_WORLD));
         break;
       case CollKind::kP2PRing: {
         int right = (rank_ + 1) % n, left = (rank_ - 1 + n) % n;
         if (s_.inPlace)
-          FB_MPI_CALL(MPI_Sendrecv_replace(b_, count, type_, right, 7, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+          FB_MPI_CHECK(MPI_Sendrecv_replace(b_, count, type_, right, 7, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         else
-          FB_MPI_CALL(MPI_Sendrecv(a_, count, type_, right, 7, b_, count, type_, left, 7, MPI_COMM_WORLD,
+          FB_MPI_CHECK(MPI_Sendrecv(a_, count, type_, right, 7, b_, count, type_, left, 7, MPI_COMM_WORLD,
                                    MPI_STATUS_IGNORE));
         break;
       }

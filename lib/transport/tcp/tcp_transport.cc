@@ -191,22 +191,30 @@ class TcpTransport final : public Transport {
     throw IoError(identity() + " tcp: lost connection to " + peerText(p) + ": " + what, p.rank);
   }
 
+  // The iovecs for the next messages of a queue: each one's header (or what is left of it) then
+  // its payload (or what is left), as many messages as kMaxIov holds. Returns the count.
+  static int fillIov(std::deque<Op>& q, iovec* iov, std::size_t& want) {
+    int n = 0;
+    for (auto it = q.begin(); it != q.end() && n + 2 <= kMaxIov; ++it) {
+      Op& op = *it;
+      if (op.done < kHdr) {
+        iov[n++] = {reinterpret_cast<char*>(&op.hdr) + op.done, kHdr - op.done};
+        if (op.bytes) iov[n++] = {op.buf, op.bytes};
+      } else {
+        iov[n++] = {op.buf + (op.done - kHdr), op.bytes - (op.done - kHdr)};
+      }
+    }
+    want = 0;
+    for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+    return n;
+  }
+
   // Sends as much of p's queue as the socket takes: several messages per sendmsg.
   void pumpSend(Peer& p) {
     while (!p.sendq.empty()) {
       iovec iov[kMaxIov];
-      int n = 0;
       std::size_t want = 0;
-      for (auto it = p.sendq.begin(); it != p.sendq.end() && n + 2 <= kMaxIov; ++it) {
-        Op& op = *it;
-        if (op.done < kHdr) {
-          iov[n++] = {reinterpret_cast<char*>(&op.hdr) + op.done, kHdr - op.done};
-          if (op.bytes) iov[n++] = {op.buf, op.bytes};
-        } else {
-          iov[n++] = {op.buf + (op.done - kHdr), op.bytes - (op.done - kHdr)};
-        }
-      }
-      for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+      int n = fillIov(p.sendq, iov, want);
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<std::size_t>(n);
@@ -246,18 +254,8 @@ class TcpTransport final : public Transport {
   void pumpRecv(Peer& p) {
     while (!p.recvq.empty()) {
       iovec iov[kMaxIov];
-      int n = 0;
       std::size_t want = 0;
-      for (auto it = p.recvq.begin(); it != p.recvq.end() && n + 2 <= kMaxIov; ++it) {
-        Op& op = *it;
-        if (op.done < kHdr) {
-          iov[n++] = {reinterpret_cast<char*>(&op.hdr) + op.done, kHdr - op.done};
-          if (op.bytes) iov[n++] = {op.buf, op.bytes};
-        } else {
-          iov[n++] = {op.buf + (op.done - kHdr), op.bytes - (op.done - kHdr)};
-        }
-      }
-      for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+      int n = fillIov(p.recvq, iov, want);
       ssize_t rv = ::readv(p.sock.fd(), iov, n);
       if (rv < 0) {
         int e = errno;

@@ -143,6 +143,7 @@ class VerbsTransport final : public Transport {
   void failPeer(int peer, const std::string& msg, bool includingWrites);
   void matchSelf();
   std::uint64_t newOp(Op op);
+  Request post(bool send, int peer, void* buf, std::size_t bytes);
   [[noreturn]] void throwOp(const Op& op);
   std::string opText(const Op& op) const;
 
@@ -449,50 +450,28 @@ std::uint64_t VerbsTransport::newOp(Op op) {
   return id;
 }
 
-Request VerbsTransport::isend(int peer, const void* buf, std::size_t bytes) {
-  if (peer < 0 || peer >= size_) FB_THROW(Error, "verbs: isend to rank ", peer, " of ", size_);
+// isend and irecv differ only in the direction: the send queues behind the peer's clear-to-send
+// with our lkey; the receive announces itself (clear-to-send) with our rkey.
+Request VerbsTransport::post(bool send, int peer, void* buf, std::size_t bytes) {
+  const char* what = send ? "isend" : "irecv";
+  if (peer < 0 || peer >= size_) FB_THROW(Error, "verbs: ", what, send ? " to" : " from", " rank ", peer, " of ", size_);
   Op op;
-  op.send = true;
-  op.peer = peer;
-  op.buf = static_cast<char*>(const_cast<void*>(buf));
-  op.bytes = bytes;
-  if (peer == rank_) {
-    std::uint64_t id = newOp(std::move(op));
-    selfSends_.push_back(id);
-    matchSelf();
-    return Request{id};
-  }
-  Peer& pr = peers_[peer];
-  op.seq = pr.sendSeq++;
-  if (bytes > 0) op.key = findMr(buf, bytes, "isend", peer)->lkey;
-  if (pr.failed || pr.closed) {
-    op.done = true;
-    op.err = ErrKind::kIo;
-    op.msg = pr.failMsg;
-    return Request{newOp(std::move(op))};
-  }
-  std::uint64_t id = newOp(std::move(op));
-  pr.sendsWaiting.push_back(id);
-  pump(peer);
-  return Request{id};
-}
-
-Request VerbsTransport::irecv(int peer, void* buf, std::size_t bytes) {
-  if (peer < 0 || peer >= size_) FB_THROW(Error, "verbs: irecv from rank ", peer, " of ", size_);
-  Op op;
-  op.send = false;
+  op.send = send;
   op.peer = peer;
   op.buf = static_cast<char*>(buf);
   op.bytes = bytes;
   if (peer == rank_) {
     std::uint64_t id = newOp(std::move(op));
-    selfRecvs_.push_back(id);
+    (send ? selfSends_ : selfRecvs_).push_back(id);
     matchSelf();
     return Request{id};
   }
   Peer& pr = peers_[peer];
-  op.seq = pr.recvSeq++;
-  if (bytes > 0) op.key = findMr(buf, bytes, "irecv", peer)->rkey;
+  op.seq = send ? pr.sendSeq++ : pr.recvSeq++;
+  if (bytes > 0) {
+    auto* mr = findMr(buf, bytes, what, peer);
+    op.key = send ? mr->lkey : mr->rkey;
+  }
   if (pr.failed || pr.closed) {
     op.done = true;
     op.err = ErrKind::kIo;
@@ -500,10 +479,16 @@ Request VerbsTransport::irecv(int peer, void* buf, std::size_t bytes) {
     return Request{newOp(std::move(op))};
   }
   std::uint64_t id = newOp(std::move(op));
-  pr.recvsNoCts.push_back(id);
+  (send ? pr.sendsWaiting : pr.recvsNoCts).push_back(id);
   pump(peer);
   return Request{id};
 }
+
+Request VerbsTransport::isend(int peer, const void* buf, std::size_t bytes) {
+  return post(true, peer, const_cast<void*>(buf), bytes);
+}
+
+Request VerbsTransport::irecv(int peer, void* buf, std::size_t bytes) { return post(false, peer, buf, bytes); }
 
 void VerbsTransport::matchSelf() {
   while (!selfSends_.empty() && !selfRecvs_.empty()) {
