@@ -138,7 +138,8 @@ R=/newroot
 mount -t proc proc $R/proc; mount -t sysfs sysfs $R/sys; mount -t devtmpfs devtmpfs $R/dev
 mkdir -p $R/dev/pts $R/dev/shm
 mount -t devpts devpts $R/dev/pts; mount -t tmpfs tmpfs $R/dev/shm; mount -t tmpfs tmpfs $R/run
-mount -t tmpfs tmpfs $R/tmp
+# /tmp stays the host's (read-only lower layer, writable through the overlay), so builds and
+# clones under /tmp (CI) are visible in the guest.
 mkdir -p "$R$RUNDIR" && mount --bind /xfer "$R$RUNDIR" || fail "cannot bind run folder"
 for ent in $RW_MOUNTS; do
   tag=${ent%%:*}; p=${ent#*:}
@@ -265,13 +266,13 @@ QEMU_FS=(); rwm=; i=0
 for d in "${RW_DIRS[@]}"; do
   [ -d "$d" ] || { echo "$SELF: --rw $d: not a directory" >&2; exit 2; }
   d=$(cd "$d" && pwd -P)
-  case "$d" in *[[:space:]]*|/|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*|/tmp|/tmp/*)
+  case "$d" in *[[:space:]]*|/|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*|/tmp)
     echo "$SELF: --rw $d: not supported (blank, or hidden by the guest's own mounts)" >&2; exit 2 ;; esac
   QEMU_FS+=(-fsdev "local,id=fsrw$i,path=$d,security_model=none,multidevs=remap"
             -device "virtio-9p-pci,fsdev=fsrw$i,mount_tag=rw$i")
   rwm="$rwm rw$i:$d"; i=$((i+1))
 done
-case "$PWD" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*|/tmp|/tmp/*)
+case "$PWD" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*)
   cd /; vlog "working directory is hidden in the guest; using /" ;; esac
 { printf 'PROBE=0\n'; printf 'RUNDIR=%q\n' "$RUN"; printf 'RW_MOUNTS=%q\n' "$rwm"; } > "$RUN/config.sh"
 
