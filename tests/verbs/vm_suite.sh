@@ -156,8 +156,8 @@ step_perf() {
   # fail at random. The step fails only when a tool did not run or data were wrong (above).
   awk -v o="$mob" -v p="$mpb" -v ol="$mol" -v pl="$mpl" 'BEGIN{
     rb = o / p; rl = ol / pl
-    printf "bandwidth ratio ours/perftest = %.3f (target >= 0.9: %s)\n", rb, rb >= 0.9 ? "met" : "MISSED"
-    printf "latency ratio ours/perftest = %.3f (target <= 1.1: %s)\n", rl, rl <= 1.1 ? "met" : "MISSED"
+    printf "bandwidth ratio ours/perftest = %.3f (target >= 0.9: %s)\n", rb, (rb >= 0.9 ? "met" : "MISSED")
+    printf "latency ratio ours/perftest = %.3f (target <= 1.1: %s)\n", rl, (rl <= 1.1 ? "met" : "MISSED")
     exit 0 }'
 }
 
