@@ -443,6 +443,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     std::cerr << e.what() << "\n" << std::flush;
     state.end(sum);
     bs.abortJob(1);
+    return 1;  // abortJob does not return
   }
 }
 

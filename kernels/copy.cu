@@ -7,7 +7,27 @@ namespace fb::kernels {
 
 namespace {
 
-template <int kUnroll>
+// 16-byte load of src[i] with the chosen cache operator / L2 prefetch hint (see copy.h, CopyLoad).
+template <int kLoad>
+__device__ __forceinline__ uint4 loadVec(const uint4* p) {
+  uint4 v;
+  if constexpr (kLoad == 0) {
+    v = __ldcg(p);
+  } else if constexpr (kLoad == 1) {
+    asm volatile("ld.global.cg.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  } else if constexpr (kLoad == 2) {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  } else {
+    v = __ldcs(p);
+  }
+  return v;
+}
+
+template <int kUnroll, int kLoad>
 __global__ void copyVecKernel(uint4* dst, const uint4* src, unsigned long long nv) {
   // One contiguous slice per block.
   unsigned long long per = (nv + gridDim.x - 1) / gridDim.x;
@@ -19,7 +39,7 @@ __global__ void copyVecKernel(uint4* dst, const uint4* src, unsigned long long n
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       unsigned long long i = base + static_cast<unsigned long long>(u) * n;
-      if (i < hi) v[u] = __ldcg(src + i);
+      if (i < hi) v[u] = loadVec<kLoad>(src + i);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -27,6 +47,14 @@ __global__ void copyVecKernel(uint4* dst, const uint4* src, unsigned long long n
       if (i < hi) dst[i] = v[u];
     }
   }
+}
+
+template <int kLoad>
+void launchVec(int unroll, int g, int threads, cudaStream_t stream, uint4* d, const uint4* s,
+               unsigned long long nv) {
+  if (unroll == 16) copyVecKernel<16, kLoad><<<g, threads, 0, stream>>>(d, s, nv);
+  else if (unroll == 8) copyVecKernel<8, kLoad><<<g, threads, 0, stream>>>(d, s, nv);
+  else copyVecKernel<4, kLoad><<<g, threads, 0, stream>>>(d, s, nv);
 }
 
 __global__ void copyByteKernel(unsigned char* dst, const unsigned char* src, unsigned long long bytes) {
@@ -152,9 +180,9 @@ int defaultBlocks() {
 }  // namespace
 
 cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks, int threads,
-                      int unroll) {
+                      int unroll, CopyLoad load) {
   if (bytes == 0) return cudaSuccess;
-  if (threads <= 0 || threads > 1024 || (unroll != 4 && unroll != 8)) return cudaErrorInvalidValue;
+  if (threads <= 0 || threads > 1024 || (unroll != 4 && unroll != 8 && unroll != 16)) return cudaErrorInvalidValue;
   if (blocks <= 0) blocks = defaultBlocks();
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
@@ -176,8 +204,13 @@ cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_
     int g = static_cast<int>(want < static_cast<unsigned long long>(blocks) ? want : blocks);
     auto* vd = reinterpret_cast<uint4*>(d + head);
     auto* vs = reinterpret_cast<const uint4*>(s + head);
-    if (unroll == 8) copyVecKernel<8><<<g, threads, 0, stream>>>(vd, vs, nv);
-    else copyVecKernel<4><<<g, threads, 0, stream>>>(vd, vs, nv);
+    switch (load) {
+      case CopyLoad::kCg: launchVec<0>(unroll, g, threads, stream, vd, vs, nv); break;
+      case CopyLoad::kCgPrefetch256: launchVec<1>(unroll, g, threads, stream, vd, vs, nv); break;
+      case CopyLoad::kNoAllocPrefetch256: launchVec<2>(unroll, g, threads, stream, vd, vs, nv); break;
+      case CopyLoad::kStreaming: launchVec<3>(unroll, g, threads, stream, vd, vs, nv); break;
+      default: return cudaErrorInvalidValue;
+    }
   }
   if (tail) copyByteKernel<<<1, 32, 0, stream>>>(d + head + nv * 16, s + head + nv * 16, tail);
   return cudaGetLastError();

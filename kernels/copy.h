@@ -12,9 +12,16 @@ namespace fb::kernels {
 // writing into GPU B's memory is an SM "write" copy, reading from it an SM "read" copy).
 // 16-byte vectors when dst and src have the same alignment modulo 16, bytes otherwise.
 // blocks = 0: two per multiprocessor.
-// unroll: 16-byte loads in flight per thread before the stores (4 or 8).
+// unroll: 16-byte loads in flight per thread before the stores (4, 8 or 16).
+// load: how the 16-byte loads are issued (the stores are plain):
+enum class CopyLoad {
+  kCg,                 // ld.global.cg (L2 only; the default)
+  kCgPrefetch256,      // ld.global.cg with the L2::256B prefetch-size hint
+  kNoAllocPrefetch256, // ld.global.nc.L1::no_allocate with the L2::256B hint
+  kStreaming,          // ld.global.cs (evict first)
+};
 cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, int blocks = 0,
-                      int threads = 1024, int unroll = 4);
+                      int threads = 1024, int unroll = 4, CopyLoad load = CopyLoad::kCg);
 
 // The same copy through the SM's bulk-copy (TMA) unit: one thread per block streams its slice
 // global -> shared -> global with cp.async.bulk, `stages` buffers of `chunkBytes` in flight

@@ -327,6 +327,94 @@ __global__ void oneShotKernel(OneShotProgram p) {
   if (threadIdx.x == 0) p.counters[b] = seq + 1;
 }
 
+// ---- one-shot AllReduce, flags inside the data (LL) ----
+// Bytes [8c, 8c+8) of buf as two 32-bit words; bytes past `bytes` read as zero.
+__device__ __forceinline__ uint2 loadChunk(const char* buf, unsigned long long bytes, unsigned long long c) {
+  const unsigned long long off = c * 8;
+  if (off + 8 <= bytes && (reinterpret_cast<unsigned long long>(buf + off) & 7) == 0)
+    return *reinterpret_cast<const uint2*>(buf + off);
+  unsigned w[2] = {0, 0};
+  for (int k = 0; k < 8 && off + k < bytes; ++k)
+    w[k / 4] |= static_cast<unsigned>(static_cast<unsigned char>(buf[off + k])) << (8 * (k % 4));
+  return make_uint2(w[0], w[1]);
+}
+__device__ __forceinline__ void storeChunk(char* buf, unsigned long long bytes, unsigned long long c, uint2 v) {
+  const unsigned long long off = c * 8;
+  if (off + 8 <= bytes && (reinterpret_cast<unsigned long long>(buf + off) & 7) == 0) {
+    *reinterpret_cast<uint2*>(buf + off) = v;
+    return;
+  }
+  const unsigned w[2] = {v.x, v.y};
+  for (int k = 0; k < 8 && off + k < bytes; ++k) buf[off + k] = static_cast<char>((w[k / 4] >> (8 * (k % 4))) & 0xffu);
+}
+
+template <int T>
+__global__ void oneShotLLKernel(OneShotProgram p) {
+  const unsigned long long bytes = p.count * Conv<T>::kSize;
+  const unsigned long long nChunks = (bytes + 7) / 8;
+  const unsigned flag = p.llFlag;
+  const unsigned long long slot = flag & 1u;
+  const unsigned long long nth = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long tid = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const char* input = static_cast<const char*>(p.input);
+  // 1. Push: my 8-byte chunks, with the flag, into cell [slot][myRank] of every peer.
+  for (unsigned long long c = tid; c < nChunks; c += nth) {
+    const uint2 d = loadChunk(input, bytes, c);
+#pragma unroll
+    for (int r = 0; r < kMaxRanks; ++r) {
+      if (r >= p.nRanks || r == p.rank) continue;
+      uint4* line = reinterpret_cast<uint4*>(static_cast<char*>(p.staging[r]) + (slot * p.nRanks + p.rank) * p.maxBytes) + c;
+      asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(d.x), "r"(flag), "r"(d.y),
+                   "r"(flag)
+                   : "memory");
+    }
+  }
+  // 2. Sum in rank order as each peer's line arrives (the same order, hence result, on every rank).
+  const char* mine = nullptr;
+#pragma unroll
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r == p.rank) mine = static_cast<const char*>(p.staging[r]);
+  for (unsigned long long c = tid; c < nChunks; c += nth) {
+    uint2 acc = make_uint2(0, 0);
+    for (int r = 0; r < p.nRanks; ++r) {
+      uint2 v;
+      if (r == p.rank) {
+        v = loadChunk(input, bytes, c);
+      } else {
+        const uint4* line = reinterpret_cast<const uint4*>(mine + (slot * p.nRanks + r) * p.maxBytes) + c;
+        uint4 l;
+        unsigned long long start = 0;
+        while (true) {
+          asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(l.x), "=r"(l.y), "=r"(l.z), "=r"(l.w)
+                       : "l"(line)
+                       : "memory");
+          if (l.y == flag && l.w == flag) break;
+          const unsigned long long now = globalTimerNs();
+          if (start == 0) {
+            start = now;
+          } else if (now - start > p.timeoutNs) {
+            volatile KernelStatus* vs = p.status;
+            if (vs && vs->code == 0) {
+              vs->block = static_cast<int>(blockIdx.x);
+              vs->peer = r;
+              vs->step = flag;
+              vs->observed = l.y == flag ? l.w : l.y;
+              __threadfence_system();
+              vs->code = 1;
+            }
+            return;
+          }
+        }
+        v = make_uint2(l.x, l.z);
+      }
+      if (r == 0) acc = v;
+      else acc = make_uint2(Conv<T>::addWord(acc.x, v.x), Conv<T>::addWord(acc.y, v.y));
+    }
+    storeChunk(static_cast<char*>(p.output), bytes, c, acc);
+  }
+}
+
 __device__ __forceinline__ float patternDev(int rank, unsigned long long i, int seed) {
   unsigned long long v = i * 3ull + static_cast<unsigned long long>(static_cast<long long>(rank)) * 5ull +
                          static_cast<unsigned long long>(static_cast<long long>(seed)) * 7ull;
@@ -402,6 +490,19 @@ cudaError_t launchOneShot(const OneShotProgram& p, int blocks, int threads, cuda
     case ElemType::kFloat32: oneShotKernel<0><<<blocks, threads, 0, stream>>>(p); break;
     case ElemType::kFloat16: oneShotKernel<1><<<blocks, threads, 0, stream>>>(p); break;
     case ElemType::kBFloat16: oneShotKernel<2><<<blocks, threads, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchOneShotLL(const OneShotProgram& p, int blocks, int threads, cudaStream_t stream) {
+  if (blocks <= 0 || blocks > kMaxBlocks || p.nRanks < 1 || p.nRanks > kMaxRanks || p.llFlag == 0)
+    return cudaErrorInvalidValue;
+  if (2 * ((p.count * elemSize(p.type) + 7) / 8 * 8) > p.maxBytes || p.maxBytes % 16) return cudaErrorInvalidValue;
+  switch (p.type) {
+    case ElemType::kFloat32: oneShotLLKernel<0><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kFloat16: oneShotLLKernel<1><<<blocks, threads, 0, stream>>>(p); break;
+    case ElemType::kBFloat16: oneShotLLKernel<2><<<blocks, threads, 0, stream>>>(p); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

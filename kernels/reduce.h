@@ -99,8 +99,18 @@ struct OneShotProgram {
   unsigned long long* counters;          // [blocks], local
   KernelStatus* status;
   unsigned long long timeoutNs;
+  unsigned llFlag;  // launchOneShotLL only: this launch's flag (>= 1, never repeated while the staging lives)
 };
 cudaError_t launchOneShot(const OneShotProgram& p, int blocks, int threads, cudaStream_t stream);
+
+// The same one-shot AllReduce with flags carried inside the data (the "LL" scheme NCCL uses for
+// small messages): every 8 input bytes travel as one 16-byte line {word0, flag, word1, flag}
+// stored with one vector store, so a receiver knows a line has arrived when both flags equal
+// this launch's llFlag, and no fence or separate flag write is needed. The cell [slot][srcRank]
+// of the staging must hold 2 x the message (cudaErrorInvalidValue otherwise); slot = llFlag & 1.
+// The caller zeroes its staging (and synchronizes with its peers) whenever the cells may hold
+// other data, and gives every launch a new llFlag, the same on every rank.
+cudaError_t launchOneShotLL(const OneShotProgram& p, int blocks, int threads, cudaStream_t stream);
 
 // The verifiable data scheme of lib/collectives/spec.h, on the GPU:
 //   patternValue(rank, i, seed) = ((i*3 + rank*5 + seed*7) mod 9) - 4  (size_t arithmetic)

@@ -330,37 +330,51 @@ class PeerBench {
     }
     std::string bestCfg = "default launch (2 blocks per SM x 1024 threads, unroll 4)";
     if (sm && o_.smSweep) {
-      // Launch shapes for the SM copy, one direction (a -> b), read and write.
+      // Launch shapes and load forms for the SM copy, one direction (a -> b), read and write.
       int sms = 0;
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, a);
-      fmt::print("  SM copy launch sweep, {} -> {} (GB/s):\n  {:>7} {:>8} {:>7} {:>10} {:>10}\n", a, b, "blocks",
-                 "threads", "unroll", "sm-write", "sm-read");
-      for (int mult : {1, 2, 4, 8})
-        for (int threads : {256, 512, 1024})
-          for (int unroll : {4, 8}) {
-            int blocks = sms * mult;
-            double bw[2];
-            for (int k = 0; k < 2; ++k) {
-              int drive = k == 0 ? a : b;
-              cudaStream_t s = gpus_[drive].s;
-              FB_CUDA_CHECK(cudaSetDevice(drive));
-              auto op = [&] { FB_CUDA_CHECK(kernels::copyBytes(dstB.get(), srcA.get(), B, s, blocks, threads, unroll)); };
-              timeOnStream(s, 1, op);
-              double sec = timeOnStream(s, o_.iters, op);
-              bw[k] = B * static_cast<double>(o_.iters) / sec;
-              std::int64_t wrong = countWrongPattern(b, gpus_[b].s, dstB.get(), B, a);
-              emit("peer_copy_sweep", fmt::format("GPU{}->GPU{} {}", a, b, k == 0 ? "sm-write" : "sm-read"), B,
-                   sec / o_.iters, o_.iters, wrong,
-                   {{"blocks", std::to_string(blocks)}, {"threads", std::to_string(threads)},
-                    {"unroll", std::to_string(unroll)}});
-              if (bw[k] > smBest) {
-                smBest = bw[k];
-                bestCfg = fmt::format("{} ({} blocks x {} threads, unroll {})", k == 0 ? "sm-write" : "sm-read", blocks,
-                                      threads, unroll);
+      const std::pair<kernels::CopyLoad, const char*> loads[] = {
+          {kernels::CopyLoad::kCg, "cg"},
+          {kernels::CopyLoad::kCgPrefetch256, "cg+L2::256B"},
+          {kernels::CopyLoad::kNoAllocPrefetch256, "nc+no_allocate+L2::256B"},
+          {kernels::CopyLoad::kStreaming, "cs"}};
+      fmt::print("  SM copy launch sweep, {} -> {} (GB/s):\n  {:>24} {:>7} {:>8} {:>7} {:>10} {:>10}\n", a, b, "load",
+                 "blocks", "threads", "unroll", "sm-write", "sm-read");
+      for (const auto& [load, loadName] : loads)
+        for (int mult : {1, 2, 4})
+          for (int threads : {512, 1024})
+            for (int unroll : {4, 8, 16}) {
+              if (unroll * threads > 8192) continue;  // 16 loads x 1024 threads: not enough registers
+              int blocks = sms * mult;
+              double bw[2];
+              for (int k = 0; k < 2; ++k) {
+                int drive = k == 0 ? a : b;
+                cudaStream_t s = gpus_[drive].s;
+                FB_CUDA_CHECK(cudaSetDevice(drive));
+                poison(b, dstB.get());
+                FB_CUDA_CHECK(cudaSetDevice(drive));
+                auto op = [&] {
+                  FB_CUDA_CHECK(kernels::copyBytes(dstB.get(), srcA.get(), B, s, blocks, threads, unroll, load));
+                };
+                timeOnStream(s, 1, op);
+                double sec = timeOnStream(s, o_.iters, op);
+                bw[k] = B * static_cast<double>(o_.iters) / sec;
+                std::int64_t wrong = countWrongPattern(b, gpus_[b].s, dstB.get(), B, a);
+                emit("peer_copy_sweep", fmt::format("GPU{}->GPU{} {}", a, b, k == 0 ? "sm-write" : "sm-read"), B,
+                     sec / o_.iters, o_.iters, wrong,
+                     {{"load", loadName},
+                      {"blocks", std::to_string(blocks)},
+                      {"threads", std::to_string(threads)},
+                      {"unroll", std::to_string(unroll)}});
+                if (wrong == 0 && bw[k] > smBest) {
+                  smBest = bw[k];
+                  bestCfg = fmt::format("{} ({} loads, {} blocks x {} threads, unroll {})",
+                                        k == 0 ? "sm-write" : "sm-read", loadName, blocks, threads, unroll);
+                }
               }
+              fmt::print("  {:>24} {:>7} {:>8} {:>7} {:>10.1f} {:>10.1f}\n", loadName, blocks, threads, unroll,
+                         bw[0] / 1e9, bw[1] / 1e9);
             }
-            fmt::print("  {:>7} {:>8} {:>7} {:>10.1f} {:>10.1f}\n", blocks, threads, unroll, bw[0] / 1e9, bw[1] / 1e9);
-          }
     }
     if (ce && sm)
       fmt::print("  => best SM copy {:.1f} GB/s = {:.1f}% of the copy engine (mean of both directions: {:.1f} GB/s); "

@@ -73,6 +73,23 @@ TEST_CASE("AllReduce: ring and one-shot both correct, also replayed from a CUDA 
     CHECK(runSizes(fb::CollKind::kAllReduce, fb::DataType::kFloat16, false, sizes, /*graph=*/true) == 0);
   }
   unsetenv("FB_CUDA_ALGO");
+  // LL (flags inside the data): odd sizes, partial 8-byte chunks, the largest that fits.
+  setenv("FB_CUDA_ALGO", "ll", 1);
+  for (fb::DataType dt : {fb::DataType::kFloat32, fb::DataType::kFloat16, fb::DataType::kBFloat16}) {
+    INFO("algo ll " << fb::dtypeName(dt));
+    CHECK(runSizes(fb::CollKind::kAllReduce, dt, false, {2, 4, 6, 1000, 4100, 65536 + 4, 1u << 19}) == 0);
+    CHECK(runSizes(fb::CollKind::kAllReduce, dt, true, {6, 65536 + 36}) == 0);
+  }
+  {
+    fb::CollectiveOptions graphOpts;
+    graphOpts.cudaGraph = true;
+    CHECK_THROWS_AS(fb::cudaipc::makeCollective(fb::CollKind::kAllReduce, *gBs, graphOpts), fb::ConfigError);
+  }
+  unsetenv("FB_CUDA_ALGO");
+  // Auto: LL and the plain one-shot alternate on one staging area (stale lines must never
+  // pass for new ones).
+  CHECK(runSizes(fb::CollKind::kAllReduce, fb::DataType::kFloat32, false,
+                 {65536 + 36, 1000, 65536 + 4, 64, 200000, 8, 8}) == 0);
   // Large ring with few blocks (long per-block slices) and with many.
   for (const char* blocks : {"3", "200"}) {
     setenv("FB_CUDA_BLOCKS", blocks, 1);

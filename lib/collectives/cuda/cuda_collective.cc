@@ -73,10 +73,14 @@ class CudaIpcCollective final : public Collective {
     // Collective (every rank constructs its collective at the same point).
     localRank_ = bs_.localRank();
     algo_ = envString("FB_CUDA_ALGO", "auto");
-    if (algo_ != "auto" && algo_ != "ring" && algo_ != "oneshot")
-      throw ConfigError("FB_CUDA_ALGO must be auto, ring or oneshot (got '" + algo_ + "')");
+    if (algo_ != "auto" && algo_ != "ring" && algo_ != "oneshot" && algo_ != "ll")
+      throw ConfigError("FB_CUDA_ALGO must be auto, ring, oneshot or ll (got '" + algo_ + "')");
     oneShotMax_ = envSize("FB_CUDA_ONESHOT_MAX", 1 << 20);
     oneShotMax_ = (std::max<std::size_t>(oneShotMax_, 256) + 255) / 256 * 256;
+    // LL lines carry 8 payload bytes in 16: the message must fit in half a staging cell.
+    llMax_ = std::min(envSize("FB_CUDA_LL_MAX", 512 << 10), oneShotMax_ / 2);
+    if (algo_ == "ll" && opts_.cudaGraph)
+      throw ConfigError("FB_CUDA_ALGO=ll cannot run from a CUDA graph (each launch needs a new flag)");
     blocksOverride_ = static_cast<int>(envSize("FB_CUDA_BLOCKS", 0));
     if (blocksOverride_ > ipc::kMaxBlocks)
       throw ConfigError("FB_CUDA_BLOCKS must be at most " + std::to_string(ipc::kMaxBlocks));
@@ -128,6 +132,9 @@ class CudaIpcCollective final : public Collective {
     peers_.exchange(bs_, device_, {&main_, &scratch_, &sync_, &staging_});
     buildPrograms();
     invalidateGraph();
+    // LL lines are recognized by their flag: no stale line (other data, an older shape) may
+    // hold this launch's flag. Peers write here only after the barrier below.
+    if (useLL_) FB_CUDA_CHECK(cudaMemsetAsync(staging_.get(), 0, staging_.bytes(), stream_));
     FB_CUDA_CHECK(ipc::fillPattern(type_, send_, shape.sendCount, rank_, 1, stream_));
     FB_CUDA_CHECK(cudaStreamSynchronize(stream_));
     // Nobody starts reading a peer's buffers before every peer has filled them.
@@ -437,6 +444,14 @@ class CudaIpcCollective final : public Collective {
                           std::to_string(oneShotMax_) + " B)");
       }
     }
+    // LL (flags inside the data) for the smallest messages; not from CUDA graphs, whose
+    // replays would repeat the flags.
+    const std::size_t llBytes = (bytes + 7) / 8 * 8;
+    if (algo_ == "ll" && (!useOneShot_ || 2 * llBytes > oneShotMax_))
+      throw ConfigError("FB_CUDA_ALGO=ll: " + std::to_string(bytes) + " B needs 2x that in a staging cell of " +
+                        std::to_string(oneShotMax_) + " B (FB_CUDA_ONESHOT_MAX)");
+    useLL_ = useOneShot_ && !opts_.cudaGraph && 2 * llBytes <= oneShotMax_ &&
+             (algo_ == "ll" || (algo_ == "auto" && bytes <= llMax_));
     if (useOneShot_) {
       one_ = ipc::OneShotProgram{};
       one_.type = type_;
@@ -453,9 +468,12 @@ class CudaIpcCollective final : public Collective {
       one_.counters = mySync + kOneShotCounters;
       one_.status = statusDev_;
       oneBlocks_ = std::clamp(ceilDiv(std::max<std::size_t>(bytes, 1), 16 << 10), 1, std::min(maxBlocks_, 64));
+      if (useLL_)  // two 8-byte chunks per thread
+        oneBlocks_ = std::clamp(ceilDiv(std::max<std::size_t>(llBytes / 8, 1), 2 * kThreads), 1, std::min(maxBlocks_, 64));
       if (blocksOverride_ > 0) oneBlocks_ = std::min(blocksOverride_, maxBlocks_);
     }
-    lastAlgo_ = useOneShot_ ? "one-shot (push to peers' staging, local sum)"
+    lastAlgo_ = useLL_ ? "one-shot LL (8 B + flags in 16 B lines pushed to peers, local sum)"
+              : useOneShot_ ? "one-shot (push to peers' staging, local sum)"
                             : "ring (pull from left neighbour, " + std::to_string(ring_.nSteps) + " steps, " +
                                   std::to_string(ringBlocks_) + " blocks)";
   }
@@ -467,7 +485,12 @@ class CudaIpcCollective final : public Collective {
   }
 
   void launchOne() {
-    if (useOneShot_) {
+    if (useLL_) {
+      // Every rank launches the same operations in the same order: the flags agree.
+      if (++llFlag_ == 0) ++llFlag_;
+      one_.llFlag = llFlag_;
+      FB_CUDA_CHECK(ipc::launchOneShotLL(one_, oneBlocks_, kThreads, stream_));
+    } else if (useOneShot_) {
       FB_CUDA_CHECK(ipc::launchOneShot(one_, oneBlocks_, kThreads, stream_));
     } else if (ring_.nSteps > 0) {
       FB_CUDA_CHECK(ipc::launchRing(ring_, ringBlocks_, kThreads, stream_));
@@ -533,6 +556,9 @@ class CudaIpcCollective final : public Collective {
   ipc::OneShotProgram one_{};
   int ringBlocks_ = 1, oneBlocks_ = 1;
   bool useOneShot_ = false;
+  bool useLL_ = false;
+  unsigned llFlag_ = 0;      // the last LL launch's flag (host side; the same count on every rank)
+  std::size_t llMax_ = 0;    // FB_CUDA_LL_MAX
   cudaGraphExec_t graphExec_ = nullptr;
   int graphIters_ = 0;
 };

@@ -3,8 +3,12 @@
 // "raw" row beside NCCL's on nvlink/pcie. Implementation name "cuda".
 //
 // Environment knobs (for measurements; every rank must set the same):
-//   FB_CUDA_ALGO=auto|ring|oneshot   AllReduce algorithm (auto: one-shot up to FB_CUDA_ONESHOT_MAX)
+//   FB_CUDA_ALGO=auto|ring|oneshot|ll AllReduce algorithm (auto: one-shot LL up to FB_CUDA_LL_MAX,
+//                                    then one-shot up to FB_CUDA_ONESHOT_MAX, then ring)
 //   FB_CUDA_ONESHOT_MAX=<size>       largest one-shot AllReduce (default 1M)
+//   FB_CUDA_LL_MAX=<size>            largest LL one-shot (default 512K, at most half the above;
+//                                    never from CUDA graphs). On 2xH200 NV18 LL took 4.4 us up to
+//                                    64 KiB and stayed ahead of the plain one-shot up to 512 KiB.
 //   FB_CUDA_BLOCKS=<n>               blocks per kernel (default: by size, at most one per SM)
 #pragma once
 #include <memory>
