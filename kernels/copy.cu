@@ -22,9 +22,15 @@ __device__ __forceinline__ uint4 loadVec(const uint4* p) {
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
   } else {
-    v = __ldcs(p);
+    v = __ldcs(p);  // 3 and 4
   }
   return v;
+}
+
+template <int kLoad>
+__device__ __forceinline__ void storeVec(uint4* p, uint4 v) {
+  if constexpr (kLoad == 4) __stcs(p, v);  // evict-first stores too
+  else *p = v;
 }
 
 template <int kUnroll, int kLoad>
@@ -44,7 +50,7 @@ __global__ void copyVecKernel(uint4* dst, const uint4* src, unsigned long long n
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       unsigned long long i = base + static_cast<unsigned long long>(u) * n;
-      if (i < hi) dst[i] = v[u];
+      if (i < hi) storeVec<kLoad>(dst + i, v[u]);
     }
   }
 }
@@ -209,6 +215,7 @@ cudaError_t copyBytes(void* dst, const void* src, std::size_t bytes, cudaStream_
       case CopyLoad::kCgPrefetch256: launchVec<1>(unroll, g, threads, stream, vd, vs, nv); break;
       case CopyLoad::kNoAllocPrefetch256: launchVec<2>(unroll, g, threads, stream, vd, vs, nv); break;
       case CopyLoad::kStreaming: launchVec<3>(unroll, g, threads, stream, vd, vs, nv); break;
+      case CopyLoad::kStreamingLoadStore: launchVec<4>(unroll, g, threads, stream, vd, vs, nv); break;
       default: return cudaErrorInvalidValue;
     }
   }

@@ -328,7 +328,7 @@ class PeerBench {
             "peer_copy_bidir", fmt::format("GPU{}<->GPU{} {}", a, b, how), sec, o_.iters, wrong, 2 * B);
       }
     }
-    std::string bestCfg = "default launch (2 blocks per SM x 1024 threads, unroll 4)";
+    std::string bestCfg = "default launch (2 blocks per SM x 1024 threads, unroll 4, cs loads)";
     if (sm && o_.smSweep) {
       // Launch shapes and load forms for the SM copy, one direction (a -> b), read and write.
       int sms = 0;
@@ -337,7 +337,8 @@ class PeerBench {
           {kernels::CopyLoad::kCg, "cg"},
           {kernels::CopyLoad::kCgPrefetch256, "cg+L2::256B"},
           {kernels::CopyLoad::kNoAllocPrefetch256, "nc+no_allocate+L2::256B"},
-          {kernels::CopyLoad::kStreaming, "cs"}};
+          {kernels::CopyLoad::kStreaming, "cs"},
+          {kernels::CopyLoad::kStreamingLoadStore, "cs+st.cs"}};
       fmt::print("  SM copy launch sweep, {} -> {} (GB/s):\n  {:>24} {:>7} {:>8} {:>7} {:>10} {:>10}\n", a, b, "load",
                  "blocks", "threads", "unroll", "sm-write", "sm-read");
       for (const auto& [load, loadName] : loads)

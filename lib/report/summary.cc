@@ -1,3 +1,4 @@
+#include <array>
 #include "report/summary.h"
 
 #include <algorithm>
@@ -230,6 +231,12 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
         md += " " + cell(s->label()) + " |";
         sep2 += "---:|";
       }
+      if (base)
+        for (auto* s : g.series)
+          if (s != base) {
+            md += " " + cell(s->label()) + " time / baseline time |";
+            sep2 += "---:|";
+          }
       md += "\n" + sep2 + "\n";
       for (auto b : sizes) {
         if (b > kTimeTableMaxBytes) continue;
@@ -237,6 +244,14 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
         for (auto* s : g.series) {
           const Sample* r = rowAt(*s, b);
           md += " " + (r ? fmtUs(r->timeUs) + (r->wrong > 0 ? " ✗" : "") : std::string("—")) + " |";
+        }
+        if (base) {
+          const Sample* br = rowAt(*base, b);
+          for (auto* s : g.series)
+            if (s != base) {
+              const Sample* r = rowAt(*s, b);
+              md += " " + ((r && br && br->timeUs > 0) ? fmtRatio(r->timeUs / br->timeUs) : "—") + " |";
+            }
         }
         md += "\n";
       }
@@ -327,6 +342,33 @@ bool seriesMatches(const Series& s, const std::string& p) {
 }
 
 namespace {
+// RDMA ports of one host's fingerprint as {device, port, state, rate, link layer, firmware}. Two
+// layouts exist: sysfs ({dev: {fw_ver, ports: {n: {...}}}}, lib/report/fingerprint.cc) and verbs
+// discovery ({devices: [{name, fw_ver, ports: [{port, ...}]}], selected|error}, which fabricbench
+// records when it has the verbs backend).
+std::vector<std::array<std::string, 6>> rdmaRows(const nlohmann::json& f) {
+  using nlohmann::json;
+  std::vector<std::array<std::string, 6>> rows;
+  if (!f.is_object() || !f.contains("rdma") || !f["rdma"].is_object()) return rows;
+  const json& r = f["rdma"];
+  auto text = [](const json& o, const char* k) { return o.is_object() && o.contains(k) ? jsonText(o[k]) : std::string("—"); };
+  if (r.contains("devices") && r["devices"].is_array()) {
+    for (const auto& d : r["devices"]) {
+      if (!d.is_object() || !d.contains("ports") || !d["ports"].is_array()) continue;
+      for (const auto& p : d["ports"])
+        rows.push_back({text(d, "name"), text(p, "port"), text(p, "state"), text(p, "rate"), text(p, "link_layer"),
+                        text(d, "fw_ver")});
+    }
+    return rows;
+  }
+  for (const auto& [dev, d] : r.items()) {
+    if (!d.is_object() || !d.contains("ports") || !d["ports"].is_object()) continue;
+    for (const auto& [port, p] : d["ports"].items())
+      rows.push_back({dev, port, text(p, "state"), text(p, "rate"), text(p, "link_layer"), text(d, "fw_ver")});
+  }
+  return rows;
+}
+
 std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& commandLine) {
   using nlohmann::json;
   std::string md = "## Where these numbers come from\n\n";
@@ -395,7 +437,7 @@ std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& c
     bool anyRdma = false;
     for (const auto& h : hosts) {
       const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      if (f.contains("rdma") && f["rdma"].is_object() && !f["rdma"].empty()) anyRdma = true;
+      if (!rdmaRows(f).empty()) anyRdma = true;
       if (!f.contains("nics") || !f["nics"].is_object()) continue;
       for (auto& [name, n] : f["nics"].items()) {
         if (name == "lo") continue;
@@ -414,18 +456,21 @@ std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& c
             "|---|---|---|---|---|---|---|\n";
       for (const auto& h : hosts) {
         const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-        if (!f.contains("rdma") || !f["rdma"].is_object()) continue;
-        for (auto& [dev, d] : f["rdma"].items())
-          for (auto& [port, p] : d.value("ports", json::object()).items())
-            md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(h.value("hostname", "?")), cell(dev),
-                              port, cell(jsonText(p.value("state", json()))), cell(jsonText(p.value("rate", json()))),
-                              jsonText(p.value("link_layer", json())), cell(jsonText(d.value("fw_ver", json()))));
+        for (const auto& r : rdmaRows(f))
+          md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(h.value("hostname", "?")), cell(r[0]), r[1],
+                            cell(r[2]), cell(r[3]), r[4], cell(r[5]));
       }
       md += "\n";
     }
 
+    // What the verbs discovery said where it found nothing usable (e.g. "no RDMA device").
+    for (const auto& h : hosts) {
+      const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
+      if (f.contains("rdma") && f["rdma"].is_object() && f["rdma"].contains("error"))
+        md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f["rdma"]["error"])));
+    }
     const json& f0 = hosts[0].contains("fingerprint") ? hosts[0]["fingerprint"] : json::object();
-    md += "Software (first host):\n\n";
+    md += "\nSoftware (first host):\n\n";
     auto line = [&](const char* what, const json& v) {
       if (!v.is_null()) md += fmt::format("- {}: {}\n", what, cell(jsonText(v)));
     };
@@ -470,7 +515,18 @@ std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows
   md += renderFingerprintMarkdown(meta.fingerprint, meta.commandLine);
   if (rows.empty()) md += "No rows were measured.\n";
   std::vector<std::string> notes;
-  md += renderGroups(groupSeries(rows), CompareOptions{}, outDir, false, &notes);
+  // With NCCL and another implementation in one run, NCCL is the baseline of the ratio columns
+  // (the question a raw path answers: how much NCCL leaves on the table at each size).
+  CompareOptions opt;
+  auto series = groupSeries(rows);
+  bool anyNccl = false, anyOther = false;
+  for (const auto& s : series) (s.impl == "nccl" ? anyNccl : anyOther) = true;
+  if (anyNccl && anyOther) {
+    opt.baseline = "nccl";
+    md += "Ratios: every other path ÷ NCCL (`nccl`) at the same size — busbw ratio (> 1: faster than NCCL) and, "
+          "for the small sizes, time ratio (< 1: faster than NCCL).\n\n";
+  }
+  md += renderGroups(series, opt, outDir, false, &notes);
   md += "Files: `table.csv` (every row, units in the header), `run.json` (fingerprint, config, rows).\n";
   return md;
 }
@@ -495,7 +551,10 @@ std::string renderComparison(const std::vector<RunData>& runs, const CompareOpti
                       cmd.empty() ? "" : fmt::format(", command `{}`", cmd));
   }
   md += "\n";
-  if (!opt.baseline.empty()) md += fmt::format("Baseline for ratios: `{}` (ratio = busbw / baseline busbw at the same size).\n\n", opt.baseline);
+  if (!opt.baseline.empty())
+    md += fmt::format("Baseline for ratios: `{}` (busbw / baseline busbw at the same size; in the small-size table, "
+                      "time / baseline time).\n\n",
+                      opt.baseline);
   if (!opt.priceUsd.empty()) {
     md += "Prices are **user input** (`--price`), not measured: ";
     std::string p;

@@ -107,6 +107,10 @@ TEST_CASE("reduceSum matches the host reference for odd sizes, unaligned offsets
 TEST_CASE("copyBytes copies exactly, any size and alignment") {
   const std::vector<std::size_t> sizes = {1, 15, 16, 17, 63, 64, 100, 4099, (1u << 20) + 3};
   const std::vector<std::pair<std::size_t, std::size_t>> offs = {{0, 0}, {1, 1}, {3, 5}, {15, 0}, {0, 7}};
+  using fb::kernels::CopyLoad;
+  for (CopyLoad load : {CopyLoad::kCg, CopyLoad::kCgPrefetch256, CopyLoad::kNoAllocPrefetch256, CopyLoad::kStreaming,
+                        CopyLoad::kStreamingLoadStore})
+  for (int unroll : {4, 8, 16})
   for (std::size_t n : sizes) {
     for (auto [od, os] : offs) {
       std::vector<unsigned char> src(n + 32), got(n + 32);
@@ -114,14 +118,15 @@ TEST_CASE("copyBytes copies exactly, any size and alignment") {
       Dev s(n + 32), d(n + 32);
       CUDA_OK(cudaMemcpy(s.p, src.data(), src.size(), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(d.p, 0xa5, n + 32));
-      CUDA_OK(fb::kernels::copyBytes(d.c() + od, s.c() + os, n, nullptr, 0, 256));
+      CUDA_OK(fb::kernels::copyBytes(d.c() + od, s.c() + os, n, nullptr, 0, 256, unroll, load));
       CUDA_OK(cudaDeviceSynchronize());
       CUDA_OK(cudaMemcpy(got.data(), d.p, got.size(), cudaMemcpyDeviceToHost));
       std::size_t wrong = 0, guard = 0;
       for (std::size_t i = 0; i < n; ++i) wrong += got[od + i] != src[os + i];
       for (std::size_t i = 0; i < od; ++i) guard += got[i] != 0xa5;
       for (std::size_t i = od + n; i < got.size(); ++i) guard += got[i] != 0xa5;
-      INFO("bytes " << n << " dst+" << od << " src+" << os);
+      INFO("bytes " << n << " dst+" << od << " src+" << os << " load form " << static_cast<int>(load) << " unroll "
+                    << unroll);
       CHECK(wrong == 0);
       CHECK(guard == 0);
     }

@@ -79,3 +79,42 @@ TEST_CASE("markdown: comparison puts runs side by side with ratios and labelled 
   // runB tcp is exactly 2x runA tcp at every size: its ratio column shows 2.00.
   CHECK(md.find("| 2.00 |") != std::string::npos);
 }
+
+TEST_CASE("markdown: a run with NCCL and a raw path gets per-size ratios to NCCL; verbs discovery in the fingerprint",
+          "[markdown]") {
+  fbtest::TempDir dir;
+  std::string p = dir.str("report.md");
+  auto sink = fb::makeMarkdownSink(p);
+  fb::RunMeta meta;
+  meta.runId = "ratio1";
+  fb::FingerprintOptions o;
+  o.root = dir.str("nofs");
+  o.runCommands = false;
+  auto fp = fb::collectLocalFingerprint(o);
+  fp["hostname"] = "gpu1";
+  // The layout fabricbench records from verbs discovery (not the sysfs one).
+  fp["rdma"] = {{"devices", nlohmann::json::array({{{"name", "rxe0"},
+                                                     {"fw_ver", "0.0.0"},
+                                                     {"ports", nlohmann::json::array({{{"port", 1},
+                                                                                       {"state", "ACTIVE"},
+                                                                                       {"rate", "10 Gb/s"},
+                                                                                       {"link_layer", "Ethernet"}}})}}})},
+                {"error", "no RoCEv2 GID bound to an IPv4 address"}};
+  fp["rank"] = 0;
+  meta.fingerprint = fb::mergeFingerprints({fp});
+  sink->begin(meta);
+  // cuda takes 5 us where NCCL takes 10 us: time ratio 0.50, busbw ratio 2.00.
+  for (std::size_t b : {std::size_t{8}, std::size_t{4096}}) {
+    sink->add(row("allreduce", "cuda", "CUDA IPC", b, 5.0, b / 5e3));
+    sink->add(row("allreduce", "nccl", "nvlink", b, 10.0, b / 10e3));
+  }
+  sink->end(fb::RunSummary{true, "", {}});
+  std::string md = fbtest::slurp(p);
+  CHECK(md.find("could not be summarised") == std::string::npos);
+  CHECK(md.find("| gpu1 | rxe0 | 1 | ACTIVE | 10 Gb/s | Ethernet | 0.0.0 |") != std::string::npos);
+  CHECK(md.find("RDMA on gpu1: no RoCEv2 GID") != std::string::npos);
+  CHECK(md.find("÷ NCCL") != std::string::npos);
+  CHECK(md.find("time / baseline time") != std::string::npos);
+  CHECK(md.find("| 8 B | 8 | 5.00 | 10.00 | 0.50 |") != std::string::npos);
+  CHECK(md.find("| 4 KiB | 4096 | 0.819 | 0.410 | 2.00 |") != std::string::npos);
+}
