@@ -34,6 +34,8 @@ run test_cuda_collectives 150 mpirun -np 2 $B/tests/kernels/test_cuda_collective
 run peer 150 $P --sm-sweep --results-dir "$RD" --run-id peer-h200x2
 run allreduce 240 $AR --transport cuda,nccl --path nvlink -b 8 -e 1G -f 2 -n 50 -w 10 \
   --results-dir "$RD" --run-id allreduce-cuda-vs-nccl
+# NCCL alone (no cuda rows before it in the process), to see whether its small-size time depends on that.
+run nccl_alone 60 $AR --transport nccl --path nvlink -b 8 -e 1M -f 2 -n 50 -w 10 --no-files
 # The small-message algorithms side by side (choosing FB_CUDA_LL_MAX's default from data).
 run allreduce_ll 60 env FB_CUDA_ALGO=ll $AR --transport cuda -b 8 -e 512K -f 2 -n 50 -w 10 --no-files
 run allreduce_oneshot 60 env FB_CUDA_ALGO=oneshot $AR --transport cuda -b 8 -e 1M -f 2 -n 50 -w 10 --no-files
