@@ -744,11 +744,12 @@ int realMain(int argc, char** argv) {
   int rc = 0;
   try {
     rc = bench.run();
-    sum.ok = rc == 0 && bench.badRows_ == 0;
-    sum.status = rc != 0 ? "skipped: no GPU"
+    // A pair whose P2P is advertised but broken fails the run (exit 1), as wrong data do.
+    sum.ok = rc == 0 && bench.badRows_ == 0 && bench.sanityOk_;
+    sum.status = rc != 0          ? "skipped: no GPU"
                  : bench.badRows_ ? fmt::format("failed: {} rows with wrong elements", bench.badRows_)
-                                  : "passed: wrong = 0 in every row";
-    if (!bench.sanityOk_) sum.notes.push_back("P2P sanity check failed for at least one pair");
+                 : !bench.sanityOk_ ? "FAILED: the P2P sanity check failed for at least one pair (see above)"
+                                    : "passed: wrong = 0 in every row";
   } catch (const ConfigError& e) {
     std::cerr << "fabricbench-peer: " << e.what() << "\n";
     return kExitBadInput;
