@@ -4,13 +4,22 @@
 //   mpirun -np 2 fabricbench-verbs --test bw  --sizes 64K -n 5000     (like ib_write_bw)
 //   mpirun -np 2 fabricbench-verbs --test lat --sizes 2   -n 1000     (like ib_write_lat)
 //
+// Three ways to start the ranks (the loops and numbers are the same in all three):
+//   mpirun -np N fabricbench-verbs ...            N ranks = N/2 pairs, MPI as the control plane
+//   fabricbench-verbs --server ... / --peer HOST  two plain processes that meet over one TCP
+//                                                 connection, as perftest's server and client do
+//   fabricbench-verbs --threads 2 ...             the ranks as threads of one process
+// The last two start no MPI runtime at all (no mpirun/orted processes, no MPI helper threads
+// in the ranks), so nothing but the two ranks and the kernel compete for the CPUs.
+//
 // Ranks pair up (0,1), (2,3), ...; the even rank of a pair drives. Pairs run at the same time.
 //  bw : the driver keeps --tx-depth WRITEs in flight, one signaled every --cq-mod; time from
 //       the first post to the last completion (perftest's definition); BW = bytes*iters/time.
 //       Afterwards the passive side checks every byte of what arrived (wrong bytes counted).
 //  lat: ping-pong of WRITEs (inline when small); each side spins on the last byte of its
 //       receive buffer, exactly like ib_write_lat; latency = half the round trip; median
-//       (perftest's t_typical), average, min, max, 99th percentile.
+//       (perftest's t_typical), average, min, max, 99th percentile. Time stamps from the CPU's
+//       time-stamp counter like perftest (--timer), send and receive areas a page apart.
 // Numbers: MB/s as perftest prints it (MiB/s = 2^20 B/s), GB/s = 1e9 B/s, Mpps.
 // Exit: 0 ok, 1 wrong bytes or a failure, 2 bad input, 77 no RDMA device (skipped).
 #include <mpi.h>
@@ -28,10 +37,17 @@
 #include <vector>
 
 #include "bootstrap/mpi_bootstrap.h"
+#include "bootstrap/thread_bootstrap.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
+#include "socket_pair_bootstrap.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define FB_VERBS_HAVE_TSC 1
+#endif
 
 namespace fb::verbs {
 namespace {
@@ -44,6 +60,18 @@ struct Args {
   int cqMod = 100;
   int warmup = 0;
   bool check = true;
+  bool packed = false;          // receive area right behind the send area (old layout)
+#ifdef FB_VERBS_HAVE_TSC
+  std::string timer = "tsc";    // tsc (rdtsc, as perftest; rate calibrated over the run) or steady
+#else
+  std::string timer = "steady"; // clock_gettime(CLOCK_MONOTONIC)
+#endif
+  int threads = 0;              // >0: ranks as threads of this process
+  bool server = false;          // two processes over TCP: listen ...
+  std::string peer;             // ... or connect to this host
+  int port = 18520;
+  int timeoutS = 120;           // control-plane waits (connect, accept, exchanges)
+  std::string dump;             // lat: rank 0 writes every half round trip (us) here
   TransportOptions t;
 };
 
@@ -61,8 +89,12 @@ std::uint8_t pattern(std::size_t i, int sender) { return std::uint8_t((i * 131u 
 
 class Pair {
  public:
-  Pair(Bootstrap& bs, const Selection& sel, std::size_t maxBytes, int txDepth)
+  Pair(Bootstrap& bs, const Selection& sel, std::size_t maxBytes, int txDepth, bool packed)
       : bs_(bs), maxBytes_(std::max<std::size_t>(maxBytes, 8)) {
+    // perftest keeps send and receive areas a page apart (BUFF_SIZE: at least one page), so the
+    // byte this side spins on and the byte it writes before each post never share a cache line.
+    recvOff_ = packed ? maxBytes_ : ((maxBytes_ + 4095) / 4096) * 4096;
+    const std::size_t total = ((recvOff_ + maxBytes_ + 4095) / 4096) * 4096;
     me_ = bs.rank();
     partner_ = (me_ % 2 == 0) ? me_ + 1 : me_ - 1;
     driver_ = me_ % 2 == 0;
@@ -80,16 +112,16 @@ class Pair {
     pd_ = allocPd(ctx_.get());
     channel_ = createChannel(ctx_.get());
     cq_ = createCq(ctx_.get(), txDepth * 2 + 16, channel_.get());
-    // [0, max): send area; [max, 2max): receive area (the partner writes there)
-    buf_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, ((2 * maxBytes_ + 4095) / 4096) * 4096));
-    if (!buf_) FB_THROW(Error, "out of memory for ", 2 * maxBytes_, " bytes");
-    std::memset(buf_, 0, 2 * maxBytes_);
-    mr_ = regMr(pd_.get(), buf_, 2 * maxBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    // [0, max): send area; [recvOff, recvOff + max): receive area (the partner writes there)
+    buf_ = static_cast<std::uint8_t*>(std::aligned_alloc(4096, total));
+    if (!buf_) FB_THROW(Error, "out of memory for ", total, " bytes");
+    std::memset(buf_, 0, total);
+    mr_ = regMr(pd_.get(), buf_, total, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     qp_ = createRcQp(pd_.get(), cq_.get(), txDepth + 8, 8, 220, &inline_);
     std::uint32_t psn = (std::uint32_t(me_) * 7919u + 11u) & 0xffffff;
     Endpoint mine;
     mine.qp = localAddress(qp_.get(), port_, psn);
-    mine.addr = reinterpret_cast<std::uintptr_t>(buf_ + maxBytes_);
+    mine.addr = reinterpret_cast<std::uintptr_t>(buf_ + recvOff_);
     mine.rkey = mr_->rkey;
     std::vector<std::byte> blob(sizeof mine);
     std::memcpy(blob.data(), &mine, sizeof mine);
@@ -105,6 +137,8 @@ class Pair {
   }
 
   int inlineBytes() const { return inline_; }
+  std::size_t recvOffset() const { return recvOff_; }
+  double tscMhz() const { return tscMhz_; }  // the rate the last tsc-timed loop measured
   bool driver() const { return driver_; }
 
   // The passive side of bw posts this before the start barrier and then sleeps in
@@ -197,8 +231,11 @@ class Pair {
   }
 
   // perftest's run_iter_lat_write: returns the per-iteration half round trips (us).
-  std::vector<double> writeLat(std::size_t bytes, int iters) {
-    volatile std::uint8_t* pollByte = buf_ + maxBytes_ + bytes - 1;
+  // Time stamps: clock_gettime(CLOCK_MONOTONIC) (steady), or with useTsc the CPU's time-stamp
+  // counter as perftest's get_cycles(), converted with the rate measured against the monotonic
+  // clock over this very loop (perftest uses a sampled CPU MHz instead).
+  std::vector<double> writeLat(std::size_t bytes, int iters, bool useTsc) {
+    volatile std::uint8_t* pollByte = buf_ + recvOff_ + bytes - 1;
     std::uint8_t* postByte = buf_ + bytes - 1;  // the receive area was cleared before the barrier
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), std::uint32_t(bytes), mr_->lkey};
     ibv_send_wr wr{};
@@ -209,9 +246,17 @@ class Pair {
     wr.wr.rdma.remote_addr = remote_.addr;
     wr.wr.rdma.rkey = remote_.rkey;
     ibv_send_wr* bad = nullptr;
-    std::vector<double> posted(iters + 1);
+    std::vector<std::uint64_t> posted(iters + 1);
+    auto stamp = [useTsc]() -> std::uint64_t {
+#ifdef FB_VERBS_HAVE_TSC
+      if (useTsc) return __rdtsc();
+#endif
+      return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+    };
     int scnt = 0, rcnt = 0, ccnt = 0;
     auto deadline = Clock::now() + std::chrono::seconds(300);
+    const auto wall0 = Clock::now();
+    const std::uint64_t stamp0 = stamp();
     while (scnt < iters || rcnt < iters || ccnt < iters) {
       if (rcnt < iters && !(scnt < 1 && driver_)) {
         ++rcnt;
@@ -222,7 +267,7 @@ class Pair {
         }
       }
       if (scnt < iters) {
-        posted[scnt] = nowUs();
+        posted[scnt] = stamp();
         *postByte = std::uint8_t(++scnt);
         FB_VERBS_CHECK(ibv_post_send(qp_.get(), &wr, &bad));
       }
@@ -238,27 +283,38 @@ class Pair {
         ++ccnt;
       }
     }
-    posted[iters] = nowUs();
+    posted[iters] = stamp();
+    const auto wall1 = Clock::now();
+    const std::uint64_t stamp1 = stamp();
+    double usPerStamp = 1e-3;  // steady: nanoseconds
+    if (useTsc) {
+      double us = std::chrono::duration<double, std::micro>(wall1 - wall0).count();
+      usPerStamp = stamp1 > stamp0 ? us / double(stamp1 - stamp0) : 0;
+      if (!(usPerStamp > 0)) FB_THROW(Error, "write_lat: the time-stamp counter did not advance");
+      tscMhz_ = 1.0 / usPerStamp;
+    }
     std::vector<double> half;
-    for (int i = 1; i < iters; ++i) half.push_back((posted[i] - posted[i - 1]) / 2);
+    for (int i = 1; i < iters; ++i) half.push_back(double(posted[i] - posted[i - 1]) * usPerStamp / 2);
     return half;
   }
 
   void fillSend(std::size_t bytes) {
     for (std::size_t i = 0; i < bytes; ++i) buf_[i] = pattern(i, me_);
   }
-  void clearRecv(std::size_t bytes) { std::memset(buf_ + maxBytes_, 0, bytes); }
+  void clearRecv(std::size_t bytes) { std::memset(buf_ + recvOff_, 0, bytes); }
   // Wrong bytes in the receive area (the last byte excluded for latency: it holds the counter).
   std::int64_t countWrong(std::size_t bytes, bool skipLast) {
     std::int64_t wrong = 0;
     std::size_t n = skipLast && bytes > 0 ? bytes - 1 : bytes;
-    for (std::size_t i = 0; i < n; ++i) wrong += buf_[maxBytes_ + i] != pattern(i, partner_);
+    for (std::size_t i = 0; i < n; ++i) wrong += buf_[recvOff_ + i] != pattern(i, partner_);
     return wrong;
   }
 
  private:
   Bootstrap& bs_;
   std::size_t maxBytes_;
+  std::size_t recvOff_ = 0;
+  double tscMhz_ = 0;
   int me_ = 0, partner_ = 1, inline_ = 0;
   bool driver_ = true;
   PortSel port_;
@@ -279,30 +335,39 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-int run(MpiBootstrap& bs, const Args& a) {
+// The settings, checked on this rank alone: ConfigError (exit 2) or UnavailableError (77).
+Selection validate(const Args& a, int ranks, std::vector<std::size_t>& sizes) {
+  if (a.test != "bw" && a.test != "lat" && a.test != "both")
+    throw ConfigError("--test must be bw, lat or both, not '" + a.test + "'");
+  if (ranks < 2 || ranks % 2)
+    throw ConfigError("fabricbench-verbs needs an even number of ranks (pairs), got " + std::to_string(ranks));
+  if (a.txDepth < 1 || a.txDepth > 8192) throw ConfigError("--tx-depth must be 1..8192");
+  if (a.iters < 0 || a.iters > 100000000) throw ConfigError("-n must be 1..1e8");
+  if (a.timer != "steady" && a.timer != "tsc") throw ConfigError("--timer must be steady or tsc, not '" + a.timer + "'");
+#ifndef FB_VERBS_HAVE_TSC
+  if (a.timer == "tsc") throw ConfigError("--timer tsc: this CPU architecture has no time-stamp counter here");
+#endif
+  if (a.port < 1 || a.port > 65535) throw ConfigError("--port must be 1..65535");
+  if (a.timeoutS < 1) throw ConfigError("--timeout must be at least 1 s");
+  sizes.clear();
+  for (const auto& s : a.sizes) sizes.push_back(parseSize(s));
+  for (auto s : sizes)
+    if (s == 0 || s > (std::size_t(1) << 30)) throw ConfigError("sizes must be 1 B .. 1 GiB");
+  return select(discoverDevices(), a.t);
+}
+
+int run(Bootstrap& bs, const Args& a, const char* launch) {
   const bool root = bs.rank() == 0;
   // Settings, agreed by all ranks before anything else.
   std::string err;
   std::vector<std::size_t> sizes;
   std::optional<Selection> sel;
-  int code = 0;
   try {
-    if (a.test != "bw" && a.test != "lat" && a.test != "both")
-      throw ConfigError("--test must be bw, lat or both, not '" + a.test + "'");
-    if (bs.size() < 2 || bs.size() % 2)
-      throw ConfigError("fabricbench-verbs needs an even number of ranks (pairs), got " + std::to_string(bs.size()));
-    if (a.txDepth < 1 || a.txDepth > 8192) throw ConfigError("--tx-depth must be 1..8192");
-    if (a.iters < 0 || a.iters > 100000000) throw ConfigError("-n must be 1..1e8");
-    for (const auto& s : a.sizes) sizes.push_back(parseSize(s));
-    for (auto s : sizes)
-      if (s == 0 || s > (std::size_t(1) << 30)) throw ConfigError("sizes must be 1 B .. 1 GiB");
-    sel = select(discoverDevices(), a.t);
+    sel = validate(a, bs.size(), sizes);
   } catch (const ConfigError& e) {
     err = std::string("C") + e.what();
-    code = 2;
   } catch (const UnavailableError& e) {
     err = std::string("U") + e.what();
-    code = 77;
   }
   auto verdicts = bs.allGatherStrings(err);
   for (int r = 0; r < bs.size(); ++r) {
@@ -313,7 +378,6 @@ int run(MpiBootstrap& bs, const Args& a) {
     }
     return verdicts[r][0] == 'U' ? 77 : 2;
   }
-  (void)code;
   bool doBw = a.test != "lat", doLat = a.test != "bw";
   std::vector<std::size_t> bwSizes = sizes, latSizes = sizes;
   if (sizes.empty()) {
@@ -324,11 +388,13 @@ int run(MpiBootstrap& bs, const Args& a) {
   for (auto s : bwSizes) maxBytes = std::max(maxBytes, s);
   for (auto s : latSizes) maxBytes = std::max(maxBytes, s);
 
-  Pair pair(bs, *sel, maxBytes, a.txDepth);
+  Pair pair(bs, *sel, maxBytes, a.txDepth, a.packed);
   if (root) {
-    std::printf("# fabricbench-verbs: %d ranks = %d pairs, path: %s\n", bs.size(), bs.size() / 2, sel->summary().c_str());
-    std::printf("# why: %s\n# max inline %d B, tx-depth %d, cq-mod %d; MB = 2^20 B (as perftest), GB = 1e9 B\n",
-                sel->why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod);
+    std::printf("# fabricbench-verbs: %d ranks = %d pairs (%s), path: %s\n", bs.size(), bs.size() / 2, launch,
+                sel->summary().c_str());
+    std::printf("# why: %s\n# max inline %d B, tx-depth %d, cq-mod %d, receive area at +%zu B, timer %s;"
+                " MB = 2^20 B (as perftest), GB = 1e9 B\n",
+                sel->why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod, pair.recvOffset(), a.timer.c_str());
   }
   int failures = 0;
   if (doBw) {
@@ -375,12 +441,22 @@ int run(MpiBootstrap& bs, const Args& a) {
       pair.fillSend(s);
       pair.clearRecv(s);
       bs.barrier();
-      auto half = pair.writeLat(s, iters);
+      auto half = pair.writeLat(s, iters, a.timer == "tsc");
+      if (root && !a.dump.empty()) {
+        std::FILE* f = std::fopen(a.dump.c_str(), "a");
+        if (!f) FB_THROW(IoError, "--dump-samples ", a.dump, ": cannot open for writing");
+        std::fprintf(f, "# write_lat %zu B, %d iterations, half round trip per iteration [us] (timer %s)\n", s, iters,
+                     a.timer.c_str());
+        for (double h : half) std::fprintf(f, "%.3f\n", h);
+        std::fclose(f);
+      }
       bs.barrier();
       std::int64_t wrong = a.check ? pair.countWrong(s, true) : 0;
       std::int64_t wrongAll = bs.allReduceSum(wrong);
       double med = percentile(half, 0.5);
       double avg = half.empty() ? 0 : std::accumulate(half.begin(), half.end(), 0.0) / double(half.size());
+      if (root && a.timer == "tsc")
+        std::printf("# time-stamp counter: %.1f MHz (measured against CLOCK_MONOTONIC over the loop)\n", pair.tscMhz());
       auto gathered = bs.allGatherStrings(fmt::format("{:.4f} {:.4f} {:.4f} {:.4f} {:.4f}", percentile(half, 0), med, avg,
                                                       percentile(half, 1.0), percentile(half, 0.99)));
       for (int r = 0; r < bs.size(); r += 2) {
@@ -390,8 +466,8 @@ int run(MpiBootstrap& bs, const Args& a) {
           std::printf("%-10s %-8zu %-7d %10.2f %12.2f %10.2f %10.2f %10.2f %8lld   pair %d-%d\n", "write_lat", s, iters,
                       mn, md, av, mx, p99, (long long)wrongAll, r, r + 1);
           if (r == 0)
-            std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f wrong=%lld\n", s,
-                        iters, md, av, (long long)wrongAll);
+            std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f t_min_us=%.3f wrong=%lld\n", s,
+                        iters, md, av, mn, (long long)wrongAll);
         }
       }
       if (wrongAll) ++failures;
@@ -402,34 +478,58 @@ int run(MpiBootstrap& bs, const Args& a) {
   return failures ? 1 : 0;
 }
 
-}  // namespace
-}  // namespace fb::verbs
+void addOptions(CLI::App& app, Args& a) {
+  app.add_option("--test", a.test, "bw, lat or both");
+  app.add_option("-s,--sizes", a.sizes, "message sizes (e.g. 2,64K); default: bw 64K, lat 2")->delimiter(',');
+  app.add_option("-n,--iters", a.iters, "iterations (default: bw 5000, lat 1000, like perftest)");
+  app.add_option("--tx-depth", a.txDepth, "bw: WRITEs in flight (default 128, like perftest)");
+  app.add_option("--cq-mod", a.cqMod, "bw: one signaled WRITE every N (default 100, like perftest)");
+  app.add_option("--warmup", a.warmup, "bw: untimed WRITEs before each size (default 0, like perftest)");
+  app.add_option("--ib-dev", a.t.verbsDevice, "RDMA device (default: first with an ACTIVE port)");
+  app.add_option("--ib-port", a.t.verbsPort, "port (default: first ACTIVE)");
+  app.add_option("--gid-index", a.t.gidIndex, "GID index (default: a RoCEv2 GID bound to a routable IPv4)");
+  app.add_flag("!--no-check", a.check, "skip the byte-by-byte check of what arrived");
+  app.add_option("--timer", a.timer,
+                 "lat time stamps: tsc (rdtsc like perftest's get_cycles, its rate measured against the monotonic "
+                 "clock over the same loop; default on x86) or steady (clock_gettime: in a VM whose clocksource is "
+                 "HPET one read costs microseconds)");
+  app.add_flag("--packed", a.packed,
+               "put the receive area right behind the send area (default: a page apart, as perftest)");
+  app.add_option("--threads", a.threads, "run N ranks as threads of this process (no MPI)");
+  app.add_flag("--server", a.server, "two processes without MPI: wait for the --peer client (rank 1)");
+  app.add_option("--peer", a.peer, "two processes without MPI: connect to the --server on HOST (rank 0, prints)");
+  app.add_option("--port", a.port, "TCP port of --server/--peer (default 18520)");
+  app.add_option("--dump-samples", a.dump, "lat: append every half round trip (us, in order) to FILE (rank 0)");
+  app.add_option("--timeout", a.timeoutS, "seconds to wait for a peer in the control plane (default 120)");
+}
 
-int main(int argc, char** argv) {
+// mpirun (or Slurm) starts the ranks unless the command line asks for threads or a TCP pair;
+// decided before MPI_Init so those modes never start an MPI runtime.
+bool wantsMpi(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view v(argv[i]);
+    if (v == "--server" || v == "--peer" || v.starts_with("--peer=") || v == "--threads" || v.starts_with("--threads="))
+      return false;
+  }
+  return true;
+}
+
+int mainMpi(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
-    fb::MpiBootstrap bs;
-    fb::setIdentity(bs.hostname(), bs.rank());
-    fb::verbs::Args a;
+    MpiBootstrap bs;
+    setIdentity(bs.hostname(), bs.rank());
+    Args a;
     CLI::App app{"fabricbench-verbs: RDMA WRITE bandwidth / latency between rank pairs (perftest style)"};
-    app.add_option("--test", a.test, "bw, lat or both");
-    app.add_option("-s,--sizes", a.sizes, "message sizes (e.g. 2,64K); default: bw 64K, lat 2")->delimiter(',');
-    app.add_option("-n,--iters", a.iters, "iterations (default: bw 5000, lat 1000, like perftest)");
-    app.add_option("--tx-depth", a.txDepth, "bw: WRITEs in flight (default 128, like perftest)");
-    app.add_option("--cq-mod", a.cqMod, "bw: one signaled WRITE every N (default 100, like perftest)");
-    app.add_option("--warmup", a.warmup, "bw: untimed WRITEs before each size (default 0, like perftest)");
-    app.add_option("--ib-dev", a.t.verbsDevice, "RDMA device (default: first with an ACTIVE port)");
-    app.add_option("--ib-port", a.t.verbsPort, "port (default: first ACTIVE)");
-    app.add_option("--gid-index", a.t.gidIndex, "GID index (default: a RoCEv2 GID bound to a routable IPv4)");
-    app.add_flag("!--no-check", a.check, "skip the byte-by-byte check of what arrived");
+    addOptions(app, a);
     try {
       app.parse(argc, argv);
-      rc = fb::verbs::run(bs, a);
+      rc = run(bs, a, "mpirun");
     } catch (const CLI::ParseError& e) {
       rc = bs.rank() == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
       if (rc != 0) rc = 2;
-    } catch (const fb::ConfigError& e) {
+    } catch (const ConfigError& e) {
       if (bs.rank() == 0) std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
       rc = 2;
     } catch (const std::exception& e) {
@@ -439,4 +539,55 @@ int main(int argc, char** argv) {
   }
   MPI_Finalize();
   return rc;
+}
+
+int mainNoMpi(int argc, char** argv) {
+  Args a;
+  CLI::App app{"fabricbench-verbs: RDMA WRITE bandwidth / latency between rank pairs (perftest style)"};
+  addOptions(app, a);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc ? 2 : 0;
+  }
+  const bool socket = a.server || !a.peer.empty();
+  try {
+    if (socket && a.threads) throw ConfigError("--threads cannot go with --server/--peer: choose one way to start");
+    if (a.server && !a.peer.empty()) throw ConfigError("--server and --peer exclude each other (the server waits, the client names it)");
+    if (!socket && a.threads < 1) throw ConfigError("--threads must be at least 2 (an even number)");
+    std::vector<std::size_t> sizes;
+    validate(a, socket ? 2 : a.threads, sizes);  // bad input ends here, before any connection
+  } catch (const ConfigError& e) {
+    std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+    return 2;
+  } catch (const UnavailableError& e) {
+    std::printf("SKIPPED: verbs unavailable: %s\n", e.what());
+    return 77;
+  }
+  const auto timeout = std::chrono::milliseconds(std::int64_t(a.timeoutS) * 1000);
+  try {
+    if (socket) {
+      SocketPairBootstrap bs(a.peer, a.port, timeout);
+      setIdentity(bs.hostname(), bs.rank());
+      return run(bs, a, a.server ? "tcp pair, this is the server" : "tcp pair, this is the client");
+    }
+    std::vector<int> rcs(std::size_t(a.threads), 0);
+    runRanks(a.threads, [&](Bootstrap& bs) { rcs[std::size_t(bs.rank())] = run(bs, a, "threads of one process"); },
+             timeout);
+    return *std::max_element(rcs.begin(), rcs.end());
+  } catch (const ConfigError& e) {
+    std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fabricbench-verbs: " << e.what() << "\n" << std::flush;
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace fb::verbs
+
+int main(int argc, char** argv) {
+  return fb::verbs::wantsMpi(argc, argv) ? fb::verbs::mainMpi(argc, argv) : fb::verbs::mainNoMpi(argc, argv);
 }
