@@ -4,6 +4,8 @@
 R=$1; s=$2
 if [ -f "$R/$s.rc" ]; then
   cat "$R/$s.log"
+  # timing steps: what else the host was running matters under TCG
+  if [ "$s" = perf ] && [ -f "$R/host_load.log" ]; then cat "$R/host_load.log"; fi
   exit "$(cat "$R/$s.rc")"
 fi
 if [ -f "$R/boot.skip" ]; then

@@ -7,8 +7,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "$1" && pwd); R=$2
 rm -rf "$R"; mkdir -p "$R"
 out=$R/boot.log
+# TCG timing depends on what else the host runs: note the host's load before and after
+echo "host load before the boot: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" > "$R/host_load.log"
 "$here/softroce_vm.sh" -v --rw "$B" --timeout "${FB_VM_TIMEOUT:-840}" -- "$here/vm_suite.sh" "$B" "$R" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
+echo "host load after the boot: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$R/host_load.log"
+cat "$R/host_load.log"
 if [ "$rc" -eq 77 ]; then
   grep '^SKIP:' "$out" | tail -1 > "$R/boot.skip"
   exit 77
