@@ -25,8 +25,7 @@
 # Environment: FB_VM_CACHE (default /var/cache/fabricbench-vm, else ~/.cache/fabricbench-vm),
 # FB_VM_KERNEL_PKG (pin, e.g. linux-image-6.1.0-57-amd64), FB_VM_ACCEL (tcg|kvm|auto; default
 # auto: one 10 s KVM probe, answer cached), FB_VM_MEM (MiB, 2048), FB_VM_CPUS (default nproc,
-# at most 4), FB_VM_PIN (1: each vCPU thread on its own host CPU; default 1 when the host has at
-# least as many CPUs as the VM has vCPUs, else 0).
+# at most 4).
 # Inside the guest: FB_SOFTROCE_DEV=rxe0 FB_SOFTROCE_GID_INDEX=1 FB_SOFTROCE_IP=192.0.2.1
 # FB_IN_VM=1.
 set -euo pipefail
@@ -39,7 +38,6 @@ MEM=${FB_VM_MEM:-2048}
 ncpu=$(nproc 2>/dev/null || echo 2); [ "$ncpu" -gt 4 ] && ncpu=4
 CPUS=${FB_VM_CPUS:-$ncpu}
 ACCEL=${FB_VM_ACCEL:-auto}
-PIN=${FB_VM_PIN:-$([ "$(nproc 2>/dev/null || echo 1)" -ge "$CPUS" ] && echo 1 || echo 0)}
 if [ -n "${FB_VM_CACHE:-}" ]; then CACHE=$FB_VM_CACHE
 elif [ -w /var/cache ] || [ -w /var/cache/fabricbench-vm ]; then CACHE=/var/cache/fabricbench-vm
 else CACHE=${HOME:-/tmp}/.cache/fabricbench-vm; fi
@@ -214,32 +212,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# pin_vcpus PID: once qemu (the child of PID, `timeout`) has started its vCPU threads ("CPU n/TCG"),
-# put vCPU n on host CPU n. Unpinned, the host scheduler at times runs both vCPU threads on one
-# core (the other busy with qemu's I/O thread or anything else), and every cross-vCPU hand-off in
-# the guest then waits for a host time slice: the guest's latency jumps between levels (~18 us,
-# ~40 us, ~4 ms for a 2 B RDMA WRITE half round trip) within one run.
-pin_vcpus() {
-  local tpid=$1 q= i f tid name n pinned=0
-  command -v taskset >/dev/null || { vlog "taskset missing: vCPUs not pinned"; return 0; }
-  for i in $(seq 1 200); do
-    q=$(pgrep -P "$tpid" 2>/dev/null | head -1 || true)
-    if [ -n "$q" ]; then
-      pinned=0
-      for f in /proc/"$q"/task/*/comm; do
-        name=$(cat "$f" 2>/dev/null) || continue
-        case "$name" in "CPU "*/*) ;; *) continue ;; esac
-        n=${name#CPU }; n=${n%%/*}
-        tid=${f%/comm}; tid=${tid##*/}
-        taskset -pc "$((n % $(nproc)))" "$tid" >/dev/null 2>&1 && pinned=$((pinned + 1))
-      done
-      if [ "$pinned" -ge "$CPUS" ]; then vlog "pinned $pinned vCPU threads of qemu $q to host CPUs"; return 0; fi
-    fi
-    sleep 0.05
-  done
-  vlog "could not pin the vCPU threads (found $pinned)"
-}
-
 # boot ACCEL LIMIT: the guest's command output comes back through a virtio-serial port wired to
 # a qemu "pipe" chardev (two FIFOs); a stdio chardev would hang once stdin hits EOF.
 boot() {
@@ -252,7 +224,7 @@ boot() {
     tcg) a=(-accel tcg,thread=multi -cpu max) ;;
   esac
   timeout --kill-after=10 "$limit" qemu-system-x86_64 "${a[@]}" \
-    -name fbvm,debug-threads=on -M pc -m "$MEM" -smp "$CPUS" -nodefaults -no-user-config -nic none \
+    -M pc -m "$MEM" -smp "$CPUS" -nodefaults -no-user-config -nic none \
     -display none -no-reboot -serial "file:$RUN/boot.log" \
     -device virtio-serial-pci -chardev "pipe,id=out,path=$RUN/o" \
     -device virtserialport,chardev=out,name=fb.out \
@@ -263,7 +235,6 @@ boot() {
     "${QEMU_FS[@]}" -kernel "$VMLINUZ" -initrd "$INITRD" \
     -append "console=ttyS0 panic=-1 mitigations=off loglevel=6" < /dev/null &
   QEMU_PID=$!
-  if [ "$PIN" = 1 ]; then pin_vcpus "$QEMU_PID" & fi
   local rc=0; wait "$QEMU_PID" || rc=$?
   QEMU_PID=
   ( exec 9<>"$RUN/o.out" ) 2>/dev/null || true
@@ -337,7 +308,7 @@ SETUP
   printf 'exec'; printf ' %q' "$@"; printf '\n'
 } > "$RUN/cmd.sh"
 
-vlog "booting ($ACC, $CPUS vCPU$([ "$PIN" = 1 ] && echo ", pinned"), $MEM MiB, timeout ${TIMEOUT}s)"
+vlog "booting ($ACC, $CPUS vCPU, $MEM MiB, timeout ${TIMEOUT}s)"
 T1=$(now)
 qrc=0
 boot "$ACC" "$TIMEOUT" || qrc=$?
