@@ -172,3 +172,42 @@ TEST_CASE("bad settings are ConfigErrors that name the fix", "[verbs][unit]") {
     CHECK(std::string(u.what()) == "no RDMA device");
   }
 }
+
+TEST_CASE("gpudirect: verdict from the peer-memory module and the dma-buf probe") {
+  auto s = gpuDirectVerdict("nvidia_peermem", false, false, "");
+  CHECK(s.possible);
+  CHECK(s.via == "nvidia_peermem");
+  CHECK(s.text().rfind("yes (nvidia_peermem module loaded", 0) == 0);
+  s = gpuDirectVerdict("", false, false, "");
+  CHECK_FALSE(s.possible);
+  CHECK(s.via.empty());
+  CHECK(s.text() == "no (nvidia_peermem not loaded; dma-buf not tried: this build has no CUDA)");
+  s = gpuDirectVerdict("", true, false, "cuInit: CUDA_ERROR_NO_DEVICE");
+  CHECK_FALSE(s.possible);
+  CHECK(s.text() == "no (nvidia_peermem not loaded; dma-buf: cuInit: CUDA_ERROR_NO_DEVICE)");
+  s = gpuDirectVerdict("", true, true, "dma-buf: rxe0 registered a 2 MiB buffer of GPU 0");
+  CHECK(s.possible);
+  CHECK(s.via == "dma-buf");
+  // the module wins over a failed probe
+  s = gpuDirectVerdict("nv_peer_mem", true, false, "whatever");
+  CHECK(s.possible);
+  CHECK(s.via == "nv_peer_mem");
+}
+
+TEST_CASE("gpudirect: the peer-memory module is found in /sys/module") {
+  char tmpl[] = "/tmp/fb-sysmod-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  std::string root = tmpl;
+  CHECK(loadedPeermemModule(root) == "");
+  std::filesystem::create_directories(root + "/nv_peer_mem");
+  CHECK(loadedPeermemModule(root) == "nv_peer_mem");
+  std::filesystem::create_directories(root + "/nvidia_peermem");
+  CHECK(loadedPeermemModule(root) == "nvidia_peermem");
+  std::filesystem::remove_all(root);
+  // this host: the answer matches what /sys/module holds, and the probe says why
+  bool loaded = std::filesystem::exists("/sys/module/nvidia_peermem") || std::filesystem::exists("/sys/module/nv_peer_mem");
+  auto st = probeGpuDirect("no-such-device", std::chrono::seconds(20));
+  CHECK(!st.why.empty());
+  if (loaded) CHECK(st.possible);
+  else CHECK_FALSE(st.possible);  // no module, and the dma-buf probe cannot open a device that does not exist
+}

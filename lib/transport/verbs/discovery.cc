@@ -378,6 +378,8 @@ nlohmann::json toJson(const std::vector<DeviceInfo>& devices) {
       ports.push_back(jp);
     }
     jd["ports"] = ports;
+    if (d.gpuDirect)
+      jd["gpudirect"] = {{"possible", d.gpuDirect->possible}, {"via", d.gpuDirect->via}, {"why", d.gpuDirect->why}};
     arr.push_back(jd);
   }
   return arr;
@@ -385,6 +387,7 @@ nlohmann::json toJson(const std::vector<DeviceInfo>& devices) {
 
 nlohmann::json discover(const TransportOptions& o) {
   auto devs = discoverDevices();
+  for (auto& d : devs) d.gpuDirect = probeGpuDirect(d.name);
   nlohmann::json j = {{"devices", toJson(devs)}};
   try {
     Selection s = select(devs, o);
@@ -403,6 +406,7 @@ std::string describe(const TransportOptions& o) {
   if (devs.empty()) return "verbs: no RDMA device\n";
   for (const auto& d : devs) {
     os << "  " << d.name << "  fw " << d.fwVer << "  node_guid " << d.nodeGuid << "  " << d.nodeType << "\n";
+    os << "    gpudirect: " << probeGpuDirect(d.name).text() << "\n";
     for (const auto& p : d.ports) {
       os << "    port " << p.port << ": " << p.state << ", " << p.linkLayer() << ", MTU " << p.activeMtu << " (max "
          << p.maxMtu << "), " << p.rate;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "transport/transport.h"
+#include "transport/verbs/gpudirect.h"
 
 namespace fb::verbs {
 
@@ -59,6 +60,9 @@ struct DeviceInfo {
   std::string boardId;
   std::string nodeType; // "CA", "RNIC"
   std::vector<PortInfo> ports;
+  // Filled by discover() / describe() (probeGpuDirect), not by discoverDevices(): the probe may
+  // start CUDA, which the per-run device choice does not need.
+  std::optional<GpuDirectStatus> gpuDirect;
 };
 
 // Every device and port. Empty when there is no RDMA device (never throws for that).
@@ -92,9 +96,11 @@ int chooseGid(const std::string& dev, const PortInfo& port, int requested, std::
 Selection select(const std::vector<DeviceInfo>& devices, const TransportOptions& options);
 
 nlohmann::json toJson(const std::vector<DeviceInfo>& devices);
-// discoverDevices() as JSON for run.json, with the selection under "selected" (or "error").
+// discoverDevices() as JSON for run.json (each device with "gpudirect": {possible, via, why}),
+// with the selection under "selected" (or "error").
 nlohmann::json discover(const TransportOptions& options = {});
-// Human-readable listing for fabricbench --list: every device, port, GID; the choice and why.
+// Human-readable listing for fabricbench --list: every device ("gpudirect: yes/no (why)"), port,
+// GID; the choice and why.
 std::string describe(const TransportOptions& options = {});
 
 }  // namespace fb::verbs

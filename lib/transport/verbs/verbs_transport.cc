@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "transport/verbs/gpudirect.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
 
@@ -114,7 +115,8 @@ class VerbsTransport final : public Transport {
 
   std::string_view name() const override { return "verbs"; }
   PathInfo path() const override;
-  bool supports(MemKind kind) const override { return kind == MemKind::kHost; }
+  // GPU memory only with GPUDirect RDMA (--gpu-memory, and the probe said it can work here).
+  bool supports(MemKind kind) const override { return kind == MemKind::kHost || gpuDirect_; }
   void registerMemory(void* ptr, std::size_t bytes, MemKind kind) override;
   void deregisterMemory(void* ptr) override;
   Request isend(int peer, const void* buf, std::size_t bytes) override;
@@ -164,11 +166,19 @@ class VerbsTransport final : public Transport {
   std::deque<std::uint64_t> selfSends_, selfRecvs_;
   std::size_t chunkMax_ = kMaxChunk;
   int minPathMtu_ = 0;
+  bool gpuDirectAsked_ = false;  // --gpu-memory
+  bool gpuDirect_ = false;       // asked, and possible: kDevice memory is registered for the NIC
+  GpuDirectStatus gdr_;
 };
 
 // ------------------------------------------------------------------ set-up
-VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& /*o*/, Selection sel)
+VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel)
     : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
+  gpuDirectAsked_ = o.gpuDirect;
+  if (o.gpuDirect) {  // agreeOnSelection already refused the run when it is not possible
+    gdr_ = probeGpuDirect(sel_.device.name);
+    gpuDirect_ = gdr_.possible;
+  }
   port_.port = sel_.port.port;
   port_.gidIndex = sel_.gidIndex;
   port_.ethernet = sel_.port.ethernet;
@@ -286,11 +296,17 @@ VerbsTransport::~VerbsTransport() {
 
 // ------------------------------------------------------------------ memory
 void VerbsTransport::registerMemory(void* ptr, std::size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost)
-    throw UnavailableError(
-        "verbs: GPU memory registration (GPUDirect RDMA via ibv_reg_dmabuf_mr) is not implemented; verbs rows "
-        "run on host memory");
+  if (kind != MemKind::kHost && !gpuDirect_)
+    throw UnavailableError(std::string("verbs: GPU memory needs GPUDirect RDMA: ") +
+                           (gpuDirectAsked_ ? gdr_.text() : "not asked for (--gpu-memory)") +
+                           "; verbs rows run on host memory");
   if (!ptr || bytes == 0) return;
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  // GPU memory: plain ibv_reg_mr when a peer-memory module is loaded, else dma-buf.
+  auto reg = [&](void* p, std::size_t n) {
+    if (kind == MemKind::kDevice && gdr_.via == "dma-buf") return regDeviceMr(pd_.get(), p, n, kAccess);
+    return regMr(pd_.get(), p, n, kAccess);
+  };
   auto key = reinterpret_cast<std::uintptr_t>(ptr);
   auto it = regions_.find(key);
   if (it != regions_.end()) {
@@ -298,13 +314,12 @@ void VerbsTransport::registerMemory(void* ptr, std::size_t bytes, MemKind kind) 
       ++it->second.refs;
       return;
     }
-    it->second.mr = regMr(pd_.get(), ptr, bytes,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    it->second.mr = reg(ptr, bytes);
     it->second.bytes = bytes;
     ++it->second.refs;
     return;
   }
-  Mr mr = regMr(pd_.get(), ptr, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  Mr mr = reg(ptr, bytes);
   regions_.emplace(key, Region{bytes, 1, std::move(mr)});
 }
 
@@ -699,7 +714,8 @@ PathInfo VerbsTransport::path() const {
   p.label = "verbs " + sel_.device.name + ":" + std::to_string(sel_.port.port) + " " +
             (sel_.port.ethernet ? (g && !g->type.empty() ? g->type : std::string("RoCE")) : std::string("IB")) +
             (g ? " gid" + std::to_string(sel_.gidIndex) + " " + g->text : " lid" + std::to_string(sel_.port.lid)) +
-            " mtu" + std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu) + " " + compactRate + " gdr=no";
+            " mtu" + std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu) + " " + compactRate +
+            (gpuDirect_ ? " gpudirect=yes" : " gpudirect=no");
   p.details = {{"device", sel_.device.name},
                {"port", std::to_string(sel_.port.port)},
                {"link_layer", sel_.port.linkLayer()},
@@ -710,7 +726,9 @@ PathInfo VerbsTransport::path() const {
                {"path_mtu", std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu)},
                {"rate", sel_.port.rate},
                {"fw", sel_.device.fwVer},
-               {"gpudirect", "no (host memory)"},
+               {"gpudirect", gpuDirect_ ? gdr_.text()
+                             : gpuDirectAsked_ ? "no: " + gdr_.text()
+                                               : std::string("no (host memory; --gpu-memory not given)")},
                {"why", sel_.why}};
   return p;
 }
@@ -722,6 +740,12 @@ Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
   std::string verdict;
   try {
     sel = select(discoverDevices(), o);
+    if (o.gpuDirect) {
+      GpuDirectStatus g = probeGpuDirect(sel->device.name);
+      if (!g.possible)
+        throw UnavailableError("verbs: --gpu-memory needs GPUDirect RDMA, not possible with " + sel->device.name +
+                               " on this host: " + g.why);
+    }
   } catch (const ConfigError& e) {
     verdict = std::string("C") + e.what();
   } catch (const UnavailableError& e) {
@@ -751,7 +775,7 @@ BackendStatus probe(const TransportOptions& o) {
     auto devs = discoverDevices();
     Selection s = select(devs, o);
     st.usable = true;
-    st.reason = s.summary() + "; why: " + s.why + "; GPUDirect: no (host memory)";
+    st.reason = s.summary() + "; why: " + s.why + "; gpudirect: " + probeGpuDirect(s.device.name).text();
   } catch (const Error& e) {
     st.reason = e.what();
   }
