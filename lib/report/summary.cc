@@ -134,6 +134,15 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
         notes->push_back(fmt::format("{} ({}): no series matches baseline '{}', no ratios", g.coll, g.dtype,
                                      opt.baseline));
     }
+    // Each series is held against a baseline series of its own placement when there is one
+    // (in-place against in-place), else against the first match.
+    auto baseFor = [&](const Series* s) -> const Series* {
+      if (!base) return nullptr;
+      for (auto* c : g.series)
+        if (c->inPlace == s->inPlace && seriesMatches(*c, opt.baseline)) return c;
+      return base;
+    };
+    auto isBase = [&](const Series* s) { return base && baseFor(s) == s; };
     bool anyPrice = false;
     for (auto* s : g.series)
       for (auto& [pat, usd] : opt.priceUsd)
@@ -173,7 +182,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       md += fmt::format("| {} | {} | {} × {} | {} | {} | {} | {} | {} | {} |", cell(label),
                         s->inPlace ? "in" : "out", s->nRanks, s->nNodes, fmtBw(plateau), plateauSizes,
                         fmtUs(floor), floorAt, s->rows.size(), wrongRows ? fmt::format("**{}**", wrongRows) : "0");
-      if (base) md += " " + (s == base ? std::string("baseline") : fmtRatio(plateau / plateauBusBw(base->rows))) + " |";
+      if (base) md += " " + (isBase(s) ? std::string("baseline") : fmtRatio(plateau / plateauBusBw(baseFor(s)->rows))) + " |";
       if (anyPrice) {
         std::string v = "—";
         for (auto& [pat, usd] : opt.priceUsd)
@@ -200,7 +209,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
     }
     if (base)
       for (auto* s : g.series)
-        if (s != base) {
+        if (!isBase(s)) {
           md += " " + cell(s->label()) + " / baseline |";
           sep += "---:|";
         }
@@ -209,9 +218,9 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       md += fmt::format("| {} | {} |", humanSize(b), b);
       for (auto* s : g.series) md += " " + bwCell(rowAt(*s, b)) + " |";
       if (base) {
-        const Sample* br = rowAt(*base, b);
         for (auto* s : g.series)
-          if (s != base) {
+          if (!isBase(s)) {
+            const Sample* br = rowAt(*baseFor(s), b);
             const Sample* r = rowAt(*s, b);
             md += " " + ((r && br && br->busBwGBps > 0) ? fmtRatio(r->busBwGBps / br->busBwGBps) : "—") + " |";
           }
@@ -233,7 +242,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       }
       if (base)
         for (auto* s : g.series)
-          if (s != base) {
+          if (!isBase(s)) {
             md += " " + cell(s->label()) + " time / baseline time |";
             sep2 += "---:|";
           }
@@ -246,9 +255,9 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
           md += " " + (r ? fmtUs(r->timeUs) + (r->wrong > 0 ? " ✗" : "") : std::string("—")) + " |";
         }
         if (base) {
-          const Sample* br = rowAt(*base, b);
           for (auto* s : g.series)
-            if (s != base) {
+            if (!isBase(s)) {
+              const Sample* br = rowAt(*baseFor(s), b);
               const Sample* r = rowAt(*s, b);
               md += " " + ((r && br && br->timeUs > 0) ? fmtRatio(r->timeUs / br->timeUs) : "—") + " |";
             }
@@ -523,8 +532,8 @@ std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows
   for (const auto& s : series) (s.impl == "nccl" ? anyNccl : anyOther) = true;
   if (anyNccl && anyOther) {
     opt.baseline = "nccl";
-    md += "Ratios: every other path ÷ NCCL (`nccl`) at the same size — busbw ratio (> 1: faster than NCCL) and, "
-          "for the small sizes, time ratio (< 1: faster than NCCL).\n\n";
+    md += "Ratios: every other path ÷ NCCL (`nccl`, of the same placement where measured) at the same size — busbw "
+          "ratio (> 1: faster than NCCL) and, for the small sizes, time ratio (< 1: faster than NCCL).\n\n";
   }
   md += renderGroups(series, opt, outDir, false, &notes);
   md += "Files: `table.csv` (every row, units in the header), `run.json` (fingerprint, config, rows).\n";

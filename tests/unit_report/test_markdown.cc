@@ -107,6 +107,9 @@ TEST_CASE("markdown: a run with NCCL and a raw path gets per-size ratios to NCCL
   for (std::size_t b : {std::size_t{8}, std::size_t{4096}}) {
     sink->add(row("allreduce", "cuda", "CUDA IPC", b, 5.0, b / 5e3));
     sink->add(row("allreduce", "nccl", "nvlink", b, 10.0, b / 10e3));
+    // In place, NCCL takes 20 us: cuda [in] is held against nccl [in] (0.25), not nccl [out].
+    sink->add(row("allreduce", "cuda", "CUDA IPC", b, 5.0, b / 5e3, 0, true));
+    sink->add(row("allreduce", "nccl", "nvlink", b, 20.0, b / 20e3, 0, true));
   }
   sink->end(fb::RunSummary{true, "", {}});
   std::string md = fbtest::slurp(p);
@@ -115,6 +118,7 @@ TEST_CASE("markdown: a run with NCCL and a raw path gets per-size ratios to NCCL
   CHECK(md.find("RDMA on gpu1: no RoCEv2 GID") != std::string::npos);
   CHECK(md.find("÷ NCCL") != std::string::npos);
   CHECK(md.find("time / baseline time") != std::string::npos);
-  CHECK(md.find("| 8 B | 8 | 5.00 | 10.00 | 0.50 |") != std::string::npos);
-  CHECK(md.find("| 4 KiB | 4096 | 0.819 | 0.410 | 2.00 |") != std::string::npos);
+  // columns: cuda [out], nccl [out], cuda [in], nccl [in], then cuda [out] / nccl [out], cuda [in] / nccl [in]
+  CHECK(md.find("| 8 B | 8 | 5.00 | 10.00 | 5.00 | 20.00 | 0.50 | 0.25 |") != std::string::npos);
+  CHECK(md.find("| 4 KiB | 4096 | 0.819 | 0.410 | 0.819 | 0.205 | 2.00 | 4.00 |") != std::string::npos);
 }
