@@ -36,7 +36,9 @@ step_list() {
   for want in "yes" "$DEV" "RoCEv2 GID $GIDX ::ffff:$GIP" "why:" "routable IPv4"; do
     case "$line" in *"$want"*) ;; *) echo "FAIL: verbs row lacks '$want'"; bad=1 ;; esac
   done
-  [ $bad -eq 0 ] && echo "PASS: --list shows $DEV as RoCEv2 with GID $GIDX ::ffff:$GIP and why"
+  # GPUDirect RDMA verdict per device, with the reason (rxe cannot reach GPU memory: "no (...)")
+  echo "$out" | grep -qE '^ +gpudirect: (yes|no) \(.+\)$' || { echo "FAIL: no 'gpudirect: yes/no (why)' line"; bad=1; }
+  [ $bad -eq 0 ] && echo "PASS: --list shows $DEV as RoCEv2 with GID $GIDX ::ffff:$GIP and why, and its gpudirect verdict"
   return $bad
 }
 

@@ -151,7 +151,7 @@ bool dmabufProbe(const std::string& device, std::string& why) {
           ::ibv_dereg_mr(mr);
         }
       } catch (const Error& e) {
-        why = std::string("opening ") + device + ": " + e.what();
+        why = "GPU 0 exported a dma-buf, but opening " + device + " failed: " + e.what();
       }
       ::close(fd);
     }
