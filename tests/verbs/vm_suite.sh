@@ -127,12 +127,16 @@ step_perf() {
     echo "$out"
     wait $sp; local src=$?
     [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "perftest $tool failed: client $crc server $src"; cat /tmp/pt-server.log; return 1; }
+    # under TCG perftest's clock calibration can also fail quietly: exit 0 with "inf"/"-nan" figures
+    echo "$out" | awk '/^ *#bytes/{getline; for (i = 1; i <= NF; i++) if ($i !~ /^[0-9.]+$/) bad = 1; found = 1}
+                       END {exit (found && !bad) ? 0 : 1}' \
+      || { echo "perftest $tool failed: no finite figures (its CPU-clock calibration failed)"; return 1; }
   }
   perftest_pair() {
     local attempt out
     for attempt in 1 2 3; do
       out=$(perftest_once "$@") && { echo "$out"; return 0; }
-      echo "$out" | grep -E "r\^2|Can't|failed|Couldn't" | sed "s/^/  (attempt $attempt) /" >&2
+      echo "$out" | grep -E "r\^2|Can't|failed|Couldn't" | sed "s/^/  (attempt $attempt) /"  >&2
     done
     echo "$out"; return 1
   }
