@@ -106,7 +106,7 @@ step_bad_settings() {
 # (Under mpirun the ranks share the guest's 2 vCPUs with mpirun, orted and MPI's helper threads;
 # that path is run once afterwards as a reference, outside the ratios.)
 step_perf() {
-  local n_bw=${FB_PERF_BW_ITERS:-1000} n_lat=${FB_PERF_LAT_ITERS:-10000} i out
+  local n_bw=${FB_PERF_BW_ITERS:-1000} n_lat=${FB_PERF_LAT_ITERS:-50000} i out
   local pbw=() obw=() plat=() olat=() pmin=() omin=()
   local PS=() PC=() ncpu; ncpu=$(nproc)
   if [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null; then PS=(taskset -c $((ncpu - 1))); PC=(taskset -c 0); fi
