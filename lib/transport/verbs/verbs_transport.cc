@@ -745,6 +745,11 @@ Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
       if (!g.possible)
         throw UnavailableError("verbs: --gpu-memory needs GPUDirect RDMA, not possible with " + sel->device.name +
                                " on this host: " + g.why);
+      // The ring collectives keep their buffers in host memory; a row must not claim GPU memory
+      // (gpudirect=yes) while its data sit in host memory.
+      throw UnavailableError("verbs: --gpu-memory: GPUDirect RDMA looks possible with " + sel->device.name + " (" +
+                             g.why + "), but verbs collectives on GPU memory are not implemented yet; "
+                             "run without --gpu-memory (host memory)");
     }
   } catch (const ConfigError& e) {
     verdict = std::string("C") + e.what();
