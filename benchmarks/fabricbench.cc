@@ -47,6 +47,7 @@
 #endif
 #if defined(FB_BUILD_CUDA_COLL)
 #include "collectives/cuda/cuda_collective.h"
+#include "collectives/cuda/staging.h"
 #endif
 
 namespace fb {
@@ -124,7 +125,15 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
                        agreeOrThrow(bs, t, [&] { transport = makeTransport(t, bs, o.coll.transport); });
                        // While a rank waits in the bootstrap, a closed connection names the peer that died.
                        bs.addLivenessProbe([transport] { transport->checkPeersAlive(); });
-                       return [transport](CollKind k) { return makeRingCollective(k, transport); };
+                       std::shared_ptr<DeviceStaging> staging;
+                       if (o.coll.gpuStaging) {
+#if defined(FB_BUILD_CUDA_COLL)
+                         agreeOrThrow(bs, t, [&] { staging = cudaipc::makeCudaStaging(bs.localRank()); });
+#else
+                         throw UnavailableError(t + ": --gpu-staging needs a CUDA build");
+#endif
+                       }
+                       return [transport, staging](CollKind k) { return makeRingCollective(k, transport, staging); };
                      }});
     } else if (t == "mpi") {
       out.push_back({"mpi", "", [] { return [](CollKind k) { return makeMpiCollective(k); }; }});

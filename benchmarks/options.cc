@@ -95,6 +95,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--gid-index", o.coll.transport.gidIndex,
                  "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
   app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)");
+  app.add_flag("--gpu-staging", o.coll.gpuStaging,
+               "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
+               "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
   app.add_option("--timeout", timeoutS, "seconds any one batch may take before the run fails")->capture_default_str();
   app.add_option("--results-dir", o.resultsDir, "parent folder of results/<run-id>/")->capture_default_str();
   app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
@@ -175,12 +178,15 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
+  if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
-  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
+  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
-                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","));
+                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
+                            o.coll.gpuStaging);
   return o;
 }
 

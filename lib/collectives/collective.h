@@ -42,11 +42,30 @@ struct CollectiveOptions {
   TransportOptions transport;
   std::string path = "auto";       // --path for nccl: auto|nvlink|pcie|shm|socket|ib|roce
   bool cudaGraph = false;          // --graph: capture the batch in a CUDA graph and replay it
+  bool gpuStaging = false;         // --gpu-staging: tcp/verbs data in GPU memory, staged via host
   std::string logDir;              // where backends may save their own logs (NCCL_DEBUG_FILE)
 };
 
+// GPU memory for a host-memory ring (tcp, or verbs without GPUDirect RDMA), asked for with
+// --gpu-staging: the operation's input lives in GPU memory and is copied to host memory before
+// each operation, the output copied back after it, both inside the timed operation; the row says
+// so. Mirrors are device buffers of the ring's host buffers (slot 0 and 1). Every copy waits
+// under the deadline. Implemented with CUDA in lib/collectives/cuda (makeCudaStaging).
+class DeviceStaging {
+ public:
+  virtual ~DeviceStaging() = default;
+  virtual std::byte* mirror(int slot, std::size_t bytes) = 0;  // device buffer (grown as needed)
+  virtual void pin(void* host, std::size_t bytes) = 0;         // page-lock a host buffer (copies at PCIe speed)
+  virtual void unpin(void* host) = 0;
+  virtual void toHost(void* host, const void* dev, std::size_t bytes, Deadline deadline) = 0;
+  virtual void toDevice(void* dev, const void* host, std::size_t bytes, Deadline deadline) = 0;
+  virtual std::string describe() const = 0;  // e.g. "GPU 0 (NVIDIA H200) memory, staged via pinned host memory"
+};
+
 // Host-memory ring algorithms over any Transport (tcp, verbs). Implemented in ring.cc.
-std::unique_ptr<Collective> makeRingCollective(CollKind kind, std::shared_ptr<Transport> transport);
+// With `staging`, the data live in GPU memory and are staged through host memory (above).
+std::unique_ptr<Collective> makeRingCollective(CollKind kind, std::shared_ptr<Transport> transport,
+                                               std::shared_ptr<DeviceStaging> staging = nullptr);
 
 // Reference row through MPI's own collectives (MPI_Allreduce, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Sendrecv ring) on MPI_COMM_WORLD. Implemented in mpi_native.cc.
