@@ -25,9 +25,10 @@
 # Environment: FB_VM_CACHE (default /var/cache/fabricbench-vm, else ~/.cache/fabricbench-vm),
 # FB_VM_KERNEL_PKG (pin, e.g. linux-image-6.1.0-57-amd64), FB_VM_ACCEL (tcg|kvm|auto; default
 # auto: one 10 s KVM probe, answer cached), FB_VM_MEM (MiB, 2048), FB_VM_CPUS (default nproc,
-# at most 4).
+# at most 4), FB_VM_APPEND (more kernel arguments).
 # Inside the guest: FB_SOFTROCE_DEV=rxe0 FB_SOFTROCE_GID_INDEX=1 FB_SOFTROCE_IP=192.0.2.1
-# FB_IN_VM=1.
+# FB_IN_VM=1, FB_VM_HOST_STAT (a file holding the host's /proc/stat "cpu" line, refreshed every
+# 0.5 s: lets a guest measurement see the host's steal time).
 set -euo pipefail
 
 SELF=$(basename "$0")
@@ -200,8 +201,9 @@ if [ ! -f "$INITRD" ]; then
 fi
 
 # ------------------------------------------------------------------ qemu
-QEMU_PID= ; CAT_PID= ; RUN=
+QEMU_PID= ; CAT_PID= ; RUN= ; STAT_PID=
 cleanup() {
+  if [ -n "$STAT_PID" ]; then kill "$STAT_PID" 2>/dev/null || true; fi
   if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
     kill "$QEMU_PID" 2>/dev/null || true; sleep 1; kill -9 "$QEMU_PID" 2>/dev/null || true
   fi
@@ -215,13 +217,18 @@ trap 'exit 143' TERM
 # boot ACCEL LIMIT: the guest's command output comes back through a virtio-serial port wired to
 # a qemu "pipe" chardev (two FIFOs); a stdio chardev would hang once stdin hits EOF.
 boot() {
-  local accel=$1 limit=$2 a
+  local accel=$1 limit=$2 a extra=""
   rm -f "$RUN/o.in" "$RUN/o.out"; mkfifo "$RUN/o.in" "$RUN/o.out"
   cat "$RUN/o.out" &
   CAT_PID=$!
   case "$accel" in
     kvm) a=(-accel kvm -cpu host,-arch-capabilities) ;;
-    tcg) a=(-accel tcg,thread=multi -cpu max) ;;
+    tcg) a=(-accel tcg,thread=multi -cpu max)
+         # Under TCG every vCPU's TSC is the host's (invariant, constant rate), but the guest's
+         # boot-time sync check sees emulation skew, marks the TSC unstable and falls back to the
+         # emulated HPET: each clock read then costs ~2 us and jitters, and perftest's CPU-clock
+         # calibration (rdtsc against gettimeofday) drifts or fails ("r^2 < 0.9"). Trust the TSC.
+         extra="clocksource=tsc tsc=reliable" ;;
   esac
   timeout --kill-after=10 "$limit" qemu-system-x86_64 "${a[@]}" \
     -M pc -m "$MEM" -smp "$CPUS" -nodefaults -no-user-config -nic none \
@@ -233,7 +240,7 @@ boot() {
     -fsdev "local,id=fsx,path=$RUN,security_model=none,multidevs=remap" \
     -device virtio-9p-pci,fsdev=fsx,mount_tag=xfer \
     "${QEMU_FS[@]}" -kernel "$VMLINUZ" -initrd "$INITRD" \
-    -append "console=ttyS0 panic=-1 mitigations=off loglevel=6" < /dev/null &
+    -append "console=ttyS0 panic=-1 mitigations=off loglevel=6${extra:+ $extra}${FB_VM_APPEND:+ $FB_VM_APPEND}" < /dev/null &
   QEMU_PID=$!
   local rc=0; wait "$QEMU_PID" || rc=$?
   QEMU_PID=
@@ -304,9 +311,17 @@ SETUP
     printf 'export %s=%q\n' "$name" "${!name}"
   done < <(compgen -e)
   echo 'export TERM=dumb FB_IN_VM=1 FB_SOFTROCE_DEV=rxe0 FB_SOFTROCE_GID_INDEX=1 FB_SOFTROCE_IP=192.0.2.1'
+  printf 'export FB_VM_HOST_STAT=%q\n' "$RUN/hoststat"
   printf 'cd -- %q || exit 126\n' "$PWD"
   printf 'exec'; printf ' %q' "$@"; printf '\n'
 } > "$RUN/cmd.sh"
+
+# The host's aggregate CPU counters (/proc/stat's "cpu" line), refreshed every 0.5 s into the
+# shared run folder: a guest measurement can tell how much CPU the host lost meanwhile to its own
+# hypervisor (steal), which slows the emulated guest by the same share (the verbs perf step uses it).
+( while :; do head -n 1 /proc/stat > "$RUN/hoststat.tmp" 2>/dev/null && mv -f "$RUN/hoststat.tmp" "$RUN/hoststat"
+    sleep 0.5; done ) &
+STAT_PID=$!
 
 vlog "booting ($ACC, $CPUS vCPU, $MEM MiB, timeout ${TIMEOUT}s)"
 T1=$(now)

@@ -105,12 +105,16 @@ step_bad_settings() {
 # the last CPU and client to CPU 0, the same -n, latency time-stamped with the CPU's TSC by both.
 # (Under mpirun the ranks share the guest's 2 vCPUs with mpirun, orted and MPI's helper threads;
 # that path is run once afterwards as a reference, outside the ratios.)
+# Runs are long (bw 3000 x 64 KiB, ~12 s; lat 200000 round trips, ~17 s): the emulated guest's
+# speed wanders by +-15 % over seconds and its 2 B latency switches between levels (~18, ~40 us)
+# every 0.1-1 s, for both tools alike; short runs sat in one phase.
 step_perf() {
-  local n_bw=${FB_PERF_BW_ITERS:-1000} n_lat=${FB_PERF_LAT_ITERS:-50000} i out
+  local n_bw=${FB_PERF_BW_ITERS:-3000} n_lat=${FB_PERF_LAT_ITERS:-200000} i out
   local pbw=() obw=() plat=() olat=() pmin=() omin=()
   local PS=() PC=() ncpu; ncpu=$(nproc)
   if [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null; then PS=(taskset -c $((ncpu - 1))); PC=(taskset -c 0); fi
   echo "# both tools: server ${PS[*]:-unpinned}, client ${PC[*]:-unpinned}; bw -n $n_bw, lat -n $n_lat"
+  echo "# guest clock source: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   # perftest's client retries until its server listens; a whole pair is retried (3 times) when
   # perftest gives up by itself (under TCG its CPU-clock calibration can fail: "Correlation
   # coefficient r^2 < 0.9 / Can't produce a report").
@@ -120,7 +124,10 @@ step_perf() {
     local sp=$! try out crc=1
     for try in $(seq 1 30); do
       sleep 1
+      local c0; c0=$(date +%s.%N)
       out=$(timeout 150 "${PC[@]}" "$tool" -d "$DEV" -x "$GIDX" "$@" 127.0.0.1 2>&1); crc=$?
+      out="$out
+client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s"
       case "$out" in *"Couldn't connect"*) continue ;; esac
       break
     done
@@ -143,34 +150,95 @@ step_perf() {
   # fabricbench-verbs the same way: --server waits (the client retries its connect), --peer prints.
   ours_pair() {
     timeout 180 "${PS[@]}" "$FBV" --server --ib-dev "$DEV" --gid-index "$GIDX" "$@" > /tmp/fbv-server.log 2>&1 &
-    local sp=$! out crc src
+    local sp=$! out crc src c0; c0=$(date +%s.%N)
     out=$(timeout 180 "${PC[@]}" "$FBV" --peer 127.0.0.1 --ib-dev "$DEV" --gid-index "$GIDX" "$@" 2>&1); crc=$?
+    out="$out
+client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s"
     wait $sp; src=$?
     echo "$out"
     [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "fabricbench-verbs failed: client $crc server $src"; cat /tmp/fbv-server.log; return 1; }
   }
-  for i in 1 2 3; do
+  # A check on each tool's own clock: the client process's wall-clock time (connection set-up
+  # included, so this figure is a lower bound) turned into MB/s.
+  wallbw() {
+    echo "$1" | awk -v n="$n_bw" '/^client wall-clock:/{ printf "%s -> %.2f MB/s over the whole client process\n", $0, n * 65536 / 1048576 / $3 }'
+  }
+  # One run of one tool; each sets v1 (MB/s or t_typical) and v2 (t_min).
+  pt_bw() {
     echo "=== round $i: ib_write_bw -d $DEV -x $GIDX -s 65536 -n $n_bw"
     out=$(perftest_pair ib_write_bw -s 65536 -n "$n_bw") || { echo "$out"; return 1; }
     echo "$out" | grep -A1 -E '^ *#bytes'
-    pbw+=("$(echo "$out" | awk '/^ *#bytes/{getline; print $4; exit}')")
+    v1=$(echo "$out" | awk '/^ *#bytes/{getline; print $4; exit}')
+    wallbw "$out"
+  }
+  our_bw() {
     echo "=== round $i: fabricbench-verbs --server / --peer --test bw -s 64K -n $n_bw"
     out=$(ours_pair --test bw -s 64K -n "$n_bw") || { echo "$out"; return 1; }
     echo "$out" | grep -E '^(write_bw|RESULT)'
-    obw+=("$(echo "$out" | sed -n 's/^RESULT test=write_bw .* mbps=\([0-9.]*\) .*/\1/p')")
+    v1=$(echo "$out" | sed -n 's/^RESULT test=write_bw .* mbps=\([0-9.]*\) .*/\1/p')
+    wallbw "$out"
+  }
+  pt_lat() {
     echo "=== round $i: ib_write_lat -d $DEV -x $GIDX -s 2 -n $n_lat"
     out=$(perftest_pair ib_write_lat -s 2 -n "$n_lat") || { echo "$out"; return 1; }
     echo "$out" | grep -A1 -E '^ *#bytes'
-    plat+=("$(echo "$out" | awk '/^ *#bytes/{getline; print $5; exit}')")
-    pmin+=("$(echo "$out" | awk '/^ *#bytes/{getline; print $3; exit}')")
+    v1=$(echo "$out" | awk '/^ *#bytes/{getline; print $5; exit}')
+    v2=$(echo "$out" | awk '/^ *#bytes/{getline; print $3; exit}')
+  }
+  our_lat() {
     echo "=== round $i: fabricbench-verbs --server / --peer --test lat -s 2 -n $n_lat"
     out=$(ours_pair --test lat -s 2 -n "$n_lat") || { echo "$out"; return 1; }
     echo "$out" | grep -E '^(# time-stamp|write_lat|RESULT)'
-    olat+=("$(echo "$out" | sed -n 's/^RESULT test=write_lat .* t_typical_us=\([0-9.]*\) .*/\1/p')")
-    omin+=("$(echo "$out" | sed -n 's/^RESULT test=write_lat .* t_min_us=\([0-9.]*\) .*/\1/p')")
+    v1=$(echo "$out" | sed -n 's/^RESULT test=write_lat .* t_typical_us=\([0-9.]*\) .*/\1/p')
+    v2=$(echo "$out" | sed -n 's/^RESULT test=write_lat .* t_min_us=\([0-9.]*\) .*/\1/p')
+  }
+  # The guest is emulated, so it runs exactly as fast as the host gives it CPU. This host is itself
+  # a virtual machine: when its hypervisor takes CPU away (steal time, seen in the host's
+  # /proc/stat through FB_VM_HOST_STAT), the run in progress slows by that share, whichever tool
+  # it is. Such a run is not a measurement of the tool: it is run again (at most 3 more times,
+  # then kept and marked), the same rule for both tools; every run's steal share is logged.
+  local max_steal=${FB_PERF_MAX_STEAL:-5} steal
+  hoststat() { cat "${FB_VM_HOST_STAT:-/nonexistent}" 2>/dev/null; }
+  guarded() {
+    local try a b
+    for try in 1 2 3 4; do
+      a=$(hoststat); "$1" || return 1; b=$(hoststat)
+      steal=$(awk -v a="$a" -v b="$b" 'BEGIN{ n = split(a, x, " "); split(b, y, " ")
+        if (n < 9) { print "unknown"; exit } t = 0; for (k = 2; k <= 9; k++) t += y[k] - x[k]
+        if (t <= 0) print "unknown"; else printf "%.1f", 100 * (y[9] - x[9]) / t }')
+      echo "  host steal during this run: $steal %"
+      case $steal in unknown) return 0 ;; esac
+      awk -v s="$steal" -v m="$max_steal" 'BEGIN{exit !(s <= m)}' && return 0
+      if [ $try -lt 4 ]; then echo "  run repeated: the host lost $steal % (> $max_steal %) of its CPU to steal"
+      else echo "  kept after 4 tries: host steal $steal % (> $max_steal %)"; steal="$steal!"; fi
+    done
+  }
+  # FB_PERF_CONTROL=1: an A/A control, perftest in both places (its runs stand in for ours), to
+  # measure what ratio this protocol reports for two identical tools on this host.
+  if [ "${FB_PERF_CONTROL:-0}" = 1 ]; then
+    echo "# A/A CONTROL: 'fabricbench-verbs' below is perftest again"
+    our_bw() { pt_bw; }
+    our_lat() { pt_lat; }
+  fi
+  local sb=() sl=() t
+  # Alternated A B / B A / A B, so a slow drift of the guest's speed during the step lands on
+  # both tools alike.
+  for i in 1 2 3; do
+    local order="pt_bw our_bw pt_lat our_lat"
+    [ $((i % 2)) -eq 0 ] && order="our_bw pt_bw our_lat pt_lat"
+    for t in $order; do
+      guarded "$t" || return 1
+      case $t in
+        pt_bw) pbw+=("$v1"); sb+=("perftest:$steal") ;;
+        our_bw) obw+=("$v1"); sb+=("ours:$steal") ;;
+        pt_lat) plat+=("$v1"); pmin+=("$v2"); sl+=("perftest:$steal") ;;
+        our_lat) olat+=("$v1"); omin+=("$v2"); sl+=("ours:$steal") ;;
+      esac
+    done
     echo "round $i: bw ours/perftest $(awk -v o="${obw[-1]}" -v p="${pbw[-1]}" 'BEGIN{printf "%.3f", o/p}')," \
          "lat t_typical ours/perftest $(awk -v o="${olat[-1]}" -v p="${plat[-1]}" 'BEGIN{printf "%.3f", o/p}')"
   done
+  echo "host steal % of the kept runs (in run order): bw ${sb[*]}; lat ${sl[*]}"
   echo "=== reference (not in the ratios): mpirun -np 2 fabricbench-verbs, bw then lat"
   out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test bw -s 64K -n "$n_bw" --ib-dev "$DEV" --gid-index "$GIDX" 2>&1) \
     || { echo "$out"; echo "FAIL: fabricbench-verbs under mpirun (bw)"; return 1; }
