@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
 # One batched pass on a GPU host without package access (see .gpu-node/, staged by
-# shared gpu-node/stage-deps.sh): build, run the GPU tests, --list, and the main job over every
-# path the host has. Logs and result folders go to $1 (default gpu-out/), tarred by the caller.
+# shared gpu-node/stage-deps.sh): build, run the GPU tests, --list, then every step in
+# scripts/gpu-steps/*.sh in name order. Logs and result folders go to $1 (default gpu-out/).
+#   ONLY="name ..."   run just those steps (file names without .sh; build and tests always run)
+#   SKIP_CTEST=1      skip ctest -L gpu
+# Each step runs under its own time limit (FB_STEP_LIMIT in the step's first 5 lines, default 120 s),
+# so a hang costs that step only. Steps see: B (build dir), OUT (this pass's folder), MPI (launcher).
 set -uo pipefail
 out=${1:-gpu-out}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 source .gpu-node/activate.sh
 export CUDAHOSTCXX=${CUDAHOSTCXX:-/opt/gcc/bin/g++} NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-B=build-gpu
+export B=build-gpu OUT=$out
+export MPI="mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0"
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build $B -j"$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" "$out/build.log" | head -30; exit 1; }
-(cd $B && timeout 240 ctest -L gpu --output-on-failure --timeout 120) > "$out/ctest-gpu.log" 2>&1
-echo "ctest -L gpu exit $?"; grep -E "tests passed|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | tail -12
-MPI="mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0"
+echo "build ok after ${SECONDS}s"
+if [ -z "${SKIP_CTEST:-}" ]; then
+  (cd $B && timeout 300 ctest -L gpu --output-on-failure --timeout 150) > "$out/ctest-gpu.log" 2>&1
+  echo "ctest -L gpu exit $?"; grep -E "tests passed|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | tail -20
+fi
 $MPI $B/benchmarks/fabricbench --list > "$out/list.txt" 2>&1; echo "--list exit $?"
-run_id=${FB_RUN_ID:-$(date -u +%Y%m%d)-h200x2-auto}
-timeout 300 $MPI $B/benchmarks/fabricbench --transport auto --collective all -b 8 -e 256M -f 4 -n 10 -w 2 \
-  --results-dir "$out/results" --run-id "$run_id" > "$out/auto.log" 2>&1
-echo "auto exit $?"; grep -E "^# " "$out/auto.log" | tail -12
+for s in scripts/gpu-steps/*.sh; do
+  [ -e "$s" ] || continue
+  name=$(basename "$s" .sh)
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
+  limit=$(head -5 "$s" | sed -n 's/.*FB_STEP_LIMIT=\([0-9]*\).*/\1/p' | head -1)
+  t0=$SECONDS
+  timeout "${limit:-120}" bash "$s" > "$out/$name.log" 2>&1
+  echo "step $name exit $? in $((SECONDS - t0))s"; tail -4 "$out/$name.log" | sed 's/^/    /'
+done
+echo "pass done after ${SECONDS}s"
