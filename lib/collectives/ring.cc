@@ -1,4 +1,7 @@
-// Ring algorithms over any Transport, on host memory (tcp, verbs). n ranks, right = r+1,
+// Host-memory collectives over any Transport (tcp, verbs): the buffers, staging and checks, and
+// the ring algorithms below; smaller sizes use the algorithms of host_algorithms.cc, chosen per
+// shape in prepare() (the row's 'algorithm' detail names it).
+// Ring algorithms: n ranks, right = r+1,
 // left = r-1, the buffer split into n chunks (chunk k = elements [k·C/n, (k+1)·C/n)).
 //
 // AllReduce = reduce-scatter then all-gather, 2(n-1) steps:
@@ -12,7 +15,7 @@
 //   add own input; the last step lands block r in the output; (n-1)/n · S per rank.
 // P2P ring: one exchange, send S right, receive S from the left.
 //
-// Each step is cut into pieces of kPieceBytes, all posted at once; the receiver reduces piece i
+// Each step is cut into pieces of kHostPieceBytes (host_algorithms.h), all posted at once; the receiver reduces piece i
 // while later pieces are still arriving, so reduction overlaps the wire.
 // In-place P2P ring receives into a staging buffer, then copies (the send must read the old data).
 #include <algorithm>
@@ -21,13 +24,13 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/host_algorithms.h"
 #include "collectives/host_reduce.h"
 #include "core/error.h"
 
 namespace fb {
 namespace {
 
-constexpr std::size_t kPieceBytes = 1 << 20;
 constexpr std::size_t kAlign = 4096;
 
 struct AlignedBuffer {
@@ -58,6 +61,7 @@ class RingCollective final : public Collective {
   std::string impl() const override { return std::string(t_->name()); }
   PathInfo path() const override {
     PathInfo p = t_->path();
+    p.details.emplace_back("algorithm", std::string(hostAlgoName(algo_)));
     if (stage_) {
       p.label += " [GPU memory staged via host]";
       p.details.emplace_back("memory", stage_->describe());
@@ -91,9 +95,13 @@ class RingCollective final : public Collective {
     }
     std::size_t scratchBytes = maxChunk * elt_;
     if (kind_ == CollKind::kP2PRing) scratchBytes = s_.inPlace ? recvBytes : 0;
-    tmp_.resize(scratchBytes);
-    work_[0].resize(kind_ == CollKind::kReduceScatter ? scratchBytes : 0);
-    work_[1].resize(kind_ == CollKind::kReduceScatter ? scratchBytes : 0);
+    // The algorithm for this size (host_algorithms.h); its scratch replaces the ring's.
+    algo_ = chooseHostAlgo(kind_, s_.bytes, n);
+    const bool ring = algo_ == HostAlgo::kRing;
+    HostScratch need = hostAlgoScratch(algo_, s_);
+    tmp_.resize(ring ? scratchBytes : need.recv);
+    work_[0].resize(ring ? (kind_ == CollKind::kReduceScatter ? scratchBytes : 0) : need.acc);
+    work_[1].resize(ring && kind_ == CollKind::kReduceScatter ? scratchBytes : 0);
     for (AlignedBuffer* b : {&main_, &aux_, &tmp_, &work_[0], &work_[1]}) {
       if (b->ptr) {
         t_->registerMemory(b->ptr, b->allocated, MemKind::kHost);
@@ -181,28 +189,9 @@ class RingCollective final : public Collective {
   template <typename OnPiece>
   void pipelinedExchange(const std::byte* sendBuf, std::size_t sendElems, std::byte* recvBuf,
                          std::size_t recvElems, Deadline deadline, OnPiece&& onPiece) {
-    const int right = mod(t_->rank() + 1), left = mod(t_->rank() - 1);
-    const std::size_t pieceElems = std::max<std::size_t>(1, kPieceBytes / elt_);
-    recvReqs_.clear();
-    sendReqs_.clear();
-    for (std::size_t off = 0; off < recvElems || (off == 0 && recvElems == 0); off += pieceElems) {
-      std::size_t c = std::min(pieceElems, recvElems - off);
-      recvReqs_.push_back(t_->irecv(left, recvBuf + off * elt_, c * elt_));
-      if (recvElems == 0) break;
-    }
-    for (std::size_t off = 0; off < sendElems || (off == 0 && sendElems == 0); off += pieceElems) {
-      std::size_t c = std::min(pieceElems, sendElems - off);
-      sendReqs_.push_back(t_->isend(right, sendBuf + off * elt_, c * elt_));
-      if (sendElems == 0) break;
-    }
-    std::size_t off = 0;
-    for (auto& req : recvReqs_) {
-      t_->wait(req, deadline);
-      std::size_t c = std::min(pieceElems, recvElems - off);
-      if (c) onPiece(off, c);
-      off += c;
-    }
-    for (auto& req : sendReqs_) t_->wait(req, deadline);
+    exchangePieces(*t_, mod(t_->rank() + 1), sendBuf, sendElems * elt_, mod(t_->rank() - 1), recvBuf,
+                   recvElems * elt_, elt_, deadline, reqs_,
+                   [&](std::size_t off, std::size_t bytes) { onPiece(off / elt_, bytes / elt_); });
   }
 
   std::byte* at(std::byte* base, std::size_t elem) const { return base + elem * elt_; }
@@ -211,6 +200,10 @@ class RingCollective final : public Collective {
     const int n = s_.nRanks, r = t_->rank();
     std::byte* in = sendPtr_;
     std::byte* out = recvPtr_;
+    if (algo_ != HostAlgo::kRing) {
+      runHostAlgo(algo_, HostOp{*t_, s_, in, out, tmp_.data(), work_[0].data(), deadline});
+      return;
+    }
     switch (kind_) {
       case CollKind::kAllReduce: {
         const std::size_t C = s_.recvCount;
@@ -281,7 +274,8 @@ class RingCollective final : public Collective {
   std::byte* sendPtr_ = nullptr;
   std::byte* recvPtr_ = nullptr;
   std::vector<void*> registered_;
-  std::vector<Request> recvReqs_, sendReqs_;
+  std::vector<Request> reqs_;
+  HostAlgo algo_ = HostAlgo::kRing;  // chosen per shape in prepare()
   std::shared_ptr<DeviceStaging> stage_;
   std::byte* devSend_ = nullptr;
   std::byte* devRecv_ = nullptr;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "transport/progress.h"
 
 namespace fb::tcp {
 namespace {
@@ -149,7 +150,9 @@ class TcpTransport final : public Transport {
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
     // Busy-poll for a short while before sleeping in poll(): waking a sleeping thread costs tens
     // of microseconds (more in VMs), which would dominate small-message latency.
-    const auto spinEnd = Clock::now() + kSpin;
+    // With more ranks than cores on this node (progress.h), sleep at once: spinning would take the
+    // core from the rank we wait for.
+    const auto spinEnd = spin_ ? Clock::now() + kSpin : Clock::now();
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
@@ -400,6 +403,7 @@ class TcpTransport final : public Transport {
   std::vector<pollfd> fds_;
   std::vector<Peer*> fdPeer_;
   PathInfo path_;
+  bool spin_ = true;  // progress.h: spin kSpin before sleeping in poll()
   bool dead_ = false;
   std::string deadReason_;
 };
@@ -661,6 +665,9 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
+  ProgressChoice progress = chooseProgress(local + 1);
+  spin_ = progress.spin;
+  d.emplace_back("progress", progress.why);
   if (size_ > 1 && local == size_ - 1)
     d.emplace_back("note", "all peers run on this host: the bytes go through the kernel's loopback path, "
                            "not the NIC (its speed and MTU do not apply)");

@@ -1,0 +1,60 @@
+// How a host-driven transport waits for its peers (tcp, verbs): busy-poll, or sleep in the
+// kernel (poll/epoll for tcp, the completion channel for verbs).
+//
+// Spinning is the fastest wait only while every rank on the node has a core of its own: a rank
+// that spins on a shared core steals it from the rank that must send. So:
+//   FB_PROGRESS=auto (default)  spin briefly, then sleep, while ranks on this node <= usable cores;
+//                               sleep at once (no spin) when ranks on this node > usable cores
+//   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
+//   FB_PROGRESS=block           always sleep at once
+// Usable cores = this process's CPU affinity mask, capped by a cgroup v2 cpu.max quota.
+// Header-only: tcp and verbs each include it (no library between them).
+#pragma once
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+
+namespace fb {
+
+struct ProgressChoice {
+  bool spin = true;  // spin a little before sleeping
+  std::string why;   // for path() details, e.g. "block: 4 ranks on this node > 2 cores"
+};
+
+inline int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n <= 0) n = 1;
+  std::ifstream f("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
+  std::string quota, period;
+  if (f >> quota >> period && quota != "max") {
+    try {
+      double q = std::stod(quota) / std::stod(period);
+      if (q > 0) n = std::min(n, std::max(1, static_cast<int>(q)));
+    } catch (const std::exception&) {
+    }
+  }
+  return n;
+}
+
+// `ranksOnNode` counts this rank too. Throws ConfigError for a bad FB_PROGRESS.
+inline ProgressChoice chooseProgress(int ranksOnNode) {
+  const char* e = std::getenv("FB_PROGRESS");
+  std::string mode = e && *e ? e : "auto";
+  int cores = usableCores();
+  std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
+                       std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
+  if (mode == "block") return {false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  if (mode != "auto") throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+  if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
+  return {true, "spin, then sleep: " + counts};
+}
+
+}  // namespace fb
