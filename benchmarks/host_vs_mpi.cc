@@ -4,12 +4,15 @@
 //
 // For every collective and size: prepare both implementations, check both element by element
 // (wrong elements are printed; a wrong element fails the run), warm up, pick an operation count
-// per batch from a timed probe (about --target-ms per batch), then --rounds rounds, each one
-// timed batch of each implementation (the order alternates: T M, M T, T M, ...). Time per op =
-// max over ranks of each rank's batch / ops, as fabricbench's Runner measures it.
+// per batch from a timed probe (about --batch-ms per batch), then --rounds rounds; a round is
+// --pairs batches of each implementation, alternating (T M, M T, ...), and gives each its best
+// batch (and, in extra columns, its median batch). Time per op of a batch = max over ranks of each rank's batch time / ops, as
+// fabricbench's Runner measures it. The point's times are the medians over the rounds.
 // Output (rank 0, one line per point, whitespace separated, after a '#' header):
-//   np coll bytes algo ops tcp_us... mpi_us... tcp_median_us mpi_median_us ratio wrong_tcp wrong_mpi
-// where ratio = median tcp time / median mpi time.
+//   np coll bytes algo ops tcp_us×rounds mpi_us×rounds tcp_us mpi_us ratio
+//   tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi
+// tcp_us×rounds = each round's best batch; tcp_us = their median; ratio = tcp_us / mpi_us;
+// the *_medbatch columns use each round's median batch instead of its best (load shows there).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -48,8 +51,8 @@ int main(int argc, char** argv) {
     try {
       std::string transport = "tcp", minB = "8", maxB = "64M";
       std::vector<std::string> collNames{"all"};
-      double factor = 2, targetMs = 30;
-      int rounds = 3, maxOps = 1000;
+      double factor = 2, batchMs = 3;
+      int rounds = 3, pairs = 9, maxOps = 1000;
       TransportOptions topt;
       CLI::App app("host baseline vs MPI, interleaved");
       app.add_option("--transport", transport, "tcp or verbs")->capture_default_str();
@@ -57,8 +60,9 @@ int main(int argc, char** argv) {
       app.add_option("-b,--minbytes", minB)->capture_default_str();
       app.add_option("-e,--maxbytes", maxB)->capture_default_str();
       app.add_option("-f,--stepfactor", factor)->capture_default_str();
-      app.add_option("--rounds", rounds, "timed batches of each implementation per point")->capture_default_str();
-      app.add_option("--target-ms", targetMs, "about this long per timed batch")->capture_default_str();
+      app.add_option("--rounds", rounds, "rounds per point (each gives one time per implementation)")->capture_default_str();
+      app.add_option("--pairs", pairs, "alternating batches of each implementation per round")->capture_default_str();
+      app.add_option("--batch-ms", batchMs, "about this long per batch (at least one operation)")->capture_default_str();
       app.add_option("--max-ops", maxOps, "at most this many operations per batch")->capture_default_str();
       app.add_option("--tcp-if", topt.tcpInterface, "tcp: interface");
       try {
@@ -82,10 +86,14 @@ int main(int argc, char** argv) {
       std::shared_ptr<Transport> t = makeTransport(transport, bs, topt);
       const int n = bs.size();
       auto dl = [] { return Deadline::in(std::chrono::seconds(120)); };
+      std::string progress = "?";
+      for (auto& [key, v] : t->path().details)
+        if (key == "progress") progress = v;
       if (bs.rank() == 0) {
-        fmt::print("# host_vs_mpi np={} transport={} path='{}' rounds={} load(start)={}\n", n, transport,
-                   t->path().label, rounds, loadAvg());
-        fmt::print("# np coll bytes algo ops {} {} tcp_med_us mpi_med_us ratio wrong_tcp wrong_mpi\n",
+        fmt::print("# progress: {}\n", progress);
+        fmt::print("# host_vs_mpi np={} transport={} path='{}' rounds={} pairs={} batch_ms={} load(start)={}\n", n,
+                   transport, t->path().label, rounds, pairs, batchMs, loadAvg());
+        fmt::print("# np coll bytes algo ops {} {} tcp_us mpi_us ratio tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi\n",
                    fmt::format("tcp_us*{}", rounds), fmt::format("mpi_us*{}", rounds));
         std::fflush(stdout);
       }
@@ -104,17 +112,30 @@ int main(int argc, char** argv) {
           host->runBatch(2, dl());
           mpi->runBatch(2, dl());
           bs.barrier();
-          double probe = bs.allReduceMax(std::max(host->runBatch(1, dl()), mpi->runBatch(1, dl())));
-          int ops = static_cast<int>(std::clamp(targetMs * 1e-3 / std::max(probe, 1e-7), 1.0, double(maxOps)));
-          std::vector<double> tt, tm;
+          // Operation count per batch from the best of three single-operation probes of each.
+          double probe = 1e30;
+          for (int i = 0; i < 3; ++i)
+            probe = std::min(probe, bs.allReduceMax(std::max(host->runBatch(1, dl()), mpi->runBatch(1, dl()))));
+          int ops = static_cast<int>(std::clamp(batchMs * 1e-3 / std::max(probe, 1e-7), 1.0, double(maxOps)));
+          // Each round: `pairs` short batches of each implementation, alternating (T M, M T, ...);
+          // the round's time of each = the best of its batches (a batch that lost a core to
+          // another process says nothing about either implementation), and, shown alongside, the
+          // median of its batches. The point's times = medians over the rounds.
+          std::vector<double> tt, tm, ttMed, tmMed;
           for (int r = 0; r < rounds; ++r) {
-            for (int which = 0; which < 2; ++which) {
-              bool hostTurn = (which == 0) == (r % 2 == 0);
-              bs.barrier();
-              double mine = hostTurn ? host->runBatch(ops, dl()) : mpi->runBatch(ops, dl());
-              double us = bs.allReduceMax(mine) / ops * 1e6;
-              (hostTurn ? tt : tm).push_back(us);
+            std::vector<double> pt, pm;
+            for (int i = 0; i < pairs; ++i) {
+              for (int which = 0; which < 2; ++which) {
+                bool hostTurn = (which == 0) == ((r * pairs + i) % 2 == 0);
+                bs.barrier();
+                double mine = hostTurn ? host->runBatch(ops, dl()) : mpi->runBatch(ops, dl());
+                (hostTurn ? pt : pm).push_back(bs.allReduceMax(mine) / ops * 1e6);
+              }
             }
+            tt.push_back(*std::min_element(pt.begin(), pt.end()));
+            tm.push_back(*std::min_element(pm.begin(), pm.end()));
+            ttMed.push_back(median(pt));
+            tmMed.push_back(median(pm));
           }
           if (bs.rank() == 0) {
             std::string algo = host->path().label;
@@ -124,8 +145,9 @@ int main(int argc, char** argv) {
             for (double v : tt) ts += fmt::format("{:.3f} ", v);
             for (double v : tm) ms += fmt::format("{:.3f} ", v);
             double a = median(tt), b = median(tm);
-            fmt::print("{} {} {} {} {} {}{}{:.3f} {:.3f} {:.4f} {} {}\n", n, collName(k), shape.bytes,
-                       algo.empty() ? "-" : algo, ops, ts, ms, a, b, a / b, wt, wm);
+            double am = median(ttMed), bm = median(tmMed);
+            fmt::print("{} {} {} {} {} {}{}{:.3f} {:.3f} {:.4f} {:.3f} {:.3f} {:.4f} {} {}\n", n, collName(k), shape.bytes,
+                       algo.empty() ? "-" : algo, ops, ts, ms, a, b, a / b, am, bm, am / bm, wt, wm);
             std::fflush(stdout);
           }
         }

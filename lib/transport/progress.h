@@ -7,7 +7,7 @@
 //                               sleep at once (no spin) when ranks on this node > usable cores
 //   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
 //   FB_PROGRESS=block           always sleep at once
-// Usable cores = this process's CPU affinity mask, capped by a cgroup v2 cpu.max quota.
+// Cores = the union of the node's ranks' CPU affinity masks, capped by a cgroup v2 cpu.max quota.
 // Header-only: tcp and verbs each include it (no library between them).
 #pragma once
 #include <sched.h>
@@ -17,6 +17,7 @@
 #include <fstream>
 #include <string>
 
+#include "bootstrap/bootstrap.h"
 #include "core/error.h"
 
 namespace fb {
@@ -26,10 +27,28 @@ struct ProgressChoice {
   std::string why;   // for path() details, e.g. "block: 4 ranks on this node > 2 cores"
 };
 
-inline int usableCores() {
+// Cores the ranks of this node may run on: the union of their CPU affinity masks (mpirun may bind
+// each rank to a core of its own: that still gives every rank a core), capped by a cgroup v2
+// cpu.max quota. Collective over the bootstrap; `ranksOnNode` receives this node's rank count.
+inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  std::string mine;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c) mine += CPU_ISSET(c, &set) ? '1' : '0';
+  auto hosts = bs.hostnames();
+  auto masks = bs.allGatherStrings(mine);
+  std::string all;
+  int local = 0;
+  for (int r = 0; r < bs.size(); ++r) {
+    if (hosts[r] != hosts[bs.rank()]) continue;
+    ++local;
+    if (all.size() < masks[r].size()) all.resize(masks[r].size(), '0');
+    for (std::size_t c = 0; c < masks[r].size(); ++c)
+      if (masks[r][c] == '1') all[c] = '1';
+  }
+  *ranksOnNode = local;
+  int n = static_cast<int>(std::count(all.begin(), all.end(), '1'));
   if (n <= 0) n = 1;
   std::ifstream f("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
   std::string quota, period;
@@ -43,11 +62,12 @@ inline int usableCores() {
   return n;
 }
 
-// `ranksOnNode` counts this rank too. Throws ConfigError for a bad FB_PROGRESS.
-inline ProgressChoice chooseProgress(int ranksOnNode) {
+// Collective over the bootstrap. Throws ConfigError for a bad FB_PROGRESS.
+inline ProgressChoice chooseProgress(Bootstrap& bs) {
+  int ranksOnNode = 1;
+  int cores = nodeCores(bs, &ranksOnNode);
   const char* e = std::getenv("FB_PROGRESS");
   std::string mode = e && *e ? e : "auto";
-  int cores = usableCores();
   std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
                        std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
   if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};

@@ -665,7 +665,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
-  ProgressChoice progress = chooseProgress(local + 1);
+  ProgressChoice progress = chooseProgress(bs);
   spin_ = progress.spin;
   d.emplace_back("progress", progress.why);
   if (size_ > 1 && local == size_ - 1)

@@ -177,7 +177,7 @@ class VerbsTransport final : public Transport {
 VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel)
     : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
   gpuDirectAsked_ = o.gpuDirect;
-  progress_ = chooseProgress(bs.localSize());
+  progress_ = chooseProgress(bs);
   if (o.gpuDirect) {  // agreeOnSelection already refused the run when it is not possible
     gdr_ = probeGpuDirect(sel_.device.name);
     gpuDirect_ = gdr_.possible;
