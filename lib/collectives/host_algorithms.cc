@@ -73,19 +73,26 @@ Override parseOverride() {
   return o;
 }
 
-// Default switch points, from host_vs_mpi runs on this project's 2-core machine (loopback TCP,
-// np 2..4, ranks oversubscribed at 3 and 4): below `upTo` bytes (S as the row reports it) the
-// algorithm named is used, above the ring.
-HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int n) {
+// Default switch points (S = the row's size in bytes), from host_vs_mpi runs on this project's
+// 2-core machine under the load of other builds (loopback TCP; np 3 and 4 oversubscribed), each
+// algorithm forced with FB_HOST_ALGO against the same MPI reference:
+//  * allreduce: recursive doubling beat Rabenseifner up to 64 KiB (np 4, 4 KiB: 44 vs 82 us;
+//    np 3, 16 KiB: 25 vs 33 us) and lost above (np 4, 256 KiB: 452 vs 365 us); from 1 MiB the
+//    ring was ahead where the rank count is not a power of two (np 3, 1 MiB: ring 0.57 x MPI,
+//    Rabenseifner with its fold 1.9 x MPI: the fold moves the whole vector twice more).
+//  * allgather: Bruck below 256 KiB; above, the ring was as fast or faster (np 3, 1 MiB: ring
+//    0.37 x MPI, Bruck 0.67 x MPI).
+//  * reducescatter: recursive halving up to 512 KiB, the ring above (np 3 and 4 from 4 MiB: ring
+//    0.58-0.97 x MPI, recursive halving 0.52-1.05 x MPI, with the ring's spread smaller).
+HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int /*n*/) {
+  constexpr std::size_t KiB = 1024;
   switch (k) {
     case CollKind::kAllReduce:
-      if (bytes <= 16 * 1024) return HostAlgo::kRecursiveDoubling;
-      if (n > 2 && bytes <= (std::size_t(64) << 20)) return HostAlgo::kRabenseifner;
-      return n == 2 ? HostAlgo::kRabenseifner : HostAlgo::kRing;
-    case CollKind::kAllGather:
-      return bytes <= (std::size_t(64) << 20) ? HostAlgo::kBruck : HostAlgo::kRing;
-    case CollKind::kReduceScatter:
-      return bytes <= (std::size_t(64) << 20) ? HostAlgo::kRecursiveHalving : HostAlgo::kRing;
+      if (bytes <= 64 * KiB) return HostAlgo::kRecursiveDoubling;
+      if (bytes <= 512 * KiB) return HostAlgo::kRabenseifner;
+      return HostAlgo::kRing;
+    case CollKind::kAllGather: return bytes < 256 * KiB ? HostAlgo::kBruck : HostAlgo::kRing;
+    case CollKind::kReduceScatter: return bytes <= 512 * KiB ? HostAlgo::kRecursiveHalving : HostAlgo::kRing;
     case CollKind::kP2PRing: return HostAlgo::kRing;
   }
   return HostAlgo::kRing;
