@@ -148,3 +148,44 @@ TEST_CASE("FB_HOST_ALGO: bad values are ConfigErrors, defaults depend on size", 
   CHECK(chooseHostAlgo(CollKind::kAllReduce, 8, 4) == HostAlgo::kRecursiveDoubling);
   CHECK(chooseHostAlgo(CollKind::kP2PRing, 8, 4) == HostAlgo::kRing);
 }
+
+TEST_CASE("FB_PROGRESS: spin and block both give exact results; the path says which; bad values refused",
+          "[collectives][tcp]") {
+  for (const char* mode : {"block", "spin"}) {
+    ::setenv("FB_PROGRESS", mode, 1);
+    std::mutex mu;
+    std::int64_t wrong = 0;
+    std::vector<std::string> said;
+    runRanks(4, [&](Bootstrap& bs) {
+      TransportOptions opts;
+      opts.tcpInterface = "lo";
+      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::int64_t w = 0;
+      for (CollKind k : allCollKinds()) {
+        auto coll = makeRingCollective(k, tr);
+        coll->prepare(makeShape(k, DataType::kFloat32, 4 * 4 * 1001, 4, false));
+        coll->runBatch(3, Deadline::in(std::chrono::seconds(60)));
+        w += coll->check(5, Deadline::in(std::chrono::seconds(60)));
+      }
+      std::string progress;
+      for (auto& [k, v] : tr->path().details)
+        if (k == "progress") progress = v;
+      std::lock_guard<std::mutex> lk(mu);
+      wrong += w;
+      said.push_back(progress);
+    });
+    CAPTURE(mode);
+    CHECK(wrong == 0);
+    REQUIRE(said.size() == 4);
+    for (auto& p : said) CHECK(p.find(std::string("FB_PROGRESS=") + mode) != std::string::npos);
+  }
+  ::setenv("FB_PROGRESS", "sometimes", 1);
+  CHECK_THROWS_AS(runRanks(2,
+                           [&](Bootstrap& bs) {
+                             TransportOptions opts;
+                             opts.tcpInterface = "lo";
+                             makeTransport("tcp", bs, opts);
+                           }),
+                  ConfigError);
+  ::unsetenv("FB_PROGRESS");
+}
