@@ -8,8 +8,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transport/progress.h"
 
 namespace fb {
 namespace {
@@ -183,6 +185,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.

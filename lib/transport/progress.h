@@ -62,6 +62,14 @@ inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
   return n;
 }
 
+// Throws ConfigError for a bad FB_PROGRESS (for option checks before any communication).
+inline void validateProgressEnv() {
+  const char* e = std::getenv("FB_PROGRESS");
+  std::string mode = e && *e ? e : "auto";
+  if (mode != "auto" && mode != "spin" && mode != "block")
+    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+}
+
 // Collective over the bootstrap. Throws ConfigError for a bad FB_PROGRESS.
 inline ProgressChoice chooseProgress(Bootstrap& bs) {
   int ranksOnNode = 1;
@@ -72,7 +80,7 @@ inline ProgressChoice chooseProgress(Bootstrap& bs) {
                        std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
   if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
   if (mode == "block") return {false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
-  if (mode != "auto") throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+  validateProgressEnv();
   if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
   return {true, "spin, then sleep: " + counts};
 }
