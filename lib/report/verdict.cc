@@ -29,9 +29,16 @@ Verdict judgeRun(const VerdictInput& in) {
   std::string lists = fmt::format("measured: {}; skipped: {}", joinLabels(in.measured), joinLabels(skippedLabels));
 
   bool anyGpu = std::any_of(in.measured.begin(), in.measured.end(), isGpuBackend);
-  for (const auto& [label, why] : in.skipped)
-    if (std::find(in.named.begin(), in.named.end(), implOf(label)) != in.named.end())
+  // A named transport none of whose paths produced rows was skipped. (One NCCL path measured and the
+  // others listed as skipped under --path auto is not: the transport was measured.)
+  for (const auto& [label, why] : in.skipped) {
+    std::string impl = implOf(label);
+    bool named = std::find(in.named.begin(), in.named.end(), impl) != in.named.end();
+    bool measured = std::any_of(in.measured.begin(), in.measured.end(),
+                                [&](const std::string& m) { return implOf(m) == impl; });
+    if (named && !measured)
       v.reasons.push_back(fmt::format("{} was named on the command line but skipped ({})", label, why));
+  }
   if (in.autoTransports && !in.gpus.empty() && !anyGpu)
     v.reasons.push_back(fmt::format("this node has GPUs ({}) but no GPU path (nccl, cuda) was measured", in.gpus));
   for (const auto& r : in.required) {

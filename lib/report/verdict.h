@@ -1,6 +1,6 @@
 // The run's verdict: passed, partial, failed or nothing ran, and the exit code, from what was
 // measured and what was skipped. "passed" needs every row right AND the fabric the user asked
-// for: a named transport that was skipped, a GPU node where no GPU path ran under
+// for: a named transport skipped without any row of it, a GPU node where no GPU path ran under
 // --transport auto, or a --require'd path without rows, make the run "partial" (exit 4).
 //   exit 0 passed · 1 failed (wrong elements, or aborted) · 2 bad input · 3 nothing ran · 4 partial
 #pragma once

@@ -193,9 +193,47 @@ def case_falsepass(a):
           "exit 4, final line lists measured and skipped; CPU auto run passes; same-host tcp labelled")
 
 
+def case_gpu(a):
+    """GPU parts: --timer gpu/host and --per-op on nccl and cuda (events per operation), % of nominal on
+    the NVLink path, and --transport auto on a GPU node passing. Exit 77 where no GPU is visible."""
+    with tempfile.TemporaryDirectory() as d:
+        probe = mpirun(a, 2, ["--list"], timeout=120)
+        usable = {l.split()[0] for l in probe.stdout.splitlines() if len(l.split()) > 2 and l.split()[2] == "yes"}
+        if not {"nccl", "cuda"} & usable:
+            print("SKIP: no usable GPU backend here (fabricbench --list: nccl/cuda not usable)")
+            sys.exit(77)
+        gpu = [t for t in ("nccl", "cuda") if t in usable]
+        e = base_env()
+        e["NCCL_NVLS_ENABLE"] = "0"
+        for run, timer, rank_time in [("g", "gpu", "max"), ("h", "host", "avg")]:
+            p = mpirun(a, 2, ["--transport", ",".join(gpu), "--timer", timer, "--repeat", "3", "--per-op",
+                              "--collective", "all", "-b", "8", "-e", "16M", "-f", "8", "--placement", "out",
+                              "-n", "10", "-w", "2", "--results-dir", d, "--run-id", run], timeout=300, environ=e)
+            print(p.stdout[-3000:], p.stderr[-2000:])
+            if p.returncode != 0:
+                fail(f"--timer {timer}: exit {p.returncode}")
+            rows, meta = load(d, run)
+            if {r["impl"] for r in rows} != set(gpu):
+                fail(f"--timer {timer}: impls {set(r['impl'] for r in rows)}, expected {gpu}")
+            for r in rows:
+                if r["timer"] != timer or r["rank_time"] != rank_time or int(r["wrong"]) != 0:
+                    fail(f"--timer {timer}: {r}")
+                check_spread(r, 3, True)
+            nv = [r for r in rows if r["impl"] == "nccl" and "nvlink" in r["path"].lower()]
+            if nv and not all(r["pct_nominal"] for r in nv):
+                fail("nccl NVLink rows without % of nominal")
+            print(f"  ok: --timer {timer}: {len(rows)} rows on {gpu}, p50/p99 from events, spread of 3 batches")
+        p = mpirun(a, 2, ["--transport", "auto", "--collective", "allreduce", "-b", "8", "-e", "1M", "-f", "64",
+                          "--no-files"], timeout=300, environ=e)
+        line = final_line(p.stdout)
+        if p.returncode != 0 or not line.startswith("# passed"):
+            fail(f"auto on a GPU node with a GPU path: rc {p.returncode}, line {line!r}")
+    print("PASS: GPU timers, per-op and % of nominal; auto on this GPU node passes")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["repeat", "timer", "falsepass"])
+    ap.add_argument("case", choices=["repeat", "timer", "falsepass", "gpu"])
     ap.add_argument("--fabricbench", required=True)
     ap.add_argument("--mpirun", default="mpirun")
     a = ap.parse_args()

@@ -113,6 +113,13 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   v = fb::judgeRun(named);
   CHECK(v.exitCode == 4);
   CHECK(v.status.find("verbs was named on the command line but skipped (no RDMA device)") != std::string::npos);
+  // nccl named, one path measured, the others skipped (--path auto, one path per process): measured.
+  fb::VerdictInput paths;
+  paths.rows = 4;
+  paths.named = {"nccl"};
+  paths.measured = {"nccl:nvlink"};
+  paths.skipped = {{"nccl:shm", "one forced path per process"}, {"nccl:socket", "one forced path per process"}};
+  CHECK(fb::judgeRun(paths).exitCode == 0);
   // Required GPU path missing.
   fb::VerdictInput req;
   req.rows = 4;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "kernels/reduce.h"
+#include "topology/topology.h"
 #include "transport/cuda/cuda_ipc.h"
 #include "transport/cuda/p2p_check.h"
 
@@ -335,6 +337,19 @@ class CudaIpcCollective final : public Collective {
       for (int r = 0; r < n_; ++r) s += (r ? " " : "") + std::to_string(r) + ":" + buses[r];
       return s;
     }());
+    // % of nominal: NVLink links x rate to the ring neighbours, else the GPU's PCIe gen x width.
+    if (n_ > 1) {
+      std::vector<std::string> neighbours;
+      for (int q : {left, right})
+        if (q != rank_) neighbours.push_back(buses[q]);
+      auto nominal = topo::gpuPeerNominal(topo::localTopology(), bus, neighbours);
+      if (nominal.gbps > 0) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
+        pathDetails_.emplace_back("nominal_GBps", buf);
+      }
+      pathDetails_.emplace_back("nominal_basis", nominal.basis);
+    }
     // Native peer atomics are an NVLink property on current GPUs (PCIe P2P has none).
     pathLabel_ = n_ == 1 ? "cuda local" : allAtomics ? "CUDA IPC P2P (NVLink: native atomics)" : "CUDA IPC P2P";
   }
