@@ -34,6 +34,7 @@ struct Options {
   bool writeFiles = true;
   bool list = false;
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
+  bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
 };
