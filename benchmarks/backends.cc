@@ -12,12 +12,7 @@
 #include "transport/verbs/verbs_transport.h"
 #endif
 #if defined(FB_BUILD_NCCL_COLL)
-#include <nccl.h>
-
 #include "collectives/nccl/nccl_collective.h"
-#endif
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-#include <cuda_runtime_api.h>
 #endif
 #if defined(FB_BUILD_CUDA_COLL)
 #include "collectives/cuda/cuda_collective.h"
@@ -30,19 +25,6 @@ namespace {
 std::vector<std::string> oneVariant(Bootstrap&, const Options&) { return {""}; }
 
 BackendStatus notBuiltStatus(const std::string& name, const std::string& why) { return {name, false, false, why}; }
-
-// CUDA driver and runtime versions (nccl and cuda rows).
-void cudaVersions(nlohmann::json& extra) {
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-  int drv = 0, rt = 0;
-  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
-    extra["cuda_driver_version"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
-  if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
-    extra["cuda_runtime_version"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
-#else
-  (void)extra;
-#endif
-}
 
 // tcp and verbs: the host-memory ring algorithms over a Transport.
 CollFactory openRing(Bootstrap& bs, const Options& o, const std::string& name) {
@@ -101,7 +83,7 @@ BackendEntry verbsEntry() {
   e.probe = [](Bootstrap&, const Options& o) { return probeTransport("verbs", o.coll.transport); };
   e.variants = oneVariant;
   e.open = [](Bootstrap& bs, const Options& o, const std::string&) { return openRing(bs, o, "verbs"); };
-  e.fingerprint = [](nlohmann::json& extra, const Options& o) { extra["rdma"] = verbs::discover(o.coll.transport); };
+  e.fingerprint = [](FingerprintOptions& fp, const Options& o) { fp.rdmaDiscovery = verbs::discover(o.coll.transport); };
   e.listDetails = [](const Options& o) { return "RDMA devices:\n" + verbs::describe(o.coll.transport); };
 #else
   e.notBuilt = "not built: libibverbs-dev not found at configure time";
@@ -137,12 +119,6 @@ BackendEntry ncclEntry() {
   e.open = [](Bootstrap& bs, const Options& o, const std::string& path) -> CollFactory {
     CollectiveOptions co = o.coll;
     return [&bs, co, path](const CollRequest& r) { return Support{nccl::makeCollective(r.kind, bs, co, path), ""}; };
-  };
-  e.fingerprint = [](nlohmann::json& extra, const Options&) {
-    int v = 0;
-    if (ncclGetVersion(&v) == ncclSuccess)
-      extra["nccl_version"] = fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
-    cudaVersions(extra);
   };
   e.listDetails = [](const Options&) {
     std::string topo = nccl::topologyText();
@@ -183,7 +159,6 @@ BackendEntry cudaEntry() {
       return Support{cudaipc::makeCollective(r.kind, bs, co), ""};
     };
   };
-  e.fingerprint = [](nlohmann::json& extra, const Options&) { cudaVersions(extra); };
 #else
   e.notBuilt = FB_HAVE_CUDA ? "not built: the cuda backend is absent from this source tree"
                             : "not built: CUDA toolkit not found at configure time";

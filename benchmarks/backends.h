@@ -7,7 +7,7 @@
 //               communicators) and returns its factory: CollRequest -> implementation, or "not
 //               supported: why" for one collective (only those rows are skipped). Throws
 //               UnavailableError (agreed on every rank) when the whole backend cannot run here.
-//   fingerprint extras for run.json (versions of this backend's libraries, devices)
+//   fingerprint extras for run.json (devices; library versions come from linkedVersions())
 //   options     the backend's own command-line options, and their validation
 // A backend absent from this build has an entry too (built = false, with the reason).
 #pragma once
@@ -21,6 +21,7 @@
 #include "bootstrap/bootstrap.h"
 #include "collectives/collective.h"
 #include "options.h"
+#include "report/fingerprint.h"
 #include "transport/transport.h"
 
 namespace CLI {
@@ -39,7 +40,7 @@ struct BackendEntry {
   std::function<BackendStatus(Bootstrap&, const Options&)> probe;
   std::function<std::vector<std::string>(Bootstrap&, const Options&)> variants;
   std::function<CollFactory(Bootstrap&, const Options&, const std::string& variant)> open;
-  std::function<void(nlohmann::json& extra, const Options&)> fingerprint;
+  std::function<void(FingerprintOptions&, const Options&)> fingerprint;  // (library versions: doctor_main linkedVersions)
   std::function<std::string(const Options&)> listDetails;  // extra --list section ("" = none)
   std::function<void(CLI::App&, Options&)> addOptions;
   std::function<void(Options&)> validate;  // throws ConfigError

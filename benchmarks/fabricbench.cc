@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "harness/runner.h"
+#include "doctor_main.h"
 #include "options.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
@@ -192,6 +193,11 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     printList(bs, o);
     return 0;
   }
+  if (o.doctor) {  // benchmarks/doctor_main.cc, lib/doctor
+    std::string id = bs.rank() == 0 ? (o.runId.empty() ? "doctor-" + defaultRunId(bs.hostname()) : o.runId) : "";
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
+    return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
+  }
 
   // 2. Run identity, fingerprint of every rank, sinks on rank 0.
   auto hosts = bs.hostnames();
@@ -205,8 +211,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
+  addVersionsToFingerprint(linkedVersions(), fpo.extra);
   for (const auto& e : backendTable())
-    if (e.built && e.fingerprint) e.fingerprint(fpo.extra, o);
+    if (e.built && e.fingerprint) e.fingerprint(fpo, o);
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
