@@ -7,40 +7,40 @@
 
 namespace fb {
 
-Verdict verdictOf(const std::exception& e) {
-  if (dynamic_cast<const UnavailableError*>(&e)) return Verdict::kUnavailable;
-  if (dynamic_cast<const ConfigError*>(&e)) return Verdict::kBadInput;
-  return Verdict::kFailed;
+StepVerdict verdictOf(const std::exception& e) {
+  if (dynamic_cast<const UnavailableError*>(&e)) return StepVerdict::kUnavailable;
+  if (dynamic_cast<const ConfigError*>(&e)) return StepVerdict::kBadInput;
+  return StepVerdict::kFailed;
 }
 
-void agreeOn(Bootstrap& bs, const std::string& what, Verdict mine, const std::string& message) {
-  std::string blob = mine == Verdict::kOk ? std::string() : std::string(1, static_cast<char>('0' + static_cast<int>(mine))) + message;
+void agreeOn(Bootstrap& bs, const std::string& what, StepVerdict mine, const std::string& message) {
+  std::string blob = mine == StepVerdict::kOk ? std::string() : std::string(1, static_cast<char>('0' + static_cast<int>(mine))) + message;
   auto all = bs.allGatherStrings(blob);
   int worst = -1;
-  Verdict v = Verdict::kOk;
+  StepVerdict v = StepVerdict::kOk;
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     if (all[r].empty()) continue;
-    auto rv = static_cast<Verdict>(all[r][0] - '0');
+    auto rv = static_cast<StepVerdict>(all[r][0] - '0');
     if (rv > v) {
       v = rv;
       worst = r;
     }
   }
-  if (v == Verdict::kOk) return;
+  if (v == StepVerdict::kOk) return;
   std::string msg = all[worst].substr(1);
   // Every rank gave the same verdict and message: it was agreed already (a nested agree).
   bool agreedBelow = true;
   for (const auto& b : all) agreedBelow = agreedBelow && b == all[worst];
   std::string text = agreedBelow ? msg : what + ": rank " + std::to_string(worst) + ": " + msg;
   switch (v) {
-    case Verdict::kUnavailable: throw UnavailableError(text);
-    case Verdict::kBadInput: throw ConfigError(msg);
+    case StepVerdict::kUnavailable: throw UnavailableError(text);
+    case StepVerdict::kBadInput: throw ConfigError(msg);
     default: throw AgreedFailure(text);
   }
 }
 
 void agree(Bootstrap& bs, const std::string& what, const std::function<void()>& fn) {
-  Verdict mine = Verdict::kOk;
+  StepVerdict mine = StepVerdict::kOk;
   std::string msg;
   try {
     fn();

@@ -26,16 +26,16 @@ namespace fb {
 // MPI_Abort), with the failing rank's message.
 class AgreedFailure : public Error { using Error::Error; };
 
-enum class Verdict : int { kOk = 0, kUnavailable = 1, kBadInput = 2, kFailed = 3 };  // by severity
+enum class StepVerdict : int { kOk = 0, kUnavailable = 1, kBadInput = 2, kFailed = 3 };  // by severity
 
 // Verdict of an exception (UnavailableError, ConfigError, anything else = kFailed).
-Verdict verdictOf(const std::exception& e);
+StepVerdict verdictOf(const std::exception& e);
 
 // Runs fn, then agrees. `what` names the step in the message ("tcp", "cuda prepare").
 void agree(Bootstrap& bs, const std::string& what, const std::function<void()>& fn);
 
 // The exchange alone, for code that computed its verdict itself (message empty when kOk).
-void agreeOn(Bootstrap& bs, const std::string& what, Verdict mine, const std::string& message);
+void agreeOn(Bootstrap& bs, const std::string& what, StepVerdict mine, const std::string& message);
 
 // Test hook, for proving that an injected failure on one rank gives every rank the same
 // verdict: FB_TEST_FAIL=POINT:RANK[:KIND] (KIND unavailable|badinput|error, default error)

@@ -164,7 +164,7 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const Devi
     }
     std::memcpy(blob.data() + sizeof(BlobHeader) + k * sizeof(BlobEntry), &e, sizeof(e));
   }
-  agreeOn(bs, "cuda IPC", myErr.empty() ? Verdict::kOk : Verdict::kFailed,
+  agreeOn(bs, "cuda IPC", myErr.empty() ? StepVerdict::kOk : StepVerdict::kFailed,
           identity() + " could not export its GPU memory: " + myErr);
   auto all = bs.allGather(blob);
 
@@ -245,7 +245,7 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const Devi
   closeAll();  // mappings not carried over
   entries_ = std::move(next);
   // Every rank learns whether anyone failed, so no rank goes on alone.
-  agreeOn(bs, "cuda IPC", openErr.empty() ? Verdict::kOk : Verdict::kUnavailable, identity() + " " + openErr);
+  agreeOn(bs, "cuda IPC", openErr.empty() ? StepVerdict::kOk : StepVerdict::kUnavailable, identity() + " " + openErr);
 }
 
 void* PeerMap::at(int rank, int index) const { return entries_.at(rank).at(index).ptr; }
