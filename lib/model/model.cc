@@ -481,7 +481,7 @@ double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, con
   double t = 0;
   for (auto& p : ph) {
     double step = 0;
-    if (p.intra) {
+    if (p.intra && !(in.intraFree && !in.intra)) {
       if (!in.intra) throw InputError(fmt::format("{} ranks per node need an intra-node link (--intra)", sh.perNode));
       const auto& sg = in.intra->segmentFor(S);
       step = std::max(step, sg.alphaUs + p.chunk * sg.betaUsPerByte);

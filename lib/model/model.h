@@ -156,6 +156,9 @@ Link linkFromFit(const HopFit& f, const std::string& source);
 
 struct Inputs {
   std::optional<Link> intra, inter;
+  // No intra link, and the caller accepts that intra-node hops are not modelled (taken as free: the
+  // inter-node hop of the same step is assumed to be the slower one). Reports must say so.
+  bool intraFree = false;
 };
 
 struct Projection {
