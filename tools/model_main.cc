@@ -218,6 +218,8 @@ std::string fitTable(const HopFit& f) {
 
 std::string segText(const std::vector<Segment>& segs) {
   std::string t;
+  if (segs.size() == 1 && segs[0].points == 0)  // a spec: one line for every size
+    return fmt::format("alpha {:.2f} us per hop, hop bandwidth {} GB/s (every size)", segs[0].alphaUs, bw(segs[0].gbps()));
   for (std::size_t k = 0; k < segs.size(); ++k)
     t += fmt::format("{}segment {} ({}..{}, {} sizes): alpha {:.2f} us per hop, hop bandwidth {} GB/s", k ? "; " : "",
                      k + 1, human(segs[k].lo), human(segs[k].hi), segs[k].points, segs[k].alphaUs, bw(segs[k].gbps()));
@@ -273,7 +275,7 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
       md += fitTable(f) + "\n";
       // measured points over the fitted curve
       std::string body = fmt::format(
-          "set title '{}'\nset logscale xy\nset format x '%.0b%B'\nset xlabel 'size (bytes)'\nset ylabel 'time (us)'\n"
+          "set title '{}'\nset logscale x 2\nset logscale y 10\nset format x '%.0b%B'\nset xlabel 'size (bytes)'\nset ylabel 'time (us)'\n"
           "set key top left\nset grid\n$m << EOD\n",
           name);
       for (auto& p : f.points) body += fmt::format("{} {} {}\n", p.bytes, p.measuredUs, p.fittedUs);
@@ -387,6 +389,8 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
         }
       }
       if (sh.nodes > 1 && why.empty()) in.inter = fitFrom(inter, "inter");
+      // host rings (tcp, mpi) step together; NCCL/CUDA pipeline their chunks
+      in.pipelined = s.impl == "nccl" || s.impl == "nccl-tests" || s.impl == "cuda";
       std::string name = seriesName(c, s);
       if (!why.empty()) {
         detail += fmt::format("## {}\n\nNot predicted: {}\n\n", cell(name), why);
@@ -398,7 +402,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
       if (in.inter) detail += fmt::format("- inter-node input: {} — {}\n", in.inter->source, segText(in.inter->segs));
       if (!intraNote.empty()) detail += "- " + intraNote + "\n";
       detail += "\n| size | algorithm (from the row) | measured | predicted (projected) | error |\n|---:|---|---:|---:|---:|\n";
-      Sum sm{c.run.label, s.coll, s.impl, fmt::format("{} x {}", sh.nodes, sh.perNode), "", "", 0, 0, 0, 0, 0, false};
+      Sum sm{c.run.label, s.coll, s.impl + (s.inPlace ? " [in]" : ""), fmt::format("{} x {}", sh.nodes, sh.perNode), "", "", 0, 0, 0, 0, 0, false};
       bool named = force.has_value();
       std::map<std::string, std::vector<double>> altErr;  // rows without an algorithm: every formula's |error| in band
       std::vector<double> bandErr;
@@ -468,7 +472,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
                             human(band.lo), human(band.hi), sm.maxAbs, sm.medAbs, sm.inBand,
                             sm.pass ? "within the bound" : "NOT within the bound", human(band.lo), sm.smallMax, sm.small);
       std::string body = fmt::format(
-          "set title '{} (predicted = projected from the fit inputs)'\nset logscale xy\nset format x '%.0b%B'\n"
+          "set title '{} (predicted = projected from the fit inputs)'\nset logscale x 2\nset logscale y 10\nset format x '%.0b%B'\n"
           "set xlabel 'size (bytes)'\nset ylabel 'time (us)'\nset key top left\nset grid\n$m << EOD\n{}EOD\n"
           "plot $m using 1:3 with lines lw 2 title 'predicted (projected)', $m using 1:2 with points pt 7 title "
           "'measured'\n",
@@ -607,6 +611,7 @@ struct ProjectArgs {
   std::string bucket = "25MB";
   double computeMs = -1, overlap = 0;
   std::string prices;
+  std::string trainNodes;
   std::string out;
   bool noPlots = false;
 };
@@ -779,10 +784,11 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     std::map<std::pair<int, int>, double> firstStep;
     std::string tcsv = "kind,fabric,nodes,gpus_per_node,tp,params,grad_dtype,bucket_bytes,compute_ms,overlap,buckets,algo,"
                        "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,inputs\n";
+    auto tnodes = a.trainNodes.empty() ? nodes : parseIntList(a.trainNodes, "--train-nodes");
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, "allreduce");
       for (int g : gpus)
-        for (int n : nodes) {
+        for (int n : tnodes) {
           Shape sh{n, g, a.nics};
           StepEstimate e;
           bool haveStep = training && sh.ranks() / tm.tp > 0;
@@ -798,8 +804,9 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             double busbw = sh.ranks() > 1 ? project("allreduce", sh, 1073741824.0, in, force).busbwGBps : 0;
             usdPerGBps = busbw > 0 ? c.totalUsd / (busbw * sh.ranks()) : 0;
             double stepsPerHourPerM = training && e.stepMs > 0 ? 3.6e6 / e.stepMs / (c.totalUsd / 1e6) : 0;
-            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} ({} leaf, {} spine, {} cables) | {} | {} |", c.totalUsd,
-                                   c.perNodeUsd, c.topology, c.leaves, c.spines, c.cables,
+            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} ({} leaf, {} spine{}, {} cables) | {} | {} |", c.totalUsd,
+                                   c.perNodeUsd, c.topology, c.leaves, c.spines,
+                                   c.cores ? fmt::format(", {} core", c.cores) : "", c.cables,
                                    usdPerGBps > 0 ? fmt::format("${:.0f}", usdPerGBps) : "—",
                                    stepsPerHourPerM > 0 ? fmt::format("{:.1f}", stepsPerHourPerM) : "—");
           }
@@ -897,6 +904,7 @@ int run(int argc, char** argv) {
   prj->add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25MB, PyTorch DDP's)");
   prj->add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
   prj->add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
+  prj->add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
   prj->add_option("--prices", pa.prices, "JSON price file per fabric (see examples/prices.json)");
   prj->add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
   prj->add_flag("--no-plots", pa.noPlots, "do not run gnuplot");

@@ -103,6 +103,7 @@ std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& sh, d
     case Algo::kRing:
       if (p2p) v.push_back(hop(1, S, sh, ringScale));
       else v.push_back(hop((ar ? 2.0 : 1.0) * (n - 1), S / n, sh, ringScale));
+      v.back().interShare = p2p ? 1.0 : static_cast<double>(N - 1) / (n - 1);
       break;
     case Algo::kDirect:
       need(p2p, "direct is the P2P exchange");
@@ -115,6 +116,7 @@ std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& sh, d
       Phase p = hop(steps, 0, sh, 1.0 / std::min<double>(R, 1.0 * G));
       // bytes: 2 S over the slowest link in total, spread as a per-hop chunk
       p.chunk = steps > 0 ? 2.0 * S / steps : 0;
+      p.interShare = steps > 0 ? 2.0 * ceilLog2(N) / steps : 0;
       v.push_back(p);
       break;
     }
@@ -480,17 +482,25 @@ double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, con
   auto ph = phases(coll, algo, sh, S);
   double t = 0;
   for (auto& p : ph) {
-    double step = 0;
+    const Segment* si = nullptr;
+    const Segment* se = nullptr;
     if (p.intra && !(in.intraFree && !in.intra)) {
       if (!in.intra) throw InputError(fmt::format("{} ranks per node need an intra-node link (--intra)", sh.perNode));
-      const auto& sg = in.intra->segmentFor(S);
-      step = std::max(step, sg.alphaUs + p.chunk * sg.betaUsPerByte);
+      si = &in.intra->segmentFor(S);
     }
     if (p.inter) {
       if (!in.inter) throw InputError(fmt::format("{} nodes need an inter-node link (--inter)", sh.nodes));
-      const auto& sg = in.inter->segmentFor(S);
-      step = std::max(step, sg.alphaUs + p.chunk * p.interScale * sg.betaUsPerByte);
+      se = &in.inter->segmentFor(S);
     }
+    if (si && se && in.pipelined) {
+      double lat = (1 - p.interShare) * si->alphaUs + p.interShare * se->alphaUs;
+      double bwt = std::max(p.chunk * si->betaUsPerByte, p.chunk * p.interScale * se->betaUsPerByte);
+      t += p.count * (lat + bwt);
+      continue;
+    }
+    double step = 0;
+    if (si) step = std::max(step, si->alphaUs + p.chunk * si->betaUsPerByte);
+    if (se) step = std::max(step, se->alphaUs + p.chunk * p.interScale * se->betaUsPerByte);
     t += p.count * step;
   }
   return t;

@@ -62,6 +62,7 @@ struct Phase {
   bool intra = false;     // the step uses intra-node links
   bool inter = false;     // the step uses inter-node links
   double interScale = 1;  // inter bytes per hop = chunk x interScale (rails sharing NICs, parallel rings)
+  double interShare = 1;  // pipelined timing: share of the hops that cross nodes (latency = mix of both)
 };
 
 struct Shape {
@@ -159,6 +160,12 @@ struct Inputs {
   // No intra link, and the caller accepts that intra-node hops are not modelled (taken as free: the
   // inter-node hop of the same step is assumed to be the slower one). Reports must say so.
   bool intraFree = false;
+  // How a step that uses both link classes is timed. Step-synchronous (false): every step waits for its
+  // slowest hop: max(alpha_i + c beta_i, alpha_e + c beta_e) - the host rings of the tcp and mpi
+  // backends. Pipelined (true, NCCL): latency = the hops' own latencies summed along the ring
+  // (2(n-1) - 2(N-1) intra hops + 2(N-1) network hops, NCCL's tuning model), bandwidth = the slowest
+  // link's. With one link class both are the same.
+  bool pipelined = true;
 };
 
 struct Projection {
@@ -223,6 +230,7 @@ std::map<std::string, FabricPrice> loadPrices(const std::string& path);
 struct CostEstimate {
   int endpoints = 0;             // NIC ports = N x R
   int leaves = 0, spines = 0;    // switches (one switch when every port fits in one)
+  int cores = 0;                 // third tier, when leaves > P
   int cables = 0;
   double nicUsd = 0, switchUsd = 0, cableUsd = 0, gpuUsd = 0;
   double totalUsd = 0, perNodeUsd = 0;
@@ -230,7 +238,9 @@ struct CostEstimate {
 };
 // Leaf/spine, non-blocking: when N x R ports fit one switch, one switch and N x R cables; else
 // leaves = ceil(N R / (P/2)) (half the ports down, half up), spines = ceil(leaves x P/2 / P),
-// cables = N R + leaves x P/2. Throws InputError when N < 1 or more than P leaves would be needed.
+// cables = N R + leaves x P/2; above P leaves a three-tier folded Clos: aggregation = leaves,
+// cores = ceil(aggregation x P/2 / P), cables += aggregation x P/2. Throws InputError when N < 1 or
+// the ports exceed P^3/4.
 CostEstimate fabricCost(const FabricPrice& p, int nodes, int gpusPerNode);
 
 }  // namespace fb::model

@@ -176,15 +176,24 @@ CostEstimate fabricCost(const FabricPrice& p, int nodes, int gpusPerNode) {
   } else {
     int down = P / 2;
     c.leaves = (c.endpoints + down - 1) / down;
-    if (c.leaves > P)
-      throw InputError(fmt::format("{} ports need {} leaf switches: more than a {}-port spine can connect (two tiers)",
-                                   c.endpoints, c.leaves, P));
-    c.spines = (c.leaves * down + P - 1) / P;
-    c.cables = c.endpoints + c.leaves * down;
-    c.topology = "two-tier leaf/spine, non-blocking";
+    if (c.leaves <= P) {
+      c.spines = (c.leaves * down + P - 1) / P;
+      c.cables = c.endpoints + c.leaves * down;
+      c.topology = "two-tier leaf/spine, non-blocking";
+    } else {
+      // three-tier folded Clos: leaves and aggregation switches half down / half up, cores all down
+      long maxEndpoints = static_cast<long>(P) * P * P / 4;
+      if (c.endpoints > maxEndpoints)
+        throw InputError(fmt::format("{} ports exceed a three-tier non-blocking Clos of {}-port switches ({} ports)",
+                                     c.endpoints, P, maxEndpoints));
+      c.spines = c.leaves;                  // aggregation: one per leaf's worth of uplinks
+      c.cores = (c.spines * down + P - 1) / P;
+      c.cables = c.endpoints + c.leaves * down + c.spines * down;
+      c.topology = "three-tier folded Clos, non-blocking";
+    }
   }
   c.nicUsd = c.endpoints * p.nicUsd;
-  c.switchUsd = (c.leaves + c.spines) * p.switchUsd;
+  c.switchUsd = (c.leaves + c.spines + c.cores) * p.switchUsd;
   c.cableUsd = c.cables * p.cableUsd;
   c.gpuUsd = p.perGpuUsd * nodes * gpusPerNode;
   c.totalUsd = c.nicUsd + c.switchUsd + c.cableUsd + c.gpuUsd;

@@ -115,16 +115,21 @@ TEST_CASE("hierarchical and two-level ring, hand-computed", "[model][formula]") 
   CHECK(timeOf("allreduce", Algo::kHier, sh, 3.2e7, in) == Approx(1248));
   // one NIC per node: the 8 rails share it: inter hops cost 10 + 8 x 100 = 810 -> 6 x 810 + 588
   CHECK(timeOf("allreduce", Algo::kHier, Shape{4, 8, 1}, 3.2e7, in) == Approx(588 + 6 * 810));
-  // flat ring over 32 ranks, 8 rails: each step = max(intra 2 + 1e6 x 1e-5, inter 10 + 1e6/8 x 1e-4)
-  //   = max(12, 22.5) = 22.5; 62 steps -> 1395
+  // flat ring over 32 ranks, 8 rails, step-synchronous (host rings): each step = max(intra 2 + 1e6 x 1e-5,
+  //   inter 10 + 1e6/8 x 1e-4) = max(12, 22.5) = 22.5; 62 steps -> 1395
+  in.pipelined = false;
   CHECK(timeOf("allreduce", Algo::kRing, sh, 3.2e7, in) == Approx(62 * 22.5));
-  // tree: 2 x ((G-1) + ceil(log2 N)) = 18 hops carrying 2 S in total (chunk 2S/18 = 3.556e6 B), the
-  // network part over 8 rails: each hop = max(2 + 3.556e6 x 1e-5, 10 + 3.556e6 / 8 x 1e-4) = 54.44
-  CHECK(timeOf("allreduce", Algo::kTree, sh, 3.2e7, in) == Approx(18 * (10 + 2 * 3.2e7 / 18 / 8 * 1e-4)));
-  // project() picks the fastest (here the tree: 980 < hier 1248 < ring 1395) and names every candidate
+  // pipelined (NCCL): latency 2(32-1) - 2(4-1) = 56 intra hops x 2 + 6 network hops x 10 = 172, bandwidth
+  //   62 x max(1e6 x 1e-5, 1e6/8 x 1e-4) = 62 x 12.5 = 775 -> 947
+  in.pipelined = true;
+  CHECK(timeOf("allreduce", Algo::kRing, sh, 3.2e7, in) == Approx(172 + 775));
+  // tree: 2 x ((G-1) + ceil(log2 N)) = 18 hops carrying 2 S in total (chunk 2S/18 = 3.556e6 B): latency
+  //   14 intra x 2 + 4 network x 10 = 68; bandwidth 18 x max(3.556e6 x 1e-5, 3.556e6 / 8 x 1e-4) = 800 -> 868
+  CHECK(timeOf("allreduce", Algo::kTree, sh, 3.2e7, in) == Approx(68 + 800));
+  // project() picks the fastest (tree 868 < ring 947 < hier 1248) and names every candidate
   auto p = project("allreduce", sh, 3.2e7, in);
   CHECK(p.algo == Algo::kTree);
-  CHECK(p.timeUs == Approx(18 * (10 + 2 * 3.2e7 / 18 / 8 * 1e-4)));
+  CHECK(p.timeUs == Approx(868));
   REQUIRE(p.candidates.size() == 3);
   CHECK(p.candidates[0].first == Algo::kRing);
   CHECK(p.candidates[1].first == Algo::kTree);
@@ -238,6 +243,15 @@ TEST_CASE("cost arithmetic: single switch and leaf/spine, hand-computed", "[mode
   CHECK(d.spines == 13);
   CHECK(d.cables == 1032);
   CHECK(d.totalUsd == Approx(512 * 1000 + 39 * 20000 + 1032 * 100));
+  // 256 nodes x 8 = 2048 ports: 103 leaves > 40 -> three tiers: 103 aggregation, ceil(103 x 20 / 40) = 52
+  // cores, cables 2048 + 103 x 20 x 2 = 6168
+  auto t3 = fabricCost(p, 256, 8);
+  CHECK(t3.leaves == 103);
+  CHECK(t3.spines == 103);
+  CHECK(t3.cores == 52);
+  CHECK(t3.cables == 6168);
+  CHECK(t3.totalUsd == Approx(2048 * 1000 + (103 + 103 + 52) * 20000 + 6168 * 100));
+  CHECK_THROWS_AS(fabricCost(p, 100000, 8), InputError);  // 800000 ports > 40^3/4 = 16000
   CHECK_THROWS_AS(fabricCost(p, 0, 8), InputError);
   // bad price files
   auto bad = j;
