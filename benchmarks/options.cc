@@ -103,6 +103,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
   app.add_flag("!--no-files", o.writeFiles, "print the table only; write no result folder");
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
+  app.add_flag("--doctor", o.doctor,
+               "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
+               "RDMA ports/GID/MTU/firmware, limits, versions, interface variables, reachability); table + doctor.json; "
+               "exit 0 no fail, 1 a check failed");
   app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
       ->group("");
 
@@ -168,6 +172,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
+  if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
     try {
@@ -187,6 +192,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
                             o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging);
+  o.canonical += fmt::format("|doctor={}", o.doctor);
   return o;
 }
 

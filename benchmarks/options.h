@@ -31,6 +31,7 @@ struct Options {
   std::string runId;
   bool writeFiles = true;
   bool list = false;
+  bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
 };
