@@ -211,18 +211,28 @@ StepsBytes linearCost(const std::vector<Phase>& ph, LinkClass cls) {
 
 // ---- fit -------------------------------------------------------------------------------------
 
-const Segment& HopFit::segmentFor(double bytes) const {
+namespace {
+// The segment whose measured size range holds `bytes`, else the nearest one on a log scale (a size
+// between two segments' measured sizes, such as 1048572 B on 3 ranks next to a segment from 1 MiB,
+// belongs to the closer one; beyond the ends, the first or last).
+const Segment& nearestSegment(const std::vector<Segment>& segs, double bytes) {
   const Segment* best = &segs.front();
-  for (auto& s : segs)
-    if (static_cast<double>(s.lo) <= bytes) best = &s;
+  double bestD = std::numeric_limits<double>::infinity();
+  for (auto& s : segs) {
+    double lo = std::max<double>(1, static_cast<double>(s.lo)), hi = std::max<double>(lo, static_cast<double>(s.hi));
+    double b = std::max(1.0, bytes);
+    double d = b < lo ? std::log(lo / b) : (b > hi ? std::log(b / hi) : 0);
+    if (d <= bestD) {
+      bestD = d;
+      best = &s;
+    }
+  }
   return *best;
 }
-const Segment& Link::segmentFor(double bytes) const {
-  const Segment* best = &segs.front();
-  for (auto& s : segs)
-    if (static_cast<double>(s.lo) <= bytes) best = &s;
-  return *best;
-}
+}  // namespace
+
+const Segment& HopFit::segmentFor(double bytes) const { return nearestSegment(segs, bytes); }
+const Segment& Link::segmentFor(double bytes) const { return nearestSegment(segs, bytes); }
 
 namespace {
 

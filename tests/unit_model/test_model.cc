@@ -181,6 +181,10 @@ TEST_CASE("fit finds a regime switch and shrugs off one disturbed size", "[model
   CHECK(f.segs[0].gbps() == Approx(2.0).epsilon(0.01));
   CHECK(f.segs[1].gbps() == Approx(10.0).epsilon(0.01));
   CHECK(f.segs[1].alphaUs == Approx(40).epsilon(0.05));
+  // a size between the segments' measured sizes goes to the nearer one (log scale)
+  CHECK(&f.segmentFor(250 << 10) == &f.segs[1]);
+  CHECK(&f.segmentFor(140 << 10) == &f.segs[0]);
+  CHECK(&f.segmentFor(1e12) == &f.segs[1]);
   // the disturbed point shows its error, the others are exact
   int off = 0;
   for (auto& p : f.points)
