@@ -23,6 +23,8 @@ struct Options {
   std::vector<CollKind> colls;
   std::vector<std::string> transports;   // expanded: tcp, mpi, verbs, nccl, cuda
   bool transportsAuto = false;           // "auto": every path this machine has
+  std::vector<std::string> namedTransports;  // named on the command line (a skip of one is not a pass)
+  std::vector<std::string> required;     // --require: transports, or "gpu", that must produce rows
   std::vector<DataType> dtypes;
   std::vector<bool> placements;          // false = out-of-place, true = in-place
   RunnerConfig runner;
@@ -31,6 +33,7 @@ struct Options {
   std::string runId;
   bool writeFiles = true;
   bool list = false;
+  bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
