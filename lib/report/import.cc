@@ -226,6 +226,8 @@ std::vector<Sample> parseNcclTests(const std::string& text, const std::string& s
       s.nRanks = nRanks;
       s.nNodes = nNodes;
       s.timeUs = t;
+      s.timer = "host";     // nccl-tests: host clock around the launched batch
+      s.rankTime = "avg";   // nccl-tests averages over ranks by default (-a 1)
       // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
       s.algBwGBps = static_cast<double>(bytes) / (t * 1e3);
       s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
@@ -309,6 +311,8 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
         throw InputError(fmt::format("{}: line {}: #bytes '{}' is not a positive whole number", source, i + 1, w[0]));
       Sample s;
       s.impl = "perftest";
+      s.timer = "host";
+      s.rankTime = "rank0";  // one client reports
       s.dtype = "bytes";
       s.bytes = bytes;
       s.count = bytes;
