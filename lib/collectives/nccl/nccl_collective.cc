@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "kernels/fill_verify.h"
 #include "topology/nccl_log.h"
+#include "topology/nic_rate.h"
 #include "topology/topology.h"
 #include "transport/nccl/nccl_comm.h"
 #include "transport/nccl/path_profile.h"
@@ -359,6 +360,22 @@ class NcclCollective : public Collective {
             identity() + " " + err + " (NCCL log " + comm_->logPath() + ")");
 
     auto nominal = nominalFor(profile_.name, device_, topo::localTopology().rdma);
+    if (profile_.name == "socket") {
+      // NCCL's sockets: through loopback when every rank is on this host, else the NICs NCCL uses.
+      if (bs_.nodeCount() == 1) {
+        nominal = {-1, "same host (loopback path), no nominal rate"};
+      } else {
+        nominal = {-1, "NCCL's socket interface not found in its log"};
+        double sum = 0;
+        std::string basis;
+        for (const auto& ifname : log.socketInterfaces) {
+          auto r = topo::nicRate(ifname);
+          basis += (basis.empty() ? "" : " + ") + r.basis;
+          sum = r.gbps > 0 && sum >= 0 ? sum + r.gbps : -1;
+        }
+        if (!log.socketInterfaces.empty()) nominal = {sum > 0 ? sum : -1, basis};
+      }
+    }
     PathInfo p;
     const int channels = log.connectedChannels(rank);
     std::set<std::string> vias;

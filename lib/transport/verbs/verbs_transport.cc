@@ -22,6 +22,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -731,6 +732,17 @@ PathInfo VerbsTransport::path() const {
                              : gpuDirectAsked_ ? "no: " + gdr_.text()
                                                : std::string("no (host memory; --gpu-memory not given)")},
                {"why", sel_.why}};
+  // % of nominal: the port's rate (lanes x lane rate, Gb/s) in GB/s.
+  if (sel_.port.gbps > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", sel_.port.gbps / 8);
+    p.details.emplace_back("nominal_GBps", buf);
+    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) + " " +
+                                                sel_.port.rate + " (port rate)");
+  } else {
+    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) +
+                                                ": rate unknown, no nominal rate");
+  }
   return p;
 }
 
