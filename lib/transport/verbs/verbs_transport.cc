@@ -28,6 +28,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 #include "transport/verbs/gpudirect.h"
 #include "transport/verbs/discovery.h"
@@ -749,8 +750,8 @@ PathInfo VerbsTransport::path() const {
 // so a bad --gid-index is one clear line on every rank and nobody waits for a QP that never comes.
 Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
   std::optional<Selection> sel;
-  std::string verdict;
-  try {
+  agree(bs, "verbs", [&] {
+    failHook("verbs-open", bs.rank());
     sel = select(discoverDevices(), o);
     if (o.gpuDirect) {
       GpuDirectStatus g = probeGpuDirect(sel->device.name);
@@ -763,19 +764,7 @@ Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
                              g.why + "), but verbs collectives on GPU memory are not implemented yet; "
                              "run without --gpu-memory (host memory)");
     }
-  } catch (const ConfigError& e) {
-    verdict = std::string("C") + e.what();
-  } catch (const UnavailableError& e) {
-    verdict = std::string("U") + e.what();
-  }
-  auto all = bs.allGatherStrings(verdict);
-  for (int r = 0; r < bs.size(); ++r) {
-    if (all[r].empty()) continue;
-    std::string msg = all[r].substr(1);
-    if (r != bs.rank()) msg += " (rank " + std::to_string(r) + ")";
-    if (all[r][0] == 'C') throw ConfigError(msg);
-    throw UnavailableError(msg);
-  }
+  });
   return *sel;
 }
 
