@@ -12,7 +12,7 @@
 #   NPS="2 4" MAX=1M FACTOR=4 bash benchmarks/host_vs_mpi.sh
 # Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), ROUNDS (3), PAIRS (9),
 # BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), OUT (a new
-# folder under /tmp: raw output per np, the tables in table.md).
+# folder under /tmp: raw output per np, the tables in table.md), TABLE_ONLY (1: tables from OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -26,7 +26,9 @@ BIN=$BUILD/benchmarks/host_vs_mpi
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "# host_vs_mpi.sh: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
+# TABLE_ONLY=1: only print the tables from the np*.txt already in OUT (e.g. runs made separately).
 for np in $NPS; do
+  [[ ${TABLE_ONLY:-0} == 1 ]] && break
   mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include "$IF" \
     "$BIN" --transport "$TRANSPORT" --tcp-if "$IF" -b "$MIN" -e "$MAX" -f "$FACTOR" \
     --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" | tee "$OUT/np$np.txt" | grep '^#' || {
@@ -38,10 +40,9 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT" $NPS <<'EOF' | tee "$OUT/table.md"
 import math, sys
 out, nps = sys.argv[1], [int(x) for x in sys.argv[2:]]
-rows = {}  # (coll, i-th size) -> np -> (ratio, ratio_medbatch, algo); sizes differ per np
-order, shown = [], {}  # allgather/reducescatter round the size to a multiple of np
+rows = {}  # (coll, requested size) -> np -> (ratio, ratio_medbatch, algo)
+order, shown = [], {}
 for np_ in nps:
-    seen = {}
     for line in open(f"{out}/np{np_}.txt"):
         if line.startswith("#") or not line.strip():
             continue
@@ -50,12 +51,13 @@ for np_ in nps:
         coll, size, algo = f[1], int(f[2]), f[3]
         if int(f[-2]) or int(f[-1]):
             sys.exit(f"np {np_} {coll} {size}: wrong elements: tcp {f[-2]}, mpi {f[-1]}")
-        i = seen[coll] = seen.get(coll, -1) + 1
-        key = (coll, i)
+        # allgather/reducescatter round the size down to a multiple of 4 np (a sweep of powers of
+        # two: the requested size is the next power of two); a size with no element is absent.
+        key = (coll, 1 << (size - 1).bit_length() if size > 1 else size)
         if key not in rows:
             rows[key] = {}
             order.append(key)
-            shown[key] = size
+            shown[key] = key[1]
         rows[key][np_] = (float(f[-6]), float(f[-3]), algo)
 def fmt_size(b):
     for u, s in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -64,7 +66,7 @@ def fmt_size(b):
     return f"{b} B"
 def table(idx, title):
     print(f"\n### {title}\n")
-    print("| collective | size (at the first np) | " + " | ".join(f"np {n} tcp/mpi (algorithm)" for n in nps) + " |")
+    print("| collective | size (requested) | " + " | ".join(f"np {n} tcp/mpi (algorithm)" for n in nps) + " |")
     print("|---|---|" + "---|" * len(nps))
     stats = {}
     for coll in dict.fromkeys(c for c, _ in order):
