@@ -213,7 +213,8 @@ bool filterMatches(const std::vector<std::string>& benchmarkArgs, const std::str
 // and the run stops at the end of the row, on every rank (stopRequested() is agreed per row).
 struct RunState {
   std::timed_mutex mu;
-  std::unique_ptr<ResultSink> console, files;
+  std::unique_ptr<ResultSink> console;
+  std::unique_ptr<ResultSink> csv, json, md;  // result files (rank 0, unless --no-files)
   std::string resultDir;
   bool begun = false, ended = false;
   std::string writeError;
@@ -229,13 +230,40 @@ struct RunState {
       wrongTotal += s.wrong;
     }
     if (console) console->add(s);
-    if (files) {
+    if (csv) {
       try {
-        files->add(s);
+        csv->add(s);
+        json->add(s);
+        md->add(s);
       } catch (const std::exception& e) {
         stopWriting(e.what(), rows - 1);
       }
     }
+  }
+  bool hasFiles() const { return csv != nullptr; }
+  void openFiles(const std::string& dir, const RunMeta& meta) {
+    resultDir = dir;
+    csv = makeCsvSink(dir + "/table.csv");
+    json = makeJsonSink(dir + "/run.json");
+    md = makeMarkdownSink(dir + "/report.md");
+    csv->begin(meta);
+    json->begin(meta);
+    md->begin(meta);
+  }
+  void dropFiles() { csv.reset(), json.reset(), md.reset(); }
+  // run.json and report.md as they would be if the run ended now with `sum`, without closing
+  // anything: a later row rewrites run.json as "running", the end rewrites both (SIGCONT).
+  void checkpoint(RunSummary sum, std::chrono::milliseconds wait) {
+    bool locked = mu.try_lock_for(wait);
+    if (begun && !ended && json && writeError.empty()) {
+      sum.notes = notes;
+      try {
+        json->end(sum);
+        md->end(sum);
+      } catch (const std::exception&) {
+      }
+    }
+    if (locked) mu.unlock();
   }
   bool stopRequested() {
     std::lock_guard<std::timed_mutex> lk(mu);
@@ -259,19 +287,21 @@ struct RunState {
     ended = true;
     sum.notes = notes;
     if (!writeError.empty()) sum.notes.push_back("writing result files stopped: " + writeError);
-    if (files) {
+    if (csv) {
       try {
-        files->end(sum);
+        csv->end(sum);
+        json->end(sum);  // run.json first: the status matters most when time is short
+        md->end(sum);
       } catch (const std::exception& e) {
         stopWriting(e.what(), rows);
       }
     }
-    files.reset();
+    dropFiles();
     if (console) console->end(sum);
   }
   void stopWriting(const std::string& why, std::int64_t written) {
     writeError = why;
-    files.reset();
+    dropFiles();
     std::string marker = resultDir + "/WRITING-STOPPED.txt";
     std::string text = fmt::format("Writing the result files stopped after {} rows: {}\n"
                                    "run.json and table.csv hold the rows written before that.\n", written, why);
@@ -480,11 +510,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     state.console = makeRunSinks("", true);
     if (!resultDir.empty()) {
       try {
-        state.files = makeRunSinks(resultDir, false);  // table.csv, run.json, report.md
-        state.files->begin(meta);
+        state.openFiles(resultDir, meta);  // table.csv, run.json, report.md
       } catch (const std::exception& e) {
         beginError = e.what();
-        state.files.reset();
+        state.dropFiles();
         std::error_code ec;
         std::filesystem::remove_all(resultDir, ec);
       }
@@ -655,6 +684,18 @@ int main(int argc, char** argv) {
     fb::shutdown::disarmStartupWatchdog();
     fb::setIdentity(bs.hostname(), bs.rank());
     fb::RunState state;
+    // SIGCONT (the launcher is about to end the job, or it was resumed): rank 0 writes run.json
+    // and report.md as interrupted now, while there is time; the run goes on if it may.
+    fb::shutdown::onContinue([&bs, &state] {
+      if (bs.rank() != 0 || !state.begun) return;
+      fb::RunSummary sum;
+      sum.ok = false;
+      sum.status = fmt::format("interrupted (signal SIGCONT: the launcher is ending the job) after {} finished rows",
+                               state.rows);
+      fb::setDurableWrites(false);
+      state.checkpoint(sum, std::chrono::milliseconds(300));
+      fb::setDurableWrites(true);
+    });
     // SIGTERM/SIGINT/SIGHUP: rank 0 finalises run.json and report.md with the finished rows.
     fb::shutdown::onSignal([&bs, &state](int sig) {
       if (bs.rank() != 0) return;
@@ -693,6 +734,7 @@ int main(int argc, char** argv) {
       fb::failJob(bs, state.begun ? &state : nullptr, e);
     }
     fb::shutdown::onSignal(nullptr);
+    fb::shutdown::onContinue(nullptr);
     benchmark::Shutdown();
   }
   MPI_Finalize();

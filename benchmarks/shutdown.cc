@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +22,9 @@ namespace {
 
 std::mutex g_mu;
 std::function<void(int)> g_handler;
+std::function<void()> g_warning;
 
+std::atomic<bool> g_continued{false};  // a SIGCONT arrived: the launcher may be ending the job
 std::mutex g_wdMu;
 std::condition_variable g_wdCv;
 bool g_wdDisarmed = false;
@@ -73,6 +76,9 @@ char procState(const std::string& pid) {
 }
 
 [[noreturn]] void watchdogFired(int seconds) {
+  // Resumed (SIGCONT) while starting: this rank was the stopped one, or the launcher is already
+  // ending the job and another rank has said why.
+  if (g_continued) std::_Exit(1);
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::map<std::string, std::string> myEnv;
@@ -119,8 +125,12 @@ char procState(const std::string& pid) {
                        std::to_string(seconds) + " s (--timeout) on rank " +
                        (me.rank >= 0 ? std::to_string(me.rank) : std::string("?")) + " (" + host + "): " + what +
                        "\n";
-    ::write(2, line.data(), line.size());
+    ssize_t w = ::write(2, line.data(), line.size());
+    (void)w;
   }
+  // Stay a moment, so that a rank here that fires just after still sees this one running and
+  // leaves the line to it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   std::_Exit(1);
 }
 
@@ -141,10 +151,21 @@ void installSignalThread() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  // SIGCONT still resumes a stopped process when blocked; blocking it only lets this thread see it.
+  sigaddset(&set, SIGCONT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set] {
     int sig = 0;
-    while (sigwait(&set, &sig) != 0) {
+    for (;;) {
+      if (sigwait(&set, &sig) != 0) continue;
+      if (sig != SIGCONT) break;
+      g_continued = true;
+      std::function<void()> w;
+      {
+        std::lock_guard<std::mutex> lk(g_mu);
+        w = g_warning;
+      }
+      if (w) w();
     }
     std::function<void(int)> h;
     {
@@ -161,6 +182,11 @@ void installSignalThread() {
 void onSignal(std::function<void(int)> handler) {
   std::lock_guard<std::mutex> lk(g_mu);
   g_handler = std::move(handler);
+}
+
+void onContinue(std::function<void()> handler) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_warning = std::move(handler);
 }
 
 int timeoutFromArgs(int argc, char** argv, int fallback) {
