@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "harness/runner.h"
+#include "doctor_main.h"
 #include "options.h"
 #include "report/fingerprint.h"
 #include "shutdown.h"
@@ -454,6 +455,11 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     printList(bs, o);
     return 0;
   }
+  if (o.doctor) {  // benchmarks/doctor_main.cc, lib/doctor
+    std::string id = bs.rank() == 0 ? (o.runId.empty() ? "doctor-" + defaultRunId(bs.hostname()) : o.runId) : "";
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
+    return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
+  }
 
   // 2. Run identity, fingerprint of every rank, sinks on rank 0.
   auto hosts = bs.hostnames();
@@ -467,20 +473,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
-#if defined(FB_BUILD_NCCL_COLL)
-  int ncclV = 0;
-  if (ncclGetVersion(&ncclV) == ncclSuccess)
-    fpo.extra["nccl_version"] = fmt::format("{}.{}.{}", ncclV / 10000, (ncclV / 100) % 100, ncclV % 100);
-#endif
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-  int drv = 0, rt = 0;
-  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
-    fpo.extra["cuda_driver_version"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
-  if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
-    fpo.extra["cuda_runtime_version"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
-#endif
+  addVersionsToFingerprint(linkedVersions(), fpo.extra);
 #if defined(FB_BUILD_VERBS)
-  fpo.extra["rdma"] = verbs::discover(o.coll.transport);
+  fpo.rdmaDiscovery = verbs::discover(o.coll.transport);
 #endif
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());

@@ -118,6 +118,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--force", o.force, "run a sweep of more than " + std::to_string(kMaxRowsWithoutForce) +
                                       " rows per backend (refused without it: e.g. -i 1 -e 1M is a million rows)");
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
+  app.add_flag("--doctor", o.doctor,
+               "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
+               "RDMA ports/GID/MTU/firmware, limits, versions, interface variables, reachability); table + doctor.json; "
+               "exit 0 no fail, 1 a check failed");
   app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
       ->group("");
 
@@ -190,6 +194,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
         throw ConfigError(std::string(v == &o.runId ? "--run-id" : "--results-dir") +
                           " contains a control character (a newline, tab, ...): give a plain name");
   if (o.resultsDir.empty()) throw ConfigError("--results-dir is empty (give a folder, or --no-files)");
+  if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
     try {
@@ -213,6 +218,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   // whatever the flag, --list included.
   o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
                              o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
+  o.canonical += fmt::format("|doctor={}", o.doctor);
   return o;
 }
 

@@ -33,6 +33,7 @@ struct Options {
   bool list = false;
   bool force = false;                    // --force: sweeps over kMaxRowsWithoutForce rows per backend
   std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
+  bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
 };

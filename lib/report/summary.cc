@@ -475,8 +475,10 @@ std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& c
     // What the verbs discovery said where it found nothing usable (e.g. "no RDMA device").
     for (const auto& h : hosts) {
       const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      if (f.contains("rdma") && f["rdma"].is_object() && f["rdma"].contains("error"))
-        md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f["rdma"]["error"])));
+      // "rdma_selection" (current layout) or inside "rdma" (run.json files written before it)
+      for (const char* key : {"rdma_selection", "rdma"})
+        if (f.contains(key) && f[key].is_object() && f[key].contains("error"))
+          md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f[key]["error"])));
     }
     const json& f0 = hosts[0].contains("fingerprint") ? hosts[0]["fingerprint"] : json::object();
     md += "\nSoftware (first host):\n\n";
