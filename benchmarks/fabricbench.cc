@@ -40,6 +40,7 @@
 #include "shutdown.h"
 #include "validate.h"
 #include "report/result_sink.h"
+#include "report/verdict.h"
 #include "transport/transport.h"
 #if defined(FB_BUILD_VERBS)
 #include "transport/verbs/verbs_transport.h"
@@ -130,7 +131,8 @@ std::vector<BackendStatus> probeAll(Bootstrap& bs, const Options& o) {
 
 // The backends the user asked for, in order. Nothing is opened here; "auto" paths of NCCL are
 // asked for on every rank at the same point.
-std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes) {
+std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes,
+                                  std::vector<std::pair<std::string, std::string>>& skipped) {
   std::vector<Backend> out;
   for (const auto& t : o.transports) {
     if (t == "tcp" || t == "verbs") {
@@ -162,6 +164,7 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
         });
       } catch (const UnavailableError& e) {
         notes.push_back(std::string("skipped nccl: ") + e.what());
+        skipped.emplace_back("nccl", e.what());
       }
       for (const auto& p : paths) {
         out.push_back({"nccl", p, [&bs, &o, p] {
@@ -170,9 +173,10 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
                        }});
       }
 #else
-      notes.push_back(std::string("skipped nccl: ") +
-                      (FB_HAVE_NCCL ? "nccl backend absent from this source tree"
-                                    : "not built: CUDA toolkit or NCCL not found at configure time"));
+      std::string why = FB_HAVE_NCCL ? "nccl backend absent from this source tree"
+                                     : "not built: CUDA toolkit or NCCL not found at configure time";
+      notes.push_back("skipped nccl: " + why);
+      skipped.emplace_back("nccl", why);
 #endif
     } else if (t == "cuda") {
 #if defined(FB_BUILD_CUDA_COLL)
@@ -185,9 +189,10 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
                        return [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); };
                      }});
 #else
-      notes.push_back(std::string("skipped cuda: ") +
-                      (FB_HAVE_CUDA ? "cuda backend absent from this source tree"
-                                    : "not built: CUDA toolkit not found at configure time"));
+      std::string why = FB_HAVE_CUDA ? "cuda backend absent from this source tree"
+                                     : "not built: CUDA toolkit not found at configure time";
+      notes.push_back("skipped cuda: " + why);
+      skipped.emplace_back("cuda", why);
 #endif
     }
   }
@@ -221,10 +226,13 @@ struct RunState {
   std::string writeError;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
   std::vector<std::string> notes;
+  std::vector<std::string> measured;                          // backend labels with rows, in order
+  std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
 
-  void add(const Sample& s) {
+  void add(const Sample& s, const std::string& backend) {
     std::lock_guard<std::timed_mutex> lk(mu);
     if (ended) return;
+    if (std::find(measured.begin(), measured.end(), backend) == measured.end()) measured.push_back(backend);
     ++rows;
     if (s.wrong > 0) {
       ++badRows;
@@ -322,6 +330,35 @@ struct RunState {
 class RunStopped : public Error {
   using Error::Error;
 };
+
+// What "time" means in this run, for run.json.
+std::string timeDefinition(const RunnerConfig& r) {
+  std::string how = r.timer == Timer::kHost
+                        ? "host clock from after a barrier until the stream is synchronised (nccl-tests' method)"
+                        : "each rank's own batch time (CUDA events on its stream; steady clock on host backends)";
+  return fmt::format("per operation: median over {} timed batches of ({}) / iters, combined over ranks by {} (-a {})",
+                     r.repeat == 0 ? std::string("3 (auto: fewer once a size's batches took 2 s)") : std::to_string(r.repeat),
+                     how, rankTimeName(r.rankTime), static_cast<int>(r.rankTime));
+}
+
+// "2 × NVIDIA H200" when any rank's node reported GPUs in its fingerprint, else "".
+std::string gpusOnNodes(const std::vector<std::string>& fingerprints) {
+  std::map<std::string, std::set<std::string>> byModel;  // model -> "host#index"
+  for (const auto& f : fingerprints) {
+    try {
+      auto j = nlohmann::json::parse(f);
+      if (!j.contains("gpus") || !j["gpus"].is_array()) continue;
+      std::string host = j.value("hostname", std::string("?"));
+      for (const auto& g : j["gpus"])
+        byModel[g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "GPU"].insert(
+            host + "#" + g.dump());
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  std::string out;
+  for (const auto& [model, ids] : byModel) out += (out.empty() ? "" : ", ") + fmt::format("{} × {}", ids.size(), model);
+  return out;
+}
 
 void printList(Bootstrap& bs, const Options& o) {
   auto st = probeAll(bs, o);
@@ -460,6 +497,13 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
     return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
   }
+  // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
+  // anything is created, unless asked for.
+  if (bs.size() == 1 && !o.allowSingleRank) {
+    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw factor 0); launch at least 2 ranks "
+                 "(mpirun -np 2 ...), or pass --allow-single-rank\n";
+    return kExitBadInput;
+  }
 
   // 2. Run identity, fingerprint of every rank, sinks on rank 0.
   auto hosts = bs.hostnames();
@@ -497,7 +541,11 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
-                   {"time", "max over ranks of each rank's timed batch, per operation"}};
+                   {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
+                   {"average", static_cast<int>(o.runner.rankTime)},
+                   {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
+                   {"per_op", o.runner.perOp}, {"require", o.required},
+                   {"time", timeDefinition(o.runner)}};
     if (o.writeFiles) resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
     meta.resultDir = resultDir;
     std::lock_guard<std::timed_mutex> lk(state.mu);
@@ -536,7 +584,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   // 3. Backends and benchmarks: one backend at a time is open (its connections or communicator
   // exist only while its rows run), so an idle transport never competes with the next one.
   try {
-    auto backends = listBackends(bs, o, state.notes);
+    auto backends = listBackends(bs, o, state.notes, state.skipped);
     Runner runner(bs, o.runner);
     auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
     std::size_t ran = 0;
@@ -592,7 +640,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
           }
           CollShape shape = makeShape(pt.kind, pt.dtype, pt.bytes, bs.size(), pt.inPlace);
           auto coll = it->second;
-          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes](benchmark::State& st) {
+          std::string label = be.label();
+          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, label](benchmark::State& st) {
             for (auto _ : st) {
               Sample s = runner.run(*coll, shape);
               s.nNodes = nodes;
@@ -600,7 +649,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
               st.counters["algbw_GBps"] = s.algBwGBps;
               st.counters["busbw_GBps"] = s.busBwGBps;
               st.counters["wrong"] = static_cast<double>(s.wrong);
-              state.add(s);
+              state.add(s, label);
               // Rank 0 could not write its files: everyone stops here, together.
               if (bs.allReduceSum(state.stopRequested() ? 1 : 0) > 0)
                 throw RunStopped("writing the result files stopped on rank 0");
@@ -611,30 +660,38 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
         ran += benchmark::RunSpecifiedBenchmarks(&quiet);
       } catch (const UnavailableError& e) {
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
+        state.skipped.emplace_back(be.label(), e.what());
       }
       // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
       benchmark::ClearRegisteredBenchmarks();
       bs.clearLivenessProbes();
       flushNotes();
     }
+    // The verdict: every rank holds the same rows, skips and fingerprints, so the same exit code.
+    VerdictInput vin;
+    vin.rows = ran == 0 ? 0 : state.rows;
+    vin.badRows = state.badRows;
+    vin.wrongTotal = state.wrongTotal;
+    vin.checked = o.runner.checkRounds > 0;
+    vin.measured = state.measured;
+    vin.skipped = state.skipped;
+    vin.named = o.namedTransports;
+    vin.autoTransports = o.transportsAuto;
+    vin.gpus = gpusOnNodes(fps);
+    vin.required = o.required;
+    Verdict verdict = judgeRun(vin);
     RunSummary sum;
-    if (state.badRows > 0) {
-      sum.ok = false;
-      sum.status = fmt::format("failed: {} wrong elements in {} rows", state.wrongTotal, state.badRows);
-    } else if (ran == 0 || state.rows == 0) {
-      sum.ok = false;
-      sum.status = "failed: nothing ran (every backend skipped or filtered out)";
-    } else {
-      sum.status = fmt::format("passed: {} rows, wrong = 0{}", state.rows,
-                               o.runner.checkRounds == 0 ? " (data NOT checked: -c 0)" : "");
-    }
+    sum.ok = verdict.ok;
+    sum.status = verdict.status;
+    sum.exitCode = verdict.exitCode;
+    sum.measured = state.measured;
+    for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
     if (bs.rank() == 0) {
       std::cout << "# " << sum.status << (resultDir.empty() ? "" : "; results in " + resultDir + "/") << "\n"
                 << std::flush;
     }
-    bool ok = sum.ok;
     state.end(sum);
-    return ok ? 0 : (state.rows == 0 ? 3 : 1);
+    return verdict.exitCode;
   } catch (const ConfigError& e) {
     // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
     // got the same verdict through agreeOrThrow, so no abort is needed. Nothing was measured yet
@@ -716,6 +773,8 @@ int main(int argc, char** argv) {
       if (a.rfind("--benchmark_", 0) != 0) continue;
       // Trap 3: --benchmark_out on every rank would truncate the same file. Only rank 0 writes.
       if (bs.rank() != 0 && a.rfind("--benchmark_out", 0) == 0) continue;
+      // Repetitions are the suite's own (--repeat, see parseOptions): one row per size.
+      if (a.rfind("--benchmark_repetitions", 0) == 0) continue;
       gbArgs.push_back(argv[i]);
     }
     int gbArgc = static_cast<int>(gbArgs.size());

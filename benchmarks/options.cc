@@ -41,6 +41,7 @@ const std::vector<std::string>& knownTransports() {
 
 std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool printHelp) {
   Options o;
+  int gbRepetitions = 0;
   std::vector<std::string> ours;
   for (const auto& a : argsIn) {
     if (a.rfind("--benchmark_", 0) == 0) {
@@ -51,6 +52,18 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
           throw ConfigError("--benchmark_enable_random_interleaving is refused: it runs benchmarks in a "
                             "different order on each rank, and the collectives would deadlock");
       }
+      // Google Benchmark's repetitions are the suite's own (--repeat): each repetition is a
+      // separate timed batch of the same row, and the row holds their median and spread.
+      if (a.rfind("--benchmark_repetitions", 0) == 0) {
+        auto eq = a.find('=');
+        std::string v = eq == std::string::npos ? "" : a.substr(eq + 1);
+        int n = 0;
+        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || n < 1)
+          throw ConfigError("--benchmark_repetitions wants a count >= 1 (got '" + v + "')");
+        gbRepetitions = n;
+        continue;  // not passed to Google Benchmark: one row per size, with the spread
+      }
       o.benchmarkArgs.push_back(a);
     } else {
       ours.push_back(a);
@@ -59,7 +72,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
 
   // List flags: an empty element (--collective '', "a,,b", a lone ",") is refused here, before
   // CLI11 drops it or takes the next flag as the value.
-  static const std::vector<std::string> listFlags = {"--collective", "--transport", "--dtype", "--counts"};
+  static const std::vector<std::string> listFlags = {"--collective", "--transport", "--dtype", "--counts", "--require"};
   for (std::size_t i = 0; i < ours.size(); ++i) {
     for (const auto& f : listFlags) {
       std::string v;
@@ -111,6 +124,28 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
+  std::string timer = "gpu";
+  int average = -1;
+  app.add_option("--timer", timer,
+                 "gpu: each rank times its own batch (CUDA events on its stream; steady clock on host backends); "
+                 "host: nccl-tests' method (barrier, host clock until the stream is synchronised)")
+      ->capture_default_str();
+  app.add_option("-a,--average", average,
+                 "how a batch's time is combined over ranks, nccl-tests' codes: 0 rank 0, 1 average, 2 minimum, "
+                 "3 maximum (default: 3 with --timer gpu, 1 with --timer host)");
+  app.add_option("--repeat", o.runner.repeat,
+                 "timed batches per size; the row holds their median, min and max (0 = auto: 3, fewer once a "
+                 "size's batches took 2 s; --benchmark_repetitions=N means the same)")
+      ->capture_default_str();
+  app.add_flag("--per-op", o.runner.perOp,
+               "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends)");
+  std::vector<std::string> required;
+  app.add_option("--require", required,
+                 "tcp,mpi,verbs,nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
+                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested)")
+      ->delimiter(',');
+  app.add_flag("--allow-single-rank", o.allowSingleRank,
+               "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
   app.add_option("--timeout", timeoutS, "seconds any one batch may take before the run fails")->capture_default_str();
   app.add_option("--results-dir", o.resultsDir, "parent folder of results/<run-id>/")->capture_default_str();
   app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
@@ -149,6 +184,19 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   }
   if (o.runner.iters < 1) throw ConfigError(fmt::format("--iters must be >= 1 (got {})", o.runner.iters));
   if (o.runner.warmupIters < 0) throw ConfigError("--warmup must be >= 0");
+  if (timer == "gpu") o.runner.timer = Timer::kGpu;
+  else if (timer == "host") o.runner.timer = Timer::kHost;
+  else throw ConfigError("unknown --timer '" + timer + "' (choose gpu or host)");
+  if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kHost ? RankTime::kAvg : RankTime::kMax;
+  else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
+  else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));
+  if (o.runner.repeat < 0) throw ConfigError(fmt::format("--repeat must be >= 0 (got {})", o.runner.repeat));
+  if (gbRepetitions > 0) {
+    if (o.runner.repeat > 0 && o.runner.repeat != gbRepetitions)
+      throw ConfigError(fmt::format("--repeat {} and --benchmark_repetitions={} disagree (they mean the same)",
+                                    o.runner.repeat, gbRepetitions));
+    o.runner.repeat = gbRepetitions;
+  }
   if (o.runner.checkRounds < 0) throw ConfigError("--check must be >= 0");
   if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
   o.runner.timeout = std::chrono::seconds(timeoutS);
@@ -171,6 +219,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     for (const auto& k : knownTransports()) known = known || k == t;
     if (!known) throw ConfigError(fmt::format("unknown transport '{}' (choose {} or auto)", t, fmt::join(knownTransports(), ", ")));
     o.transports.push_back(t);
+    o.namedTransports.push_back(t);
+  }
+  for (const auto& r : splitList("--require", required)) {
+    bool known = r == "gpu";
+    for (const auto& k : knownTransports()) known = known || k == r;
+    if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));
+    o.required.push_back(r);
   }
   if (o.transportsAuto) o.transports = knownTransports();
   for (const auto& d : splitList("--dtype", dtypes)) {
@@ -208,7 +263,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
-  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
+  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                            timer, static_cast<int>(o.runner.rankTime), o.runner.repeat, o.runner.perOp,
+                            fmt::format("{}/{}", o.allowSingleRank, fmt::join(o.required, ",")), o.minBytes, o.maxBytes,
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,

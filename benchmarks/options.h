@@ -23,6 +23,8 @@ struct Options {
   std::vector<CollKind> colls;
   std::vector<std::string> transports;   // expanded: tcp, mpi, verbs, nccl, cuda
   bool transportsAuto = false;           // "auto": every path this machine has
+  std::vector<std::string> namedTransports;  // named on the command line (a skip of one is not a pass)
+  std::vector<std::string> required;     // --require: transports, or "gpu", that must produce rows
   std::vector<DataType> dtypes;
   std::vector<bool> placements;          // false = out-of-place, true = in-place
   RunnerConfig runner;
@@ -33,6 +35,7 @@ struct Options {
   bool list = false;
   bool force = false;                    // --force: sweeps over kMaxRowsWithoutForce rows per backend
   std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
+  bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks

@@ -2,7 +2,9 @@
 #   fb_job <collective>
 # runs fabricbench once across the whole allocation and exits with its status:
 #   0 = every row ran and passed its data check; non-zero = wrong data, a lost rank or node, or a
-#   setup error (2 = bad settings, found before anything was launched).
+#   setup error (2 = bad settings, found before anything was launched); 4 = partial: rows are right
+#   but a path that was asked for was not measured (a named transport skipped, or GPUs were
+#   requested and no GPU path ran: see FB_REQUIRE_GPU in fabricbench.env).
 # Settings come from slurm/fabricbench.env (see there).
 
 # The sbatch script runs from a copy in slurmd's spool directory, so its own path says nothing about
@@ -21,6 +23,15 @@ fb_find_home() {
 }
 
 fb_die() { echo "fabricbench job: $*" >&2; exit 2; }
+
+# Prints what the job was given in GPUs ("" when none): Slurm sets these in jobs that requested GPUs.
+fb_gpus_requested() {
+  local v
+  for v in "${SLURM_GPUS_PER_NODE:-}" "${SLURM_GPUS:-}" "${SLURM_JOB_GPUS:-}" "${SLURM_GPUS_ON_NODE:-}"; do
+    case "$v" in ""|0|none|"(null)") ;; *) echo "$v"; return 0 ;; esac
+  done
+  return 1
+}
 
 fb_job() {
   local coll=${1:?collective}
@@ -49,10 +60,17 @@ fb_job() {
   args=(--collective "$coll" --transport "$FB_TRANSPORTS" $FB_SIZES -n "$FB_ITERS" -w "$FB_WARMUP"
         -c "$FB_CHECK" --dtype "$FB_DTYPE" --results-dir "$FB_RESULTS_DIR" --run-id "$run_id")
   [ -z "$FB_TCP_IF" ] || args+=(--tcp-if "$FB_TCP_IF")
+  local gpus=""
+  case "${FB_REQUIRE_GPU:-auto}" in
+    auto) if gpus=$(fb_gpus_requested); then args+=(--require gpu); fi ;;
+    1) args+=(--require gpu); gpus=required ;;
+    0) ;;
+    *) fb_die "bad FB_REQUIRE_GPU '$FB_REQUIRE_GPU' (expected auto, 1 or 0)" ;;
+  esac
   args+=($FB_EXTRA_ARGS)
 
   echo "fabricbench job $SLURM_JOB_ID: $coll on $nnodes node(s) [$SLURM_JOB_NODELIST] x $rpn rank(s)," \
-       "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)"
+       "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)${gpus:+, GPUs: $gpus (a GPU path is required)}"
   echo "+ ${launch[*]} $FB_BIN ${args[*]}"
   local t0=$SECONDS rc=0
   "${launch[@]}" "$FB_BIN" "${args[@]}" || rc=$?
@@ -63,6 +81,8 @@ fb_job() {
   fi
   if [ "$rc" = 0 ]; then
     echo "fabricbench job $SLURM_JOB_ID: PASSED in $((SECONDS - t0)) s; results in $out/"
+  elif [ "$rc" = 4 ]; then
+    echo "fabricbench job $SLURM_JOB_ID: PARTIAL (exit 4: rows right, a requested path not measured; see the last lines above) after $((SECONDS - t0)) s; results in $out/" >&2
   else
     echo "fabricbench job $SLURM_JOB_ID: FAILED (exit $rc) after $((SECONDS - t0)) s; rows written so far: $out/table.csv" >&2
   fi
