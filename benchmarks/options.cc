@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "backends.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -35,7 +36,11 @@ std::size_t sizeFlag(const std::string& flag, const std::string& text) {
 }  // namespace
 
 const std::vector<std::string>& knownTransports() {
-  static const std::vector<std::string> k = {"tcp", "mpi", "verbs", "nccl", "cuda"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const auto& e : backendTable()) names.push_back(e.name);
+    return names;
+  }();
   return k;
 }
 
@@ -105,22 +110,20 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-c,--check", o.runner.checkRounds,
                  "verification rounds per size (fresh data each; 0 = no check, row says so)")
       ->capture_default_str();
-  app.add_option("--collective", colls, "allreduce,allgather,reducescatter,p2pring or all")
-      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
-  app.add_option("--transport", transports, "tcp,mpi,verbs,nccl,cuda or auto (every path this machine has)")
+  std::string collHelp, transportHelp;
+  for (const CollDescriptor* d : allCollectives())
+    collHelp += fmt::format("\n  {:<14} {}", d->name, d->summary);
+  for (const auto& e : backendTable())
+    transportHelp += fmt::format("\n  {:<6} {}{}", e.name, e.help, e.built ? "" : " [" + e.notBuilt + "]");
+  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
-  app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce")->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
-  app.add_option("--tcp-if", o.coll.transport.tcpInterface,
-                 "tcp: interface name or IPv4 address to bind (default: the address the node name resolves to)");
-  app.add_option("--ib-dev", o.coll.transport.verbsDevice, "verbs: RDMA device (default: first active)");
-  app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
-  app.add_option("--gid-index", o.coll.transport.gidIndex,
-                 "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
-  app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)");
+  for (const auto& e : backendTable())
+    if (e.addOptions) e.addOptions(app, o);
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
@@ -207,7 +210,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       continue;
     }
     auto k = parseCollKind(c);
-    if (!k) throw ConfigError("unknown collective '" + c + "' (choose allreduce, allgather, reducescatter, p2pring or all)");
+    if (!k) {
+      std::string names;
+      for (const CollDescriptor* d : allCollectives()) names += std::string(d->name) + ", ";
+      throw ConfigError("unknown collective '" + c + "' (choose " + names + "or all)");
+    }
     o.colls.push_back(*k);
   }
   for (const auto& t : splitList("--transport", transports)) {
@@ -237,10 +244,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   else if (placement == "in") o.placements = {true};
   else if (placement == "both") o.placements = {false, true};
   else throw ConfigError("unknown --placement '" + placement + "' (choose out, in or both)");
-  static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce"};
-  if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
-    throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib or roce)");
-  if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
+  for (const auto& e : backendTable())
+    if (e.validate) e.validate(o);
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
   for (const auto* v : {&o.runId, &o.resultsDir})

@@ -37,7 +37,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
   if (bw) {
     s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key below\n";
   } else {
-    s += "set logscale y 10\nset ylabel 'time per operation (us, max over ranks)'\nset key below\n";
+    s += "set logscale y 10\nset ylabel 'time per operation (us, median of batches)'\nset key below\n";
   }
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;

@@ -40,7 +40,7 @@ class ResultSink {
 };
 
 // Live console table on stdout: one line per row as it finishes; the header says what the
-// time means (max over ranks, per operation) and the units.
+// time means (median of the batches, per operation, combined over ranks as the row says) and the units.
 std::unique_ptr<ResultSink> makeConsoleSink();
 // results/<run-id>/table.csv: header line, then one flushed line per row.
 std::unique_ptr<ResultSink> makeCsvSink(const std::string& path);
