@@ -8,7 +8,8 @@ a linear fit over the samples, per rank.
                              [--out soak-out]
 
 One fabricbench process per rank runs all the time: the four collectives, five dtypes, in- and
-out-of-place, every size from 8 B to 64 KiB in steps of 64 B (35,840 rows, --force), -n 100 -w 2,
+out-of-place, every size from 8 B to 64 KiB in steps of 256 B (8,960 rows, --force), -n 500 --repeat 3 -w 2
+(Google Benchmark needs minutes to start tens of thousands of benchmarks, so the sweep stays below 10k),
 --no-files (the result files keep every row in memory by design; the soak measures the transport,
 collective and runner path). Samples every --every seconds go to <out>/samples.csv; the summary to
 stdout and <out>/summary.txt.
@@ -77,7 +78,7 @@ def main():
     e = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", FB_SOAK_MARK=mark)
     cmd = [a.mpirun, "--oversubscribe", "-np", str(a.np), "-x", "FB_SOAK_MARK", a.fabricbench, "--transport", "tcp",
            "--tcp-if", "lo", "--collective", "all", "--dtype", "float32,float64,int32,float16,bfloat16",
-           "--placement", "both", "-b", "8", "-e", "64K", "-i", "64", "-n", "100", "-w", "2", "--timeout", "60",
+           "--placement", "both", "-b", "8", "-e", "64K", "-i", "256", "-n", "500", "--repeat", "3", "-w", "2", "--timeout", "60",
            "--force", "--no-files"]
     log = open(os.path.join(a.out, "fabricbench.log"), "w")
     t0 = time.time()
