@@ -111,6 +111,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
+  app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
+               "nccl: each operation of a batch uses the next of several buffer copies (512 MiB in all), so "
+               "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
@@ -254,7 +257,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
                             o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging);
-  o.canonical += fmt::format("|doctor={}", o.doctor);
+  o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   return o;
 }
 
