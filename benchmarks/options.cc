@@ -9,8 +9,10 @@
 #include <sstream>
 
 #include "backends.h"
+#include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transport/progress.h"
 
 namespace fb {
 namespace {
@@ -246,6 +248,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
