@@ -9,8 +9,10 @@
 #include <sstream>
 
 #include "backends.h"
+#include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transport/progress.h"
 
 namespace fb {
 namespace {
@@ -124,6 +126,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
+  app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
+               "nccl: each operation of a batch uses the next of several buffer copies (512 MiB in all), so "
+               "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
@@ -265,6 +270,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
@@ -280,7 +287,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   // whatever the flag, --list included.
   o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
                              o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
-  o.canonical += fmt::format("|doctor={}", o.doctor);
+  o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   return o;
 }
 
