@@ -6,7 +6,8 @@
 //   benchmark is ONE Google Benchmark iteration = one Runner point (warm-up, timed batch of -n
 //   ops, max over ranks, verification), fed to SetIterationTime per operation.
 // Google Benchmark under MPI, the three traps: the iteration count is fixed (1 per benchmark,
-// -n ops inside), random interleaving is refused, only rank 0 reports or writes files.
+// -n ops inside), random interleaving is refused, only rank 0 reports or writes files (its
+// --benchmark_* flags are read by fabricbench itself: gbench_flags.h).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -22,6 +23,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "bootstrap/mpi_bootstrap.h"
@@ -30,7 +32,9 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "harness/runner.h"
+#include "gbench_flags.h"
 #include "options.h"
+#include "progress.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
 #include "transport/transport.h"
@@ -71,12 +75,41 @@ struct Backend {
   std::string label() const { return path.empty() ? impl : impl + ":" + path; }
 };
 
+// The default run id: <job>.<step> under Slurm (every srun step and every rerun in one job gets
+// its own folder), else date-time-host. A name that is taken gets -2, -3... (see claimRunDir).
 std::string defaultRunId(const std::string& host) {
-  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) return job;
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
+    std::string id = job;
+    const char* step = std::getenv("SLURM_STEP_ID");
+    if (!step || !*step) step = std::getenv("SLURM_STEPID");
+    if (step && *step) id += std::string(".") + step;
+    return id;
+  }
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
   return std::string(buf) + "-" + host;
+}
+
+// Claims <resultsDir>/<base>, or <base>-2, <base>-3 ... when taken: mkdir is the claim, so two
+// runs started at once never share a folder, and an earlier run's folder is never written to.
+std::string claimRunDir(const std::string& resultsDir, const std::string& base) {
+  namespace fs = std::filesystem;
+  fs::create_directories(resultsDir);
+  for (int k = 1; k < 10000; ++k) {
+    std::string name = k == 1 ? base : fmt::format("{}-{}", base, k);
+    std::error_code ec;
+    if (fs::create_directory(fs::path(resultsDir) / name, ec)) return name;
+    if (ec) throw IoError("cannot create " + (fs::path(resultsDir) / name).string() + ": " + ec.message());
+  }
+  throw IoError("no free run id after " + base + "-9999 in " + resultsDir);
+}
+
+// What identifies a row for --resume: the same collective, implementation, dtype, placement
+// and size.
+std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
+                   std::size_t bytes) {
+  return fmt::format("{}|{}|{}|{}|{}", coll, impl, dtype, inPlace ? "in" : "out", bytes);
 }
 
 std::string joinArgs(int argc, char** argv) {
@@ -179,37 +212,95 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
   return out;
 }
 
-// Google Benchmark's --benchmark_filter semantics (regex search; a leading '-' negates), so a
-// backend none of whose benchmarks would run is never opened.
-bool filterMatches(const std::vector<std::string>& benchmarkArgs, const std::string& name) {
-  std::string filter;
-  for (const auto& a : benchmarkArgs)
-    if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
-  if (filter.empty() || filter == "all") return true;
-  bool negate = filter[0] == '-';
-  if (negate) filter = filter.substr(1);
-  bool hit = std::regex_search(name, std::regex(filter));
-  return negate ? !hit : hit;
+// One benchmark (= one row): <coll>/<impl>[:<path>]/<bytes>[/<dtype>][/inplace].
+struct Point {
+  std::string name;
+  CollKind kind;
+  DataType dtype;
+  bool inPlace;
+  std::size_t bytes;
+};
+
+// The points of one backend, in run order, that pass --benchmark_filter (so a backend none of
+// whose benchmarks would run is never opened) and, with --resume, are not measured yet.
+std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, const std::set<std::string>& done) {
+  std::vector<Point> points;
+  auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
+  for (CollKind k : o.colls) {
+    for (DataType dt : o.dtypes) {
+      for (bool inPlace : o.placements) {
+        if (inPlace && k == CollKind::kP2PRing) continue;
+        std::vector<std::size_t> byteList = sizes;
+        if (!o.counts.empty()) {
+          byteList.clear();
+          bool perRankTotal = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+          for (std::size_t c : o.counts)
+            byteList.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(nRanks) : 1));
+        }
+        for (std::size_t bytes : byteList) {
+          std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
+          if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
+          if (inPlace) name += "/inplace";
+          if (!benchmarkSelected(o.gb, name)) continue;
+          if (done.count(rowKey(collName(k), be.impl, dtypeName(dt), inPlace, bytes))) continue;
+          points.push_back({name, k, dt, inPlace, bytes});
+        }
+      }
+    }
+  }
+  return points;
 }
 
 struct RunState {
   std::vector<std::unique_ptr<ResultSink>> sinks;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
   std::vector<std::string> notes;
-  void add(const Sample& s) {
+  std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV
+  Progress* progress = nullptr;
+  void add(const std::string& name, const Sample& s) {
     ++rows;
     if (s.wrong > 0) {
       ++badRows;
       wrongTotal += s.wrong;
     }
+    named.push_back({name, s});
+    if (progress) progress->beforeOutput();
     for (auto& k : sinks) k->add(s);
+    if (progress) progress->afterOutput();
   }
   void end(RunSummary sum) {
     sum.notes = notes;
+    if (progress) progress->stop();
     for (auto& k : sinks) k->end(sum);
     sinks.clear();
   }
 };
+
+// Checks only rank 0 can make (it owns the files), before any communication of data.
+void preflight(const Options& o) {
+  namespace fs = std::filesystem;
+  if (!o.list && !o.gb.listTests && o.writeFiles && !o.runId.empty()) {
+    auto dir = fs::path(o.resultsDir) / o.runId;
+    if (fs::exists(dir) && !o.resume && !o.overwrite)
+      throw ConfigError("result folder " + dir.string() +
+                        " already exists (choose another --run-id, or --resume to measure only its missing rows, "
+                        "or --overwrite)");
+    if (o.resume && fs::exists(dir / "table.csv")) {
+      try {
+        readCsv((dir / "table.csv").string());
+      } catch (const std::exception& e) {
+        throw ConfigError(std::string("--resume: cannot read the earlier rows: ") + e.what());
+      }
+    }
+  }
+  if (!o.gb.out.empty() && !o.list && !o.gb.listTests) {
+    fs::path parent = fs::path(o.gb.out).parent_path();
+    if (parent.empty()) parent = ".";
+    if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
+      throw ConfigError("--benchmark_out=" + o.gb.out + ": folder " + parent.string() + " does not exist or is not writable");
+    if (fs::is_directory(o.gb.out)) throw ConfigError("--benchmark_out=" + o.gb.out + " is a folder");
+  }
+}
 
 void printList(Bootstrap& bs, const Options& o) {
   auto st = probeAll(bs, o);
@@ -236,12 +327,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   std::string err;
   try {
     parsed = parseOptions(args, bs.rank() == 0);
-    if (!parsed) return 0;  // --help
-    if (bs.rank() == 0 && !parsed->list && parsed->writeFiles && !parsed->runId.empty()) {
-      auto dir = std::filesystem::path(parsed->resultsDir) / parsed->runId;
-      if (std::filesystem::exists(dir))
-        throw ConfigError("result folder " + dir.string() + " already exists (choose another --run-id)");
-    }
+    if (!parsed) return 0;  // --help, --version
+    if (bs.rank() == 0) preflight(*parsed);
   } catch (const ConfigError& e) {
     err = e.what();
   }
@@ -274,16 +361,65 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     printList(bs, o);
     return 0;
   }
+  // The console table goes to stdout, unless --benchmark_format asks for JSON/CSV there.
+  std::FILE* tableOut = o.gb.format == "console" ? stdout : stderr;
+  auto broadcastString = [&bs](std::string s) {
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(s.data(), s.size())));
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
 
-  // 2. Run identity, fingerprint of every rank, sinks on rank 0.
+  // 2. Run identity. Rank 0 claims the folder (never an earlier run's) and reads the rows an
+  // earlier run left with --resume; every rank learns the outcome.
+  std::set<std::string> done;
+  std::vector<Sample> previousRows;
+  std::string runId = o.runId;
+  if (!o.gb.listTests) {
+    std::string verdict;
+    if (bs.rank() == 0) {
+      namespace fs = std::filesystem;
+      try {
+        if (runId.empty()) {
+          runId = defaultRunId(bs.hostname());
+          if (o.writeFiles) runId = claimRunDir(o.resultsDir, runId);
+        } else if (o.writeFiles) {
+          fs::path dir = fs::path(o.resultsDir) / runId;
+          if (o.overwrite && fs::exists(dir)) fs::remove_all(dir);
+          if (o.resume && fs::exists(dir / "table.csv")) previousRows = readCsv((dir / "table.csv").string());
+        }
+        std::string keys;
+        for (const auto& r : previousRows) keys += rowKey(r.coll, r.impl, r.dtype, r.inPlace, r.bytes) + "\n";
+        verdict = "OK" + runId + '\x1f' + keys;
+      } catch (const std::exception& e) {
+        verdict = std::string("ER") + e.what();
+      }
+    }
+    verdict = broadcastString(verdict);
+    if (verdict.rfind("ER", 0) == 0) {
+      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << verdict.substr(2) << "\n";
+      return kExitBadInput;
+    }
+    auto sep = verdict.find('\x1f');
+    runId = verdict.substr(2, sep - 2);
+    std::stringstream keys(verdict.substr(sep + 1));
+    for (std::string k; std::getline(keys, k);) done.insert(k);
+  }
+
+  // 3. The plan: backends (nothing opened yet) and their points, in run order.
+  std::vector<std::string> notes;
+  auto backends = listBackends(bs, o, notes);
+  std::vector<std::vector<Point>> plan;
+  for (auto& be : backends) plan.push_back(planPoints(o, be, bs.size(), done));
+  if (o.gb.listTests) {
+    if (bs.rank() == 0)
+      for (auto& pts : plan)
+        for (auto& pt : pts) std::cout << pt.name << "\n";
+    std::cout << std::flush;
+    return 0;
+  }
+
+  // 4. Fingerprint of every rank, sinks on rank 0.
   auto hosts = bs.hostnames();
   int nodes = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
-  std::string runId = o.runId;
-  if (runId.empty()) {
-    std::string mine = bs.rank() == 0 ? defaultRunId(bs.hostname()) : std::string();
-    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(mine.data(), mine.size())));
-    runId.assign(reinterpret_cast<const char*>(b.data()), b.size());
-  }
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
@@ -306,7 +442,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   auto fps = bs.allGatherStrings(local.dump());
 
   RunState state;
+  state.notes = notes;
+  std::unique_ptr<Progress> progress;
   std::string resultDir;
+  std::FILE* gbConsoleFile = nullptr;
   if (bs.rank() == 0) {
     RunMeta meta;
     meta.runId = runId;
@@ -320,69 +459,84 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
+                   {"op", o.reduceOp},
                    {"time", "max over ranks of each rank's timed batch, per operation"}};
+    if (!previousRows.empty()) {
+      meta.config["resumed_rows"] = previousRows.size();
+      state.notes.push_back(fmt::format("resumed: {} rows measured by an earlier run of {} are kept, not measured again",
+                                        previousRows.size(), runId));
+    }
+    meta.previousRows = previousRows;
     if (o.writeFiles) resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
     meta.resultDir = resultDir;
-    state.sinks.push_back(makeRunSinks(resultDir));  // console + table.csv, run.json, report.md
+    std::vector<std::unique_ptr<ResultSink>> sinks;
+    sinks.push_back(makeConsoleSink(tableOut));
+    sinks.push_back(makeRunSinks(resultDir, false));  // table.csv, run.json, report.md
+    if (!o.gb.out.empty() && o.gb.outFormat == "console") {
+      gbConsoleFile = std::fopen(o.gb.out.c_str(), "w");
+      if (!gbConsoleFile) throw IoError("cannot write --benchmark_out=" + o.gb.out);
+      sinks.push_back(makeConsoleSink(gbConsoleFile));
+    }
+    state.sinks.push_back(makeTeeSink(std::move(sinks)));
     for (auto& k : state.sinks) k->begin(meta);
+    progress = std::make_unique<Progress>(stderr, o.progressSeconds, ::isatty(2) != 0);
+    std::vector<PlannedRow> rows;
+    for (std::size_t b = 0; b < backends.size(); ++b)
+      for (auto& pt : plan[b]) rows.push_back({backends[b].label() + "/" + std::string(collName(pt.kind)), pt.bytes});
+    progress->plan(std::move(rows));
+    state.progress = progress.get();
   }
   // Every rank saves its backend logs (NCCL's INFO output) next to the results.
-  {
-    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(resultDir.data(), resultDir.size())));
-    resultDir.assign(reinterpret_cast<const char*>(b.data()), b.size());
-  }
+  resultDir = broadcastString(resultDir);
   o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
+  auto writeBenchmarkOutputs = [&] {
+    if (bs.rank() != 0) return;
+    std::vector<std::pair<std::string, std::string>> ctx = {
+        {"executable", argv[0]}, {"host_name", bs.hostname()}, {"fabricbench_version", FB_VERSION},
+        {"num_ranks", std::to_string(bs.size())}, {"run_id", runId}, {"result_dir", resultDir},
+        {"time_definition", "per operation: max over ranks of each rank's timed batch / iterations"}};
+    if (!o.gb.out.empty() && o.gb.outFormat != "console") {
+      try {
+        writeFileAtomic(o.gb.out, o.gb.outFormat == "csv" ? benchmarkCsv(state.named, o.gb)
+                                                          : benchmarkJson(state.named, o.gb, ctx));
+      } catch (const std::exception& e) {
+        std::cerr << "fabricbench: error: --benchmark_out=" << o.gb.out << ": " << e.what() << "\n";
+      }
+    }
+    if (o.gb.format == "json") std::cout << benchmarkJson(state.named, o.gb, ctx) << std::flush;
+    if (o.gb.format == "csv") std::cout << benchmarkCsv(state.named, o.gb) << std::flush;
+    if (gbConsoleFile) std::fclose(gbConsoleFile);
+    gbConsoleFile = nullptr;
+  };
 
-  // 3. Backends and benchmarks: one backend at a time is open (its connections or communicator
+  // 5. Backends and benchmarks: one backend at a time is open (its connections or communicator
   // exist only while its rows run), so an idle transport never competes with the next one.
   try {
-    auto backends = listBackends(bs, o, state.notes);
     Runner runner(bs, o.runner);
-    auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
-    std::size_t ran = 0;
+    std::size_t ran = 0, rowIndex = 0;
     if (std::find(o.colls.begin(), o.colls.end(), CollKind::kP2PRing) != o.colls.end() &&
         std::find(o.placements.begin(), o.placements.end(), true) != o.placements.end())
       state.notes.push_back("p2pring is measured out-of-place only: an in-place ring exchange sends and "
                             "receives one buffer at once, a data race on GPU backends");
     auto flushNotes = [&, shown = std::size_t(0)]() mutable {
-      if (bs.rank() == 0)
-        for (; shown < state.notes.size(); ++shown) std::cout << "# " << state.notes[shown] << "\n" << std::flush;
+      if (bs.rank() != 0) return;
+      if (progress) progress->beforeOutput();
+      for (; shown < state.notes.size(); ++shown) std::fprintf(tableOut, "# %s\n", state.notes[shown].c_str());
+      std::fflush(tableOut);
+      if (progress) progress->afterOutput();
     };
     flushNotes();
-    for (auto& be : backends) {
-      struct Point {
-        std::string name;
-        CollKind kind;
-        DataType dtype;
-        bool inPlace;
-        std::size_t bytes;
-      };
-      std::vector<Point> points;
-      for (CollKind k : o.colls) {
-        for (DataType dt : o.dtypes) {
-          for (bool inPlace : o.placements) {
-            if (inPlace && k == CollKind::kP2PRing) continue;
-            std::vector<std::size_t> byteList = sizes;
-            if (!o.counts.empty()) {
-              byteList.clear();
-              bool perRankTotal = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
-              for (std::size_t c : o.counts)
-                byteList.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(bs.size()) : 1));
-            }
-            for (std::size_t bytes : byteList) {
-              std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
-              if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
-              if (inPlace) name += "/inplace";
-              if (filterMatches(o.benchmarkArgs, name)) points.push_back({name, k, dt, inPlace, bytes});
-            }
-          }
-        }
-      }
+    for (std::size_t b = 0; b < backends.size(); ++b) {
+      auto& be = backends[b];
+      const auto& points = plan[b];
+      std::size_t firstRow = rowIndex;
+      rowIndex += points.size();
       if (points.empty()) continue;
       try {
         auto make = be.open();
         std::map<std::tuple<CollKind, DataType, bool>, std::shared_ptr<Collective>> colls;
-        for (const auto& pt : points) {
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const auto& pt = points[i];
           auto key = std::make_tuple(pt.kind, pt.dtype, pt.inPlace);
           auto it = colls.find(key);
           if (it == colls.end()) {
@@ -392,15 +546,16 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
           }
           CollShape shape = makeShape(pt.kind, pt.dtype, pt.bytes, bs.size(), pt.inPlace);
           auto coll = it->second;
-          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes](benchmark::State& st) {
+          std::size_t index = firstRow + i;
+          std::string name = pt.name;
+          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, index, name](benchmark::State& st) {
             for (auto _ : st) {
+              if (progress) progress->rowStart(index, name);
               Sample s = runner.run(*coll, shape);
+              if (progress) progress->rowDone();
               s.nNodes = nodes;
               st.SetIterationTime(s.timeUs * 1e-6);
-              st.counters["algbw_GBps"] = s.algBwGBps;
-              st.counters["busbw_GBps"] = s.busBwGBps;
-              st.counters["wrong"] = static_cast<double>(s.wrong);
-              state.add(s);
+              state.add(name, s);
             }
           })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
@@ -408,6 +563,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
         ran += benchmark::RunSpecifiedBenchmarks(&quiet);
       } catch (const UnavailableError& e) {
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
+        if (progress) progress->skipGroupPrefix(be.label() + "/");
       }
       // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
       benchmark::ClearRegisteredBenchmarks();
@@ -418,39 +574,48 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     if (state.badRows > 0) {
       sum.ok = false;
       sum.status = fmt::format("failed: {} wrong elements in {} rows", state.wrongTotal, state.badRows);
-    } else if (ran == 0 || state.rows == 0) {
+    } else if ((ran == 0 || state.rows == 0) && previousRows.empty()) {
       sum.ok = false;
       sum.status = "failed: nothing ran (every backend skipped or filtered out)";
     } else {
-      sum.status = fmt::format("passed: {} rows, wrong = 0{}", state.rows,
+      sum.status = fmt::format("passed: {} rows, wrong = 0{}{}", state.rows,
+                               previousRows.empty() ? "" : fmt::format(" (+ {} rows kept from the earlier run)", previousRows.size()),
                                o.runner.checkRounds == 0 ? " (data NOT checked: -c 0)" : "");
     }
     if (bs.rank() == 0) {
-      std::cout << "# " << sum.status << (resultDir.empty() ? "" : "; results in " + resultDir + "/") << "\n"
-                << std::flush;
+      if (progress) progress->stop();
+      std::fprintf(tableOut, "# %s%s\n", sum.status.c_str(),
+                   resultDir.empty() ? "" : ("; results in " + resultDir + "/").c_str());
+      std::fflush(tableOut);
     }
     bool ok = sum.ok;
+    bool nothing = state.rows == 0 && previousRows.empty();
     state.end(sum);
-    return ok ? 0 : (state.rows == 0 ? 3 : 1);
+    writeBenchmarkOutputs();
+    return ok ? 0 : (nothing ? 3 : 1);
   } catch (const ConfigError& e) {
     // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
     // got the same verdict through agreeOrThrow, so no abort is needed. Nothing was measured yet
     // by this backend; a folder without rows is removed.
+    if (progress) progress->stop();
     if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("bad input: ") + e.what();
     state.end(sum);
-    if (bs.rank() == 0 && state.rows == 0 && !resultDir.empty()) std::filesystem::remove_all(resultDir);
+    if (bs.rank() == 0 && state.rows == 0 && previousRows.empty() && !resultDir.empty())
+      std::filesystem::remove_all(resultDir);
     benchmark::ClearRegisteredBenchmarks();
     bs.clearLivenessProbes();
     return kExitBadInput;
   } catch (const std::exception& e) {
+    if (progress) progress->stop();
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("aborted: ") + e.what();
     std::cerr << e.what() << "\n" << std::flush;
     state.end(sum);
+    writeBenchmarkOutputs();
     bs.abortJob(1);
     return 1;  // abortJob does not return
   }
@@ -466,15 +631,10 @@ int main(int argc, char** argv) {
   {
     fb::MpiBootstrap bs;
     fb::setIdentity(bs.hostname(), bs.rank());
+    // Google Benchmark gets no flags: fabricbench reads --benchmark_* itself (gbench_flags.h), so
+    // that only rank 0 reports and the outputs hold per-operation real time and bytes_per_second.
     std::vector<char*> gbArgs{argv[0]};
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a.rfind("--benchmark_", 0) != 0) continue;
-      // Trap 3: --benchmark_out on every rank would truncate the same file. Only rank 0 writes.
-      if (bs.rank() != 0 && a.rfind("--benchmark_out", 0) == 0) continue;
-      gbArgs.push_back(argv[i]);
-    }
-    int gbArgc = static_cast<int>(gbArgs.size());
+    int gbArgc = 1;
     benchmark::Initialize(&gbArgc, gbArgs.data());
     try {
       rc = fb::realMain(argc, argv, bs);
