@@ -1,6 +1,9 @@
 #include "harness/runner.h"
 
+#include <algorithm>
 #include <exception>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -37,12 +40,36 @@ void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<vo
   }
 }
 
+std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRate) {
+  double rate = lastRate > 0 ? lastRate / kDeadlineSlack : kFloorRateBytesPerS;
+  double s = static_cast<double>(std::max(ops, 0)) * static_cast<double>(bytes) / rate;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::min(s, 1e7) * 1000.0));
+}
+
 Sample Runner::run(Collective& coll, const CollShape& shape) {
   agreeOrThrow(bs_, "prepare", [&] { coll.prepare(shape); });
-  auto deadline = [&] { return Deadline::in(cfg_.timeout); };
-  if (cfg_.warmupIters > 0) coll.runBatch(cfg_.warmupIters, deadline());
+  double lastRate = lastRate_.count(&coll) ? lastRate_[&coll] : 0;
+  std::chrono::milliseconds budget{0};
+  int budgetOps = 0;
+  auto deadline = [&](int ops) {
+    budget = batchBudget(ops, shape.bytes, lastRate);
+    budgetOps = ops;
+    return Deadline::in(cfg_.timeout + budget);
+  };
+  // A time-out names the flag that sets it, and what the deadline was made of.
+  auto timed = [&](auto&& fn) {
+    try {
+      return fn();
+    } catch (const TimeoutError& e) {
+      throw TimeoutError(fmt::format("{} [deadline {:.0f} s = --timeout {} s + {:.0f} s for {} x {} B; raise --timeout "
+                                     "(-T) if the link is slow but healthy]",
+                                     e.what(), (cfg_.timeout + budget).count() / 1000.0, cfg_.timeout.count() / 1000,
+                                     budget.count() / 1000.0, budgetOps, shape.bytes));
+    }
+  };
+  if (cfg_.warmupIters > 0) timed([&] { return coll.runBatch(cfg_.warmupIters, deadline(cfg_.warmupIters)); });
   bs_.barrier();
-  double mine = coll.runBatch(cfg_.iters, deadline());
+  double mine = timed([&] { return coll.runBatch(cfg_.iters, deadline(cfg_.iters)); });
   double slowest = bs_.allReduceMax(mine);
 
   std::int64_t wrong = -1;
@@ -51,10 +78,12 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     for (int round = 0; round < cfg_.checkRounds; ++round) {
       if (round == 0 && cfg_.corrupt && cfg_.corrupt->first == bs_.rank())
         coll.corruptNextCheck(cfg_.corrupt->second);
-      local += coll.check(round + 2, deadline());
+      local += timed([&] { return coll.check(round + 2, deadline(1)); });
     }
     wrong = bs_.allReduceSum(local);
   }
+  if (shape.bytes > 0 && slowest > 0 && cfg_.iters > 0)
+    lastRate_[&coll] = static_cast<double>(shape.bytes) / (slowest / cfg_.iters);
 
   Sample s;
   s.coll = std::string(collName(shape.kind));

@@ -6,11 +6,14 @@
 // MPI, CUDA events on the stream for GPU backends), reduced with MAX over ranks, divided by
 // iters: the slowest rank defines the operation time. nccl-tests averages over ranks by
 // default; we report the max (its -a 3), which is what a synchronous training step sees.
-// Every batch gets a deadline of `timeout`; a rank that fails throws, and the top level
-// aborts the job so nobody hangs.
+// Every batch gets a deadline: `timeout` (--timeout/-T) plus what the batch needs at a slow
+// but healthy rate (batchBudget), so large sizes on slow links do not trip it while a hang at
+// small sizes is still caught within about `timeout`. A rank that fails throws (a time-out
+// names --timeout), and the top level aborts the job so nobody hangs.
 #pragma once
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -30,6 +33,13 @@ struct RunnerConfig {
   std::optional<std::pair<int, std::size_t>> corrupt;
 };
 
+// A batch's deadline beyond --timeout: `ops` operations of `bytes` each at a tenth of the rate
+// (bytes / time per operation) this collective reached on its previous row, or at
+// kFloorRateBytesPerS before it has measured anything.
+constexpr double kFloorRateBytesPerS = 10e6;
+constexpr double kDeadlineSlack = 10;
+std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRateBytesPerS);
+
 class Runner {
  public:
   Runner(Bootstrap& bootstrap, RunnerConfig config) : bs_(bootstrap), cfg_(config) {}
@@ -39,6 +49,7 @@ class Runner {
  private:
   Bootstrap& bs_;
   RunnerConfig cfg_;
+  std::map<const Collective*, double> lastRate_;  // bytes/s per operation of each collective's last row
 };
 
 // Runs `fn` on every rank; if it throws on any rank, every rank throws (the failing rank its
