@@ -234,6 +234,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     throw ConfigError(std::string(o.resume ? "--resume" : "--overwrite") + " needs the --run-id of the run");
   if (!(o.progressSeconds >= 0) || o.progressSeconds > 86400)
     throw ConfigError(fmt::format("--progress {}: expected seconds between 0 (off) and 86400", o.progressSeconds));
+  if (o.gb.repetitions > 0)
+    throw ConfigError("--benchmark_repetitions is not supported yet: each size is measured as one batch of -n operations");
   if (o.gb.format != "console" && o.gb.listTests)
     throw ConfigError("--benchmark_list_tests prints names only: leave out --benchmark_format");
 
