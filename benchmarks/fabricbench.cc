@@ -33,10 +33,12 @@
 #include "core/units.h"
 #include "harness/runner.h"
 #include "gbench_flags.h"
+#include "doctor_main.h"
 #include "options.h"
 #include "progress.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
+#include "report/verdict.h"
 #include "transport/transport.h"
 #if defined(FB_BUILD_VERBS)
 #include "transport/verbs/verbs_transport.h"
@@ -149,7 +151,8 @@ std::vector<BackendStatus> probeAll(Bootstrap& bs, const Options& o) {
 
 // The backends the user asked for, in order. Nothing is opened here; "auto" paths of NCCL are
 // asked for on every rank at the same point.
-std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes) {
+std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes,
+                                  std::vector<std::pair<std::string, std::string>>& skipped) {
   std::vector<Backend> out;
   for (const auto& t : o.transports) {
     if (t == "tcp" || t == "verbs") {
@@ -180,6 +183,7 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
         });
       } catch (const UnavailableError& e) {
         notes.push_back(std::string("skipped nccl: ") + e.what());
+        skipped.emplace_back("nccl", e.what());
       }
       for (const auto& p : paths) {
         out.push_back({"nccl", p, [&bs, &o, p] {
@@ -188,9 +192,10 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
                        }});
       }
 #else
-      notes.push_back(std::string("skipped nccl: ") +
-                      (FB_HAVE_NCCL ? "nccl backend absent from this source tree"
-                                    : "not built: CUDA toolkit or NCCL not found at configure time"));
+      std::string why = FB_HAVE_NCCL ? "nccl backend absent from this source tree"
+                                     : "not built: CUDA toolkit or NCCL not found at configure time";
+      notes.push_back("skipped nccl: " + why);
+      skipped.emplace_back("nccl", why);
 #endif
     } else if (t == "cuda") {
 #if defined(FB_BUILD_CUDA_COLL)
@@ -203,9 +208,10 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
                        return [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); };
                      }});
 #else
-      notes.push_back(std::string("skipped cuda: ") +
-                      (FB_HAVE_CUDA ? "cuda backend absent from this source tree"
-                                    : "not built: CUDA toolkit not found at configure time"));
+      std::string why = FB_HAVE_CUDA ? "cuda backend absent from this source tree"
+                                     : "not built: CUDA toolkit not found at configure time";
+      notes.push_back("skipped cuda: " + why);
+      skipped.emplace_back("cuda", why);
 #endif
     }
   }
@@ -257,7 +263,10 @@ struct RunState {
   std::vector<std::string> notes;
   std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV
   Progress* progress = nullptr;
-  void add(const std::string& name, const Sample& s) {
+  std::vector<std::string> measured;                          // backend labels with rows, in order
+  std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
+  void add(const Sample& s, const std::string& backend, const std::string& name) {
+    if (std::find(measured.begin(), measured.end(), backend) == measured.end()) measured.push_back(backend);
     ++rows;
     if (s.wrong > 0) {
       ++badRows;
@@ -300,6 +309,35 @@ void preflight(const Options& o) {
       throw ConfigError("--benchmark_out=" + o.gb.out + ": folder " + parent.string() + " does not exist or is not writable");
     if (fs::is_directory(o.gb.out)) throw ConfigError("--benchmark_out=" + o.gb.out + " is a folder");
   }
+}
+
+// What "time" means in this run, for run.json.
+std::string timeDefinition(const RunnerConfig& r) {
+  std::string how = r.timer == Timer::kHost
+                        ? "host clock from after a barrier until the stream is synchronised (nccl-tests' method)"
+                        : "each rank's own batch time (CUDA events on its stream; steady clock on host backends)";
+  return fmt::format("per operation: median over {} timed batches of ({}) / iters, combined over ranks by {} (-a {})",
+                     r.repeat == 0 ? std::string("3 (auto: fewer once a size's batches took 2 s)") : std::to_string(r.repeat),
+                     how, rankTimeName(r.rankTime), static_cast<int>(r.rankTime));
+}
+
+// "2 × NVIDIA H200" when any rank's node reported GPUs in its fingerprint, else "".
+std::string gpusOnNodes(const std::vector<std::string>& fingerprints) {
+  std::map<std::string, std::set<std::string>> byModel;  // model -> "host#index"
+  for (const auto& f : fingerprints) {
+    try {
+      auto j = nlohmann::json::parse(f);
+      if (!j.contains("gpus") || !j["gpus"].is_array()) continue;
+      std::string host = j.value("hostname", std::string("?"));
+      for (const auto& g : j["gpus"])
+        byModel[g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "GPU"].insert(
+            host + "#" + g.dump());
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  std::string out;
+  for (const auto& [model, ids] : byModel) out += (out.empty() ? "" : ", ") + fmt::format("{} × {}", ids.size(), model);
+  return out;
 }
 
 void printList(Bootstrap& bs, const Options& o) {
@@ -361,6 +399,18 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     printList(bs, o);
     return 0;
   }
+  if (o.doctor) {  // benchmarks/doctor_main.cc, lib/doctor
+    std::string id = bs.rank() == 0 ? (o.runId.empty() ? "doctor-" + defaultRunId(bs.hostname()) : o.runId) : "";
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
+    return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
+  }
+  // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
+  // anything is created, unless asked for.
+  if (bs.size() == 1 && !o.allowSingleRank && !o.gb.listTests) {
+    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw factor 0); launch at least 2 ranks "
+                 "(mpirun -np 2 ...), or pass --allow-single-rank\n";
+    return kExitBadInput;
+  }
   // The console table goes to stdout, unless --benchmark_format asks for JSON/CSV there.
   std::FILE* tableOut = o.gb.format == "console" ? stdout : stderr;
   auto broadcastString = [&bs](std::string s) {
@@ -374,7 +424,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   std::vector<Sample> previousRows;
   std::string runId = o.runId;
   if (!o.gb.listTests) {
-    std::string verdict;
+    std::string claim;
     if (bs.rank() == 0) {
       namespace fs = std::filesystem;
       try {
@@ -388,25 +438,26 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
         }
         std::string keys;
         for (const auto& r : previousRows) keys += rowKey(r.coll, r.impl, r.dtype, r.inPlace, r.bytes) + "\n";
-        verdict = "OK" + runId + '\x1f' + keys;
+        claim = "OK" + runId + '\x1f' + keys;
       } catch (const std::exception& e) {
-        verdict = std::string("ER") + e.what();
+        claim = std::string("ER") + e.what();
       }
     }
-    verdict = broadcastString(verdict);
-    if (verdict.rfind("ER", 0) == 0) {
-      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << verdict.substr(2) << "\n";
+    claim = broadcastString(claim);
+    if (claim.rfind("ER", 0) == 0) {
+      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << claim.substr(2) << "\n";
       return kExitBadInput;
     }
-    auto sep = verdict.find('\x1f');
-    runId = verdict.substr(2, sep - 2);
-    std::stringstream keys(verdict.substr(sep + 1));
+    auto sep = claim.find('\x1f');
+    runId = claim.substr(2, sep - 2);
+    std::stringstream keys(claim.substr(sep + 1));
     for (std::string k; std::getline(keys, k);) done.insert(k);
   }
 
   // 3. The plan: backends (nothing opened yet) and their points, in run order.
   std::vector<std::string> notes;
-  auto backends = listBackends(bs, o, notes);
+  std::vector<std::pair<std::string, std::string>> skipped;
+  auto backends = listBackends(bs, o, notes, skipped);
   std::vector<std::vector<Point>> plan;
   for (auto& be : backends) plan.push_back(planPoints(o, be, bs.size(), done));
   if (o.gb.listTests) {
@@ -423,26 +474,16 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
-#if defined(FB_BUILD_NCCL_COLL)
-  int ncclV = 0;
-  if (ncclGetVersion(&ncclV) == ncclSuccess)
-    fpo.extra["nccl_version"] = fmt::format("{}.{}.{}", ncclV / 10000, (ncclV / 100) % 100, ncclV % 100);
-#endif
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-  int drv = 0, rt = 0;
-  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
-    fpo.extra["cuda_driver_version"] = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
-  if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
-    fpo.extra["cuda_runtime_version"] = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
-#endif
+  addVersionsToFingerprint(linkedVersions(), fpo.extra);
 #if defined(FB_BUILD_VERBS)
-  fpo.extra["rdma"] = verbs::discover(o.coll.transport);
+  fpo.rdmaDiscovery = verbs::discover(o.coll.transport);
 #endif
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
   RunState state;
   state.notes = notes;
+  state.skipped = skipped;
   std::unique_ptr<Progress> progress;
   std::string resultDir;
   std::FILE* gbConsoleFile = nullptr;
@@ -459,8 +500,11 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
-                   {"op", o.reduceOp},
-                   {"time", "max over ranks of each rank's timed batch, per operation"}};
+                   {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
+                   {"average", static_cast<int>(o.runner.rankTime)},
+                   {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
+                   {"per_op", o.runner.perOp}, {"require", o.required},
+                   {"op", o.reduceOp}, {"time", timeDefinition(o.runner)}};
     if (!previousRows.empty()) {
       meta.config["resumed_rows"] = previousRows.size();
       state.notes.push_back(fmt::format("resumed: {} rows measured by an earlier run of {} are kept, not measured again",
@@ -548,14 +592,15 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
           auto coll = it->second;
           std::size_t index = firstRow + i;
           std::string name = pt.name;
-          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, index, name](benchmark::State& st) {
+          std::string label = be.label();
+          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, index, name, label](benchmark::State& st) {
             for (auto _ : st) {
               if (progress) progress->rowStart(index, name);
               Sample s = runner.run(*coll, shape);
               if (progress) progress->rowDone();
               s.nNodes = nodes;
               st.SetIterationTime(s.timeUs * 1e-6);
-              state.add(name, s);
+              state.add(s, label, name);
             }
           })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
@@ -563,6 +608,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
         ran += benchmark::RunSpecifiedBenchmarks(&quiet);
       } catch (const UnavailableError& e) {
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
+        state.skipped.emplace_back(be.label(), e.what());
         if (progress) progress->skipGroupPrefix(be.label() + "/");
       }
       // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
@@ -570,29 +616,39 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
       bs.clearLivenessProbes();
       flushNotes();
     }
+    // The verdict: every rank holds the same rows, skips and fingerprints, so the same exit code.
+    VerdictInput vin;
+    vin.rows = (ran == 0 ? 0 : state.rows) + static_cast<std::int64_t>(previousRows.size());
+    for (const auto& r : previousRows)  // --resume: the earlier rows count as measured
+      if (std::find(state.measured.begin(), state.measured.end(), r.impl) == state.measured.end())
+        state.measured.push_back(r.impl);
+    vin.badRows = state.badRows;
+    vin.wrongTotal = state.wrongTotal;
+    vin.checked = o.runner.checkRounds > 0;
+    vin.measured = state.measured;
+    vin.skipped = state.skipped;
+    vin.named = o.namedTransports;
+    vin.autoTransports = o.transportsAuto;
+    vin.gpus = gpusOnNodes(fps);
+    vin.required = o.required;
+    Verdict verdict = judgeRun(vin);
     RunSummary sum;
-    if (state.badRows > 0) {
-      sum.ok = false;
-      sum.status = fmt::format("failed: {} wrong elements in {} rows", state.wrongTotal, state.badRows);
-    } else if ((ran == 0 || state.rows == 0) && previousRows.empty()) {
-      sum.ok = false;
-      sum.status = "failed: nothing ran (every backend skipped or filtered out)";
-    } else {
-      sum.status = fmt::format("passed: {} rows, wrong = 0{}{}", state.rows,
-                               previousRows.empty() ? "" : fmt::format(" (+ {} rows kept from the earlier run)", previousRows.size()),
-                               o.runner.checkRounds == 0 ? " (data NOT checked: -c 0)" : "");
-    }
+    sum.ok = verdict.ok;
+    sum.status = verdict.status;
+    if (!previousRows.empty())
+      sum.status += fmt::format(" (of them {} kept from the earlier run of {})", previousRows.size(), runId);
+    sum.exitCode = verdict.exitCode;
+    sum.measured = state.measured;
+    for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
     if (bs.rank() == 0) {
       if (progress) progress->stop();
       std::fprintf(tableOut, "# %s%s\n", sum.status.c_str(),
                    resultDir.empty() ? "" : ("; results in " + resultDir + "/").c_str());
       std::fflush(tableOut);
     }
-    bool ok = sum.ok;
-    bool nothing = state.rows == 0 && previousRows.empty();
     state.end(sum);
     writeBenchmarkOutputs();
-    return ok ? 0 : (nothing ? 3 : 1);
+    return verdict.exitCode;
   } catch (const ConfigError& e) {
     // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
     // got the same verdict through agreeOrThrow, so no abort is needed. Nothing was measured yet

@@ -96,7 +96,7 @@ const Unsupported kUnsupported[] = {
 };
 
 const char* kHelpFooter = R"(
-nccl-tests' flags -b -e -f -i -n -w -c -d -o -G -T mean what they mean there (-d also takes
+nccl-tests' flags -b -e -f -i -n -w -c -d -o -a -G -T mean what they mean there (-d also takes
 nccl-tests' type names: float, half, double, int, bfloat16, all). A repeated flag: the last one wins
 (lists such as --transport and --collective add up).
 
@@ -111,9 +111,10 @@ Results: <results-dir>/<run-id>/ {table.csv, run.json, report.md}. An existing r
 overwritten: the default one gets a suffix (-2, -3...), an explicit --run-id that exists is
 refused unless --resume (measure only the missing rows) or --overwrite.
 
-Exit codes: 0 every row ran and passed its data check; 1 wrong data, a lost peer, a time-out or a
-path that was not the one forced; 2 bad input (one line, before any communication, no result
-folder); 3 nothing ran (every backend skipped or filtered out).
+Exit codes: 0 every row ran and passed its data check, and the fabric asked for was measured;
+1 wrong data, a lost peer, a time-out or a path that was not the one forced; 2 bad input (one
+line, before any communication, no result folder); 3 nothing ran (every backend skipped or
+filtered out); 4 partial (every row right, but a named, --require'd or GPU path was not measured).
 )";
 
 }  // namespace
@@ -176,6 +177,28 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host')");
+  std::string timer = "gpu";
+  int average = -1;
+  app.add_option("--timer", timer,
+                 "gpu: each rank times its own batch (CUDA events on its stream; steady clock on host backends); "
+                 "host: nccl-tests' method (barrier, host clock until the stream is synchronised)")
+      ->capture_default_str();
+  app.add_option("-a,--average", average,
+                 "how a batch's time is combined over ranks, nccl-tests' codes: 0 rank 0, 1 average, 2 minimum, "
+                 "3 maximum (default: 3 with --timer gpu, 1 with --timer host)");
+  app.add_option("--repeat", o.runner.repeat,
+                 "timed batches per size; the row holds their median, min and max (0 = auto: 3, fewer once a "
+                 "size's batches took 2 s; --benchmark_repetitions=N means the same)")
+      ->capture_default_str();
+  app.add_flag("--per-op", o.runner.perOp,
+               "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends)");
+  std::vector<std::string> required;
+  app.add_option("--require", required,
+                 "tcp,mpi,verbs,nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
+                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested)")
+      ->delimiter(',');
+  app.add_flag("--allow-single-rank", o.allowSingleRank,
+               "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
   app.add_option("-T,--timeout", timeoutS,
                  "seconds a batch may take beyond what its size needs (the deadline grows with size x operations)")
       ->capture_default_str();
@@ -190,6 +213,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                  "seconds between 'k/N rows, elapsed, ETA' lines on stderr (0 = off; a bar when stderr is a terminal)")
       ->capture_default_str();
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
+  app.add_flag("--doctor", o.doctor,
+               "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
+               "RDMA ports/GID/MTU/firmware, limits, versions, interface variables, reachability); table + doctor.json; "
+               "exit 0 no fail, 1 a check failed");
   app.add_flag("--version", showVersion, "fabricbench's version, git revision, and the NCCL/CUDA/MPI/rdma-core it was built with");
   app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
       ->group("");
@@ -234,8 +261,6 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     throw ConfigError(std::string(o.resume ? "--resume" : "--overwrite") + " needs the --run-id of the run");
   if (!(o.progressSeconds >= 0) || o.progressSeconds > 86400)
     throw ConfigError(fmt::format("--progress {}: expected seconds between 0 (off) and 86400", o.progressSeconds));
-  if (o.gb.repetitions > 0)
-    throw ConfigError("--benchmark_repetitions is not supported yet: each size is measured as one batch of -n operations");
   if (o.gb.format != "console" && o.gb.listTests)
     throw ConfigError("--benchmark_list_tests prints names only: leave out --benchmark_format");
 
@@ -252,6 +277,21 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   }
   if (o.runner.iters < 1) throw ConfigError(fmt::format("--iters must be >= 1 (got {})", o.runner.iters));
   if (o.runner.warmupIters < 0) throw ConfigError("--warmup must be >= 0");
+  if (timer == "gpu") o.runner.timer = Timer::kGpu;
+  else if (timer == "host") o.runner.timer = Timer::kHost;
+  else throw ConfigError("unknown --timer '" + timer + "' (choose gpu or host)");
+  if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kHost ? RankTime::kAvg : RankTime::kMax;
+  else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
+  else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));
+  if (o.runner.repeat < 0) throw ConfigError(fmt::format("--repeat must be >= 0 (got {})", o.runner.repeat));
+  // Google Benchmark's repetitions are the suite's own (--repeat): separate timed batches of the
+  // same row, which holds their median and spread.
+  if (o.gb.repetitions > 0) {
+    if (o.runner.repeat > 0 && o.runner.repeat != o.gb.repetitions)
+      throw ConfigError(fmt::format("--repeat {} and --benchmark_repetitions={} disagree (they mean the same)",
+                                    o.runner.repeat, o.gb.repetitions));
+    o.runner.repeat = o.gb.repetitions;
+  }
   if (o.runner.checkRounds < 0) throw ConfigError("--check must be >= 0");
   if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
   o.runner.timeout = std::chrono::seconds(timeoutS);
@@ -274,6 +314,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     for (const auto& k : knownTransports()) known = known || k == t;
     if (!known) throw ConfigError(fmt::format("unknown transport '{}' (choose {} or auto)", t, fmt::join(knownTransports(), ", ")));
     o.transports.push_back(t);
+    o.namedTransports.push_back(t);
+  }
+  for (const auto& r : splitList(required)) {
+    bool known = r == "gpu";
+    for (const auto& k : knownTransports()) known = known || k == r;
+    if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));
+    o.required.push_back(r);
   }
   if (o.transportsAuto) o.transports = knownTransports();
   for (const auto& d : splitList(dtypes)) {
@@ -297,6 +344,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
+  if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
     try {
@@ -310,13 +358,16 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
-  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.minBytes, o.maxBytes,
+  o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                            timer, static_cast<int>(o.runner.rankTime), o.runner.repeat, o.runner.perOp,
+                            fmt::format("{}/{}", o.allowSingleRank, fmt::join(o.required, ",")), o.minBytes, o.maxBytes,
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
                             o.coll.transport.verbsDevice, fmt::join(o.gb.given, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging) +
                 fmt::format("|{}|{}|{}|{}", o.resume, o.overwrite, o.reduceOp, o.progressSeconds);
+  o.canonical += fmt::format("|doctor={}", o.doctor);
   return o;
 }
 

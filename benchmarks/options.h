@@ -24,6 +24,8 @@ struct Options {
   std::vector<CollKind> colls;
   std::vector<std::string> transports;   // expanded: tcp, mpi, verbs, nccl, cuda
   bool transportsAuto = false;           // "auto": every path this machine has
+  std::vector<std::string> namedTransports;  // named on the command line (a skip of one is not a pass)
+  std::vector<std::string> required;     // --require: transports, or "gpu", that must produce rows
   std::vector<DataType> dtypes;
   std::vector<bool> placements;          // false = out-of-place, true = in-place
   RunnerConfig runner;
@@ -37,6 +39,8 @@ struct Options {
   double progressSeconds = 5;            // --progress: stderr progress line interval (0 = off)
   std::string reduceOp = "sum";          // -o/--op (nccl-tests): the reduction operator
   BenchmarkFlags gb;                     // Google Benchmark's flags, as fabricbench honours them
+  bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
+  bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::string canonical;                 // normalized flags, compared across ranks
 };
 

@@ -2,7 +2,9 @@
 #   fb_job <collective>
 # runs fabricbench once across the whole allocation and exits with its status:
 #   0 = every row ran and passed its data check; non-zero = wrong data, a lost rank or node, or a
-#   setup error (2 = bad settings, found before anything was launched).
+#   setup error (2 = bad settings, found before anything was launched); 4 = partial: rows are right
+#   but a path that was asked for was not measured (a named transport skipped, or GPUs were
+#   requested and no GPU path ran: see FB_REQUIRE_GPU in fabricbench.env).
 # Settings come from slurm/fabricbench.env (see there).
 
 # The sbatch script runs from a copy in slurmd's spool directory, so its own path says nothing about
@@ -22,6 +24,15 @@ fb_find_home() {
 }
 
 fb_die() { echo "fabricbench job: $*" >&2; exit 2; }
+
+# Prints what the job was given in GPUs ("" when none): Slurm sets these in jobs that requested GPUs.
+fb_gpus_requested() {
+  local v
+  for v in "${SLURM_GPUS_PER_NODE:-}" "${SLURM_GPUS:-}" "${SLURM_JOB_GPUS:-}" "${SLURM_GPUS_ON_NODE:-}"; do
+    case "$v" in ""|0|none|"(null)") ;; *) echo "$v"; return 0 ;; esac
+  done
+  return 1
+}
 
 fb_job() {
   local coll=${1:?collective}
@@ -53,10 +64,17 @@ fb_job() {
   [ -z "${FB_RUN_ID:-}" ] || args+=(--run-id "$FB_RUN_ID")
   [ "${FB_RESUME:-0}" = 0 ] || args+=(--resume)
   [ -z "$FB_TCP_IF" ] || args+=(--tcp-if "$FB_TCP_IF")
+  local gpus=""
+  case "${FB_REQUIRE_GPU:-auto}" in
+    auto) if gpus=$(fb_gpus_requested); then args+=(--require gpu); fi ;;
+    1) args+=(--require gpu); gpus=required ;;
+    0) ;;
+    *) fb_die "bad FB_REQUIRE_GPU '$FB_REQUIRE_GPU' (expected auto, 1 or 0)" ;;
+  esac
   args+=($FB_EXTRA_ARGS)
 
   echo "fabricbench job $SLURM_JOB_ID: $coll on $nnodes node(s) [$SLURM_JOB_NODELIST] x $rpn rank(s)," \
-       "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)"
+       "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)${gpus:+, GPUs: $gpus (a GPU path is required)}"
   echo "+ ${launch[*]} $FB_BIN ${args[*]}"
   [ "${SLURM_RESTART_COUNT:-0}" = 0 ] || echo "fabricbench job $SLURM_JOB_ID: requeued run $SLURM_RESTART_COUNT (earlier results are kept)"
   local t0=$SECONDS rc=0 log
@@ -74,6 +92,8 @@ fb_job() {
   fi
   if [ "$rc" = 0 ]; then
     echo "fabricbench job $SLURM_JOB_ID: PASSED in $((SECONDS - t0)) s; results in $out/"
+  elif [ "$rc" = 4 ]; then
+    echo "fabricbench job $SLURM_JOB_ID: PARTIAL (exit 4: rows right, a requested path not measured; see the last lines above) after $((SECONDS - t0)) s; results in $out/" >&2
   else
     echo "fabricbench job $SLURM_JOB_ID: FAILED (exit $rc) after $((SECONDS - t0)) s; rows written so far: $out/table.csv" >&2
   fi

@@ -29,6 +29,14 @@ class Collective {
   virtual void prepare(const CollShape& shape) = 0;
   virtual double runBatch(int iters, Deadline deadline) = 0;
   virtual std::int64_t check(int seed, Deadline deadline) = 0;
+  // --per-op: `iters` operations, each timed on its own (seconds, one entry per operation).
+  // The default runs one-operation batches, i.e. a clock per operation on host-driven
+  // backends; GPU backends override it with an event between operations on their stream.
+  virtual std::vector<double> runPerOp(int iters, Deadline deadline) {
+    std::vector<double> t;
+    for (int i = 0; i < iters; ++i) t.push_back(runBatch(1, deadline));
+    return t;
+  }
   // Test-only hook: make check() corrupt output element `index` (if it exists on this rank)
   // after the operation and before the comparison, so the wrong-count path is exercised.
   void corruptNextCheck(std::optional<std::size_t> index) { corrupt_ = index; }

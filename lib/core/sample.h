@@ -19,12 +19,23 @@ struct Sample {
   int nRanks = 1;
   int nNodes = 1;
   int iters = 0;
-  double timeUs = 0;      // per operation, MAX over ranks of each rank's timed batch / iters
-  double algBwGBps = 0;   // bytes / time, GB = 1e9
-  double busBwGBps = 0;   // algbw × busbw factor
+  // Per operation: the MEDIAN over `repeats` timed batches of (batch time / iters), each batch's
+  // time combined over ranks as `rankTime` says (see lib/harness/runner.h, --timer, -a).
+  double timeUs = 0;
+  double algBwGBps = 0;   // bytes / time, GB = 1e9 (from the median time)
+  double busBwGBps = 0;   // algbw × busbw factor (from the median time)
+  std::string timer = "gpu";     // "gpu": events on the stream (steady clock on host backends); "host": nccl-tests'
+  std::string rankTime = "max";  // how each batch's time is combined over ranks: max, avg, min, rank0
+  int repeats = 1;               // timed batches behind this row
+  double timeUsMin = -1, timeUsMax = -1;  // fastest / slowest batch (per operation); -1 = unknown (old files)
+  double p50Us = -1, p99Us = -1;          // --per-op: per-operation percentiles; -1 = not measured
   std::int64_t wrong = -1;  // wrong elements summed over ranks; -1 = not checked
   double pctNominal = -1;   // busbw as % of the nominal link rate; -1 = unknown
   std::vector<std::pair<std::string, std::string>> extra;  // backend details (channels, GID, ...)
+
+  // busbw of the slowest / fastest batch (busbw scales with 1/time); -1 when unknown.
+  double busBwMin() const { return timeUsMax > 0 && timeUs > 0 ? busBwGBps * timeUs / timeUsMax : -1; }
+  double busBwMax() const { return timeUsMin > 0 && timeUs > 0 ? busBwGBps * timeUs / timeUsMin : -1; }
 };
 
 }  // namespace fb

@@ -1,7 +1,11 @@
 #include "harness/runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <exception>
+#include <limits>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -40,6 +44,58 @@ void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<vo
   }
 }
 
+std::string_view timerName(Timer t) { return t == Timer::kHost ? "host" : "gpu"; }
+
+std::string_view rankTimeName(RankTime r) {
+  switch (r) {
+    case RankTime::kRank0: return "rank0";
+    case RankTime::kAvg: return "avg";
+    case RankTime::kMin: return "min";
+    case RankTime::kMax: return "max";
+  }
+  return "max";
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  // Nearest rank: the smallest value with at least q% of the values at or below it.
+  auto rank = static_cast<std::size_t>(std::ceil(q / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+namespace {
+
+// Every rank's doubles (same length on every rank), indexed [rank][i].
+std::vector<std::vector<double>> gatherDoubles(Bootstrap& bs, const std::vector<double>& mine) {
+  auto all = bs.allGather(std::as_bytes(std::span<const double>(mine.data(), mine.size())));
+  std::vector<std::vector<double>> out;
+  for (const auto& b : all) {
+    std::vector<double> v(b.size() / sizeof(double));
+    if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(double));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+double combine(Bootstrap& bs, double mine, RankTime how) {
+  auto all = gatherDoubles(bs, {mine});
+  double acc = all.at(0).at(0);
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    double v = all[r].at(0);
+    switch (how) {
+      case RankTime::kRank0: break;
+      case RankTime::kAvg: acc += v; break;
+      case RankTime::kMin: acc = std::min(acc, v); break;
+      case RankTime::kMax: acc = std::max(acc, v); break;
+    }
+  }
+  if (how == RankTime::kAvg) acc /= static_cast<double>(all.size());
+  return acc;
+}
+
+}  // namespace
+
 std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRate) {
   double rate = lastRate > 0 ? lastRate / kDeadlineSlack : kFloorRateBytesPerS;
   double s = static_cast<double>(std::max(ops, 0)) * static_cast<double>(bytes) / rate;
@@ -47,7 +103,9 @@ std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRat
 }
 
 Sample Runner::run(Collective& coll, const CollShape& shape) {
+  using Clock = std::chrono::steady_clock;
   agreeOrThrow(bs_, "prepare", [&] { coll.prepare(shape); });
+  // Each batch: --timeout plus what `ops` operations of this size need at a slow but healthy rate.
   double lastRate = lastRate_.count(&coll) ? lastRate_[&coll] : 0;
   std::chrono::milliseconds budget{0};
   int budgetOps = 0;
@@ -68,9 +126,41 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     }
   };
   if (cfg_.warmupIters > 0) timed([&] { return coll.runBatch(cfg_.warmupIters, deadline(cfg_.warmupIters)); });
-  bs_.barrier();
-  double mine = timed([&] { return coll.runBatch(cfg_.iters, deadline(cfg_.iters)); });
-  double slowest = bs_.allReduceMax(mine);
+
+  // R timed batches; each one's per-operation time combined over ranks.
+  const int maxRepeat = cfg_.repeat > 0 ? cfg_.repeat : kAutoRepeat;
+  const double iters = std::max(cfg_.iters, 1);
+  std::vector<double> perOp;  // seconds per operation, one per batch
+  double spent = 0;
+  for (int rep = 0; rep < maxRepeat; ++rep) {
+    bs_.barrier();
+    auto t0 = Clock::now();
+    double own = timed([&] { return coll.runBatch(cfg_.iters, deadline(cfg_.iters)); });
+    double host = std::chrono::duration<double>(Clock::now() - t0).count();
+    double mine = (cfg_.timer == Timer::kHost ? host : own) / iters;
+    perOp.push_back(combine(bs_, mine, cfg_.rankTime));
+    if (cfg_.repeat == 0) {
+      // Auto: stop once this size's batches took the budget (the same verdict on every rank).
+      spent += bs_.allReduceMax(host);
+      if (spent * 1000.0 >= static_cast<double>(kAutoRepeatBudget.count())) break;
+    }
+  }
+
+  // --per-op: every operation of one more batch timed on its own; op i's time is the slowest
+  // rank's op i (each rank times its own ops).
+  double p50 = -1, p99 = -1;
+  if (cfg_.perOp) {
+    bs_.barrier();
+    auto mine = timed([&] { return coll.runPerOp(cfg_.iters, deadline(cfg_.iters)); });
+    auto all = gatherDoubles(bs_, mine);
+    std::vector<double> ops(mine.size(), 0.0);
+    for (const auto& r : all)
+      for (std::size_t i = 0; i < ops.size() && i < r.size(); ++i) ops[i] = std::max(ops[i], r[i]);
+    if (!ops.empty()) {
+      p50 = percentile(ops, 50) * 1e6;
+      p99 = percentile(ops, 99) * 1e6;
+    }
+  }
 
   std::int64_t wrong = -1;
   if (cfg_.checkRounds > 0) {
@@ -82,8 +172,6 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     }
     wrong = bs_.allReduceSum(local);
   }
-  if (shape.bytes > 0 && slowest > 0 && cfg_.iters > 0)
-    lastRate_[&coll] = static_cast<double>(shape.bytes) / (slowest / cfg_.iters);
 
   Sample s;
   s.coll = std::string(collName(shape.kind));
@@ -97,17 +185,38 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.count = shape.paramCount;
   s.nRanks = shape.nRanks;
   s.iters = cfg_.iters;
-  s.timeUs = cfg_.iters > 0 ? slowest / cfg_.iters * 1e6 : 0;
+  s.timer = std::string(timerName(cfg_.timer));
+  s.rankTime = std::string(rankTimeName(cfg_.rankTime));
+  s.repeats = static_cast<int>(perOp.size());
+  {
+    auto v = perOp;  // median; an even count takes the mean of the two middle batches
+    std::sort(v.begin(), v.end());
+    std::size_t n = v.size();
+    s.timeUs = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
+  }
+  s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
+  s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
+  if (s.bytes > 0 && s.timeUsMax > 0) lastRate_[&coll] = static_cast<double>(s.bytes) / (s.timeUsMax * 1e-6);
+  s.p50Us = p50;
+  s.p99Us = p99;
   double sec = s.timeUs * 1e-6;
   s.algBwGBps = sec > 0 ? static_cast<double>(s.bytes) / sec / 1e9 : 0;
   s.busBwGBps = s.algBwGBps * busBwFactor(shape.kind, shape.nRanks);
   s.wrong = wrong;
-  for (auto& [k, v] : p.details) {
+  // The nominal rate is the slowest rank's (a link is as fast as its slower end); unknown on any
+  // rank = unknown.
+  double nominal = -1;
+  for (auto& [k, v] : p.details)
     if (k == "nominal_GBps") {
-      double nominal = std::stod(v);
-      if (nominal > 0) s.pctNominal = 100.0 * s.busBwGBps / nominal;
+      try {
+        nominal = std::stod(v);
+      } catch (const std::exception&) {
+        nominal = -1;
+      }
     }
-  }
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const auto& r : gatherDoubles(bs_, {nominal > 0 ? nominal : -1.0})) slowest = std::min(slowest, r.at(0));
+  if (slowest > 0 && std::isfinite(slowest)) s.pctNominal = 100.0 * s.busBwGBps / slowest;
   return s;
 }
 

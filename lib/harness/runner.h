@@ -1,11 +1,20 @@
 // Runner: measures one (collective implementation, shape) point and returns one Sample.
 //   prepare (alloc, register, connect, fill; untimed) → all ranks agree it worked
-//   → warm-up batch → barrier → timed batch of `iters` ops → max over ranks
-//   → `checkRounds` verification ops, each with fresh data (wrong elements summed over ranks)
-// Time is each rank's own measurement of the timed batch (host clock for host-driven rings and
-// MPI, CUDA events on the stream for GPU backends), reduced with MAX over ranks, divided by
-// iters: the slowest rank defines the operation time. nccl-tests averages over ranks by
-// default; we report the max (its -a 3), which is what a synchronous training step sees.
+//   → warm-up batch → R × (barrier → timed batch of `iters` ops → combine over ranks)
+//   → [--per-op: one more batch timed op by op] → `checkRounds` verification ops, each with
+//   fresh data (wrong elements summed over ranks)
+// Two timers (--timer):
+//   gpu  (default) each rank's own measurement of its batch: CUDA events on its stream for GPU
+//        backends, the steady clock around the batch for host-driven rings and MPI.
+//   host nccl-tests' method: after the barrier, the host clock runs from before the first
+//        operation is enqueued until the stream is synchronised (the batch returned), on every
+//        backend.
+// Each batch's per-operation time (batch / iters) is combined over ranks as -a says, with
+// nccl-tests' codes: 0 rank 0's time, 1 the average, 2 the minimum, 3 the maximum. The default
+// is 3 (max: the slowest rank, what a synchronous training step sees) with --timer gpu, and 1
+// (nccl-tests' default) with --timer host. The row holds the median of the R batches and the
+// fastest / slowest one. --repeat 0 (the default) means "auto": 3 batches, fewer when the
+// batches of a size have already taken kAutoRepeatBudget in total.
 // Every batch gets a deadline: `timeout` (--timeout/-T) plus what the batch needs at a slow
 // but healthy rate (batchBudget), so large sizes on slow links do not trip it while a hang at
 // small sizes is still caught within about `timeout`. A rank that fails throws (a time-out
@@ -16,6 +25,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/collective.h"
@@ -23,9 +34,21 @@
 
 namespace fb {
 
+enum class Timer { kGpu, kHost };
+enum class RankTime { kRank0 = 0, kAvg = 1, kMin = 2, kMax = 3 };  // nccl-tests' -a codes
+std::string_view timerName(Timer t);
+std::string_view rankTimeName(RankTime r);
+
+constexpr int kAutoRepeat = 3;
+constexpr std::chrono::milliseconds kAutoRepeatBudget{2000};
+
 struct RunnerConfig {
   int warmupIters = 5;
   int iters = 20;
+  Timer timer = Timer::kGpu;
+  RankTime rankTime = RankTime::kMax;
+  int repeat = 0;      // timed batches per size; 0 = auto (kAutoRepeat, fewer for long batches)
+  bool perOp = false;  // one more batch, timed op by op: p50 / p99 columns
   int checkRounds = 1;                    // 0 = data not checked (the row says wrong = -1)
   std::chrono::milliseconds timeout{45000};
   // Test-only hook (--fb-test-corrupt RANK:INDEX): corrupt one output element in the first
@@ -55,6 +78,9 @@ class Runner {
 // Runs `fn` on every rank; if it throws on any rank, every rank throws (the failing rank its
 // own error, the others "rank R failed: ...") instead of some ranks entering a collective that
 // will never complete. Used around set-up steps (transport creation, prepare).
+// The nearest-rank percentile q (0..100) of `v` (sorted or not); NaN when empty.
+double percentile(std::vector<double> v, double q);
+
 void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<void()>& fn);
 
 }  // namespace fb

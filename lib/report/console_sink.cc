@@ -18,7 +18,9 @@ class ConsoleSink : public ResultSink {
     std::string h;
     h += fmt::format("# fabricbench run {}\n", meta.runId);
     if (!meta.resultDir.empty()) h += fmt::format("# results: {}/ (table.csv, run.json, report.md)\n", meta.resultDir);
-    h += "# time_us    = per operation: max over ranks of each rank's timed batch / iters (microseconds)\n";
+    h += "# time_us    = per operation (microseconds): median over the timed batches (repeats) of batch / iters,\n";
+    h += "#              each batch's time combined over ranks (rank_time; --timer and -a say how, see run.json)\n";
+    h += "# t_min/t_max= the fastest / slowest batch; p50/p99 (--per-op) = per-operation percentiles\n";
     h += "# algbw_GBps = size_bytes / time; GB = 1e9 bytes\n";
     h += "# busbw_GBps = algbw x factor: allreduce 2(n-1)/n; allgather, reducescatter (n-1)/n with\n";
     h += "#              size = total buffer; p2pring 1 (send right, receive left)\n";
@@ -32,19 +34,28 @@ class ConsoleSink : public ResultSink {
     if (key != lastKey_) {
       lastKey_ = key;
       ipWidth_ = std::max<std::size_t>(12, ip.size());
+      perOp_ = s.p50Us >= 0;
       std::string h = fmt::format("#\n# {}  impl={}  path={}  ({} ranks, {} node{})\n", s.coll, s.impl, s.path,
                                   s.nRanks, s.nNodes, s.nNodes == 1 ? "" : "s");
-      h += fmt::format("# {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12} {:>11} {:>11} {:>8} {:>8}\n", "size(B)",
-                       "count(elts)", "type", "coll", "impl/path", ipWidth_, "place", "time_us", "algbw_GBps",
-                       "busbw_GBps", "wrong", "%nominal");
-      put(h);
+      h += fmt::format("# timer={} rank_time={} repeats={}", s.timer, s.rankTime, s.repeats);
+      for (const auto& [k, v] : s.extra)
+        if (k == "nominal_basis" && !v.empty()) h += "  nominal: " + v;
+      h += "\n";
+      h += fmt::format("# {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>10}",
+                       "size(B)", "count(elts)", "type", "coll", "impl/path", ipWidth_, "place", "time_us",
+                       "algbw_GBps", "busbw_GBps", "wrong", "%nominal", "t_min_us", "t_max_us");
+      if (perOp_) h += fmt::format(" {:>10} {:>10}", "p50_us", "p99_us");
+      put(h + "\n");
     }
     std::string wrong = s.wrong < 0 ? "N/A" : std::to_string(s.wrong);
     std::string pct = s.pctNominal < 0 ? "-" : fmt::format("{:.1f}", s.pctNominal);
     rows_.push_back(s);
-    put(fmt::format("  {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12.2f} {:>11.3f} {:>11.3f} {:>8} {:>8}\n", s.bytes,
-                    s.count, s.dtype, s.coll, ip, ipWidth_, s.inPlace ? "in" : "out", s.timeUs, s.algBwGBps,
-                    s.busBwGBps, wrong, pct));
+    auto us = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.2f}", v); };
+    std::string line = fmt::format("  {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12.2f} {:>11.3f} {:>11.3f} {:>8} {:>8} {:>10} {:>10}",
+                                   s.bytes, s.count, s.dtype, s.coll, ip, ipWidth_, s.inPlace ? "in" : "out", s.timeUs,
+                                   s.algBwGBps, s.busBwGBps, wrong, pct, us(s.timeUsMin), us(s.timeUsMax));
+    if (perOp_) line += fmt::format(" {:>10} {:>10}", us(s.p50Us), us(s.p99Us));
+    put(line + "\n");
   }
 
   void end(const RunSummary& summary) override {
@@ -63,6 +74,7 @@ class ConsoleSink : public ResultSink {
   std::string lastKey_;
   std::vector<Sample> rows_;
   std::size_t ipWidth_ = 12;
+  bool perOp_ = false;
 };
 
 }  // namespace

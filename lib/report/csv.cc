@@ -121,8 +121,16 @@ double parseDouble(const std::string& f, const char* col, const std::string& whe
 std::vector<std::string> csvColumns() {
   return {"size_bytes", "count",  "type",    "coll",       "impl",       "path",
           "placement",  "nranks", "nnodes",  "iters",      "time_us",    "algbw_GBps",
-          "busbw_GBps", "wrong",  "pct_nominal", "extra"};
+          "busbw_GBps", "wrong",  "pct_nominal", "extra",
+          // --timer / -a / --repeat / --per-op (files written before them end at "extra")
+          "timer", "rank_time", "repeats", "time_us_min", "time_us_max", "busbw_min_GBps", "busbw_max_GBps",
+          "p50_us", "p99_us"};
 }
+
+namespace {
+constexpr std::size_t kLegacyColumns = 16;  // up to "extra"
+std::string optNum(double v) { return v < 0 ? std::string() : fmt::format("{}", v); }
+}  // namespace
 
 std::string encodeExtras(const std::vector<std::pair<std::string, std::string>>& extra) {
   auto esc = [](const std::string& s) {
@@ -188,6 +196,15 @@ std::string csvLine(const Sample& s) {
       s.wrong < 0 ? std::string() : std::to_string(s.wrong),
       s.pctNominal < 0 ? std::string() : num(s.pctNominal),
       encodeExtras(s.extra),
+      s.timer,
+      s.rankTime,
+      std::to_string(s.repeats),
+      optNum(s.timeUsMin),
+      optNum(s.timeUsMax),
+      optNum(s.busBwMin()),
+      optNum(s.busBwMax()),
+      optNum(s.p50Us),
+      optNum(s.p99Us),
   };
   std::string line;
   for (std::size_t i = 0; i < f.size(); ++i) {
@@ -200,7 +217,11 @@ std::string csvLine(const Sample& s) {
 std::vector<Sample> parseCsv(const std::string& text, const std::string& source) {
   if (text.empty()) throw Error(source + ": empty file (no header line)");
   auto records = splitRecords(text, source);
-  const auto cols = csvColumns();
+  auto cols = csvColumns();
+  // Tables written before --timer/--repeat end at "extra"; they read as gpu timer, max, 1 batch.
+  if (records.front().fields.size() == kLegacyColumns &&
+      std::equal(cols.begin(), cols.begin() + kLegacyColumns, records.front().fields.begin()))
+    cols.resize(kLegacyColumns);
   if (records.front().fields != cols)
     throw Error(source + ": line 1 is not the fabricbench table.csv header (expected " +
                 [&] {
@@ -238,6 +259,16 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
       s.extra = decodeExtras(f[15]);
     } catch (const Error& e) {
       throw Error(where + ": " + e.what());
+    }
+    if (cols.size() > kLegacyColumns) {
+      auto opt = [&](std::size_t i, const char* col) { return f[i].empty() ? -1.0 : parseDouble(f[i], col, where); };
+      s.timer = f[16];
+      s.rankTime = f[17];
+      s.repeats = parseInt<int>(f[18], "repeats", where);
+      s.timeUsMin = opt(19, "time_us_min");
+      s.timeUsMax = opt(20, "time_us_max");
+      s.p50Us = opt(23, "p50_us");
+      s.p99Us = opt(24, "p99_us");
     }
     if (s.coll.empty() || s.impl.empty())
       throw Error(where + ": empty coll or impl");

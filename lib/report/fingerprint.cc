@@ -359,11 +359,44 @@ std::vector<std::string> comparedFingerprintKeys() {
           "nics.*.speed_mbps", "nics.*.mtu",
           "nics.*.driver",   "nics.*.firmware",
           "rdma.*.fw_ver",   "rdma.*.ports.*.rate",
-          "rdma.*.ports.*.state", "rdma.*.ports.*.link_layer"};
+          "rdma.*.ports.*.state", "rdma.*.ports.*.link_layer",
+          "rdma.*.ports.*.active_mtu"};
+}
+
+json mergeRdmaDiscovery(json rdma, const json& discovery) {
+  if (!rdma.is_object() || (rdma.contains("devices") && rdma["devices"].is_array())) rdma = json::object();
+  if (!discovery.is_object() || !discovery.contains("devices") || !discovery["devices"].is_array()) return rdma;
+  auto empty = [](const json& o, const char* k) {
+    return !o.contains(k) || o[k].is_null() || (o[k].is_string() && o[k].get<std::string>().empty());
+  };
+  for (const auto& d : discovery["devices"]) {
+    if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) continue;
+    json& e = rdma[d["name"].get<std::string>()];
+    if (!e.is_object()) e = json::object();
+    for (const char* k : {"fw_ver", "node_type", "board_id"})
+      if (empty(e, k) && d.contains(k)) e[k] = d[k];
+    for (const char* k : {"node_guid", "gpudirect"})
+      if (d.contains(k)) e[k] = d[k];
+    if (!e.contains("ports") || !e["ports"].is_object()) e["ports"] = json::object();
+    if (!d.contains("ports") || !d["ports"].is_array()) continue;
+    for (const auto& p : d["ports"]) {
+      if (!p.is_object() || !p.contains("port")) continue;
+      std::string key = p["port"].is_number() ? std::to_string(p["port"].get<long long>()) : p["port"].dump();
+      json& pe = e["ports"][key];
+      if (!pe.is_object()) pe = json::object();
+      for (const char* k : {"state", "rate", "link_layer"})
+        if (empty(pe, k) && p.contains(k)) pe[k] = p[k];
+      for (const char* k : {"active_mtu", "max_mtu", "rate_gbps", "lid", "gid_table_len", "gids"})
+        if (p.contains(k)) pe[k] = p[k];
+    }
+  }
+  return rdma;
 }
 
 std::vector<std::pair<std::string, json>> flattenForComparison(const json& fp) {
   json copy = fp;
+  if (copy.contains("rdma") && copy["rdma"].is_object() && copy["rdma"].contains("devices"))
+    copy["rdma"] = mergeRdmaDiscovery(json::object(), copy["rdma"]);
   if (copy.contains("nics") && copy["nics"].is_object()) {
     json kept = json::object();
     for (auto& [name, n] : copy["nics"].items())
@@ -408,6 +441,13 @@ json collectLocalFingerprint(const FingerprintOptions& o) {
   fp["memory_bytes"] = readMemBytes(o.root);
   fp["nics"] = readNics(o);
   fp["rdma"] = readRdma(o.root);
+  if (o.rdmaDiscovery.is_object()) {
+    fp["rdma"] = mergeRdmaDiscovery(fp["rdma"], o.rdmaDiscovery);
+    json sel = json::object();
+    for (const char* k : {"selected", "error"})
+      if (o.rdmaDiscovery.contains(k)) sel[k] = o.rdmaDiscovery[k];
+    fp["rdma_selection"] = sel;
+  }
   readGpus(o, fp);
   fp["gpu_count"] = fp["gpus"].size();
   if (!fp.contains("gpu_driver")) fp["gpu_driver"] = json();

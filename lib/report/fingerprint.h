@@ -42,6 +42,10 @@ struct FingerprintOptions {
   // "cuda_runtime_version", "rank", "local_rank", ... Keys named like this are compared between
   // hosts by mergeFingerprints.
   nlohmann::json extra = nlohmann::json::object();
+  // What the verbs backend discovered (lib/transport/verbs discover(): {"devices": [...],
+  // "selected"|"error"}), or null. Merged into "rdma" (one layout: keyed by device, see
+  // mergeRdmaDiscovery); the selection goes to "rdma_selection".
+  nlohmann::json rdmaDiscovery;
   // Environment to record; empty = this process's environ.
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -53,6 +57,16 @@ nlohmann::json collectLocalFingerprint(const FingerprintOptions& options);
 // UCX_, SLURM_, CUDA_, NVIDIA_, FB_, IBV_, RDMAV_, MLX5_, HCOLL_, plus LD_LIBRARY_PATH; any
 // name containing TOKEN, SECRET, KEY, PASS, CRED or AUTH (any case) is dropped.
 nlohmann::json filterEnvironment(const std::vector<std::pair<std::string, std::string>>& env);
+
+// The fingerprint's "rdma" has ONE layout, keyed by device and port as sysfs is:
+//   {dev: {fw_ver, hca_type, board_id, node_type, netdevs, ports: {"1": {state, phys_state, rate,
+//   link_layer, active_mtu, ...}}}}
+// mergeRdmaDiscovery() folds verbs discovery ({"devices": [{name, fw_ver, ports: [{port, ...}]}]})
+// into it: what sysfs already gave stays, verbs adds what sysfs lacks (active/max MTU, GIDs,
+// gpudirect; everything when there is no sysfs). mergeFingerprints compares rdma.<dev>.fw_ver and
+// the port rate/state/link layer/MTU between hosts; a run.json written with the verbs layout
+// under "rdma" is converted the same way before comparing.
+nlohmann::json mergeRdmaDiscovery(nlohmann::json sysfsRdma, const nlohmann::json& discovery);
 
 // Keys compared between hosts (dot paths; '*' matches one segment), in report order.
 std::vector<std::string> comparedFingerprintKeys();

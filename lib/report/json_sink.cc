@@ -71,6 +71,15 @@ nlohmann::json sampleToJson(const Sample& s) {
           {"busbw_GBps", s.busBwGBps},
           {"wrong", s.wrong < 0 ? nlohmann::json() : nlohmann::json(s.wrong)},
           {"pct_nominal", s.pctNominal < 0 ? nlohmann::json() : nlohmann::json(s.pctNominal)},
+          {"timer", s.timer},
+          {"rank_time", s.rankTime},
+          {"repeats", s.repeats},
+          {"time_us_min", s.timeUsMin < 0 ? nlohmann::json() : nlohmann::json(s.timeUsMin)},
+          {"time_us_max", s.timeUsMax < 0 ? nlohmann::json() : nlohmann::json(s.timeUsMax)},
+          {"busbw_min_GBps", s.busBwMin() < 0 ? nlohmann::json() : nlohmann::json(s.busBwMin())},
+          {"busbw_max_GBps", s.busBwMax() < 0 ? nlohmann::json() : nlohmann::json(s.busBwMax())},
+          {"p50_us", s.p50Us < 0 ? nlohmann::json() : nlohmann::json(s.p50Us)},
+          {"p99_us", s.p99Us < 0 ? nlohmann::json() : nlohmann::json(s.p99Us)},
           {"extra", extra}};
 }
 
@@ -92,6 +101,17 @@ Sample sampleFromJson(const nlohmann::json& j) {
     s.busBwGBps = j.at("busbw_GBps").get<double>();
     s.wrong = j.at("wrong").is_null() ? -1 : j.at("wrong").get<std::int64_t>();
     s.pctNominal = j.at("pct_nominal").is_null() ? -1 : j.at("pct_nominal").get<double>();
+    // Added with --timer/--repeat/--per-op; older files lack them.
+    auto optNum = [&](const char* k) {
+      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : -1.0;
+    };
+    if (j.contains("timer") && j["timer"].is_string()) s.timer = j["timer"].get<std::string>();
+    if (j.contains("rank_time") && j["rank_time"].is_string()) s.rankTime = j["rank_time"].get<std::string>();
+    if (j.contains("repeats") && j["repeats"].is_number_integer()) s.repeats = j["repeats"].get<int>();
+    s.timeUsMin = optNum("time_us_min");
+    s.timeUsMax = optNum("time_us_max");
+    s.p50Us = optNum("p50_us");
+    s.p99Us = optNum("p99_us");
     if (j.contains("extra"))
       for (auto& [k, v] : j["extra"].items()) s.extra.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     return s;
@@ -111,7 +131,13 @@ nlohmann::json runJson(const RunMeta& meta, const std::vector<Sample>& rows, con
           {"fingerprint", meta.fingerprint},
           {"finished", finished},
           {"rows", jr},
-          {"summary", {{"ok", summary.ok}, {"status", summary.status}, {"notes", summary.notes}}}};
+          {"summary",
+           {{"ok", summary.ok},
+            {"status", summary.status},
+            {"exit_code", summary.exitCode < 0 ? nlohmann::json() : nlohmann::json(summary.exitCode)},
+            {"measured", summary.measured},
+            {"skipped", summary.skipped},
+            {"notes", summary.notes}}}};
 }
 
 std::unique_ptr<ResultSink> makeJsonSink(const std::string& path) { return std::make_unique<JsonSink>(path); }

@@ -26,9 +26,12 @@ struct RunMeta {
 };
 
 struct RunSummary {
-  bool ok = true;                 // false when any row had wrong > 0 or the run failed
-  std::string status;             // "passed", "failed: 3 wrong elements", "aborted: ..."
+  bool ok = true;                 // false when any row had wrong > 0, the run failed or was partial
+  std::string status;             // "passed: ...", "partial: ...", "failed: 3 wrong elements", "aborted: ..."
   std::vector<std::string> notes; // skipped backends with reasons, warnings
+  int exitCode = -1;              // the process's exit code (report/verdict.h); -1 = not decided
+  std::vector<std::string> measured;  // backend labels with rows
+  std::vector<std::string> skipped;   // "label: why"
 };
 
 class ResultSink {

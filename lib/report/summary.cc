@@ -65,6 +65,8 @@ const Sample* rowAt(const Series& s, std::size_t bytes) {
 std::string bwCell(const Sample* r) {
   if (!r) return "—";
   std::string v = fmtBw(r->busBwGBps);
+  if (r->repeats > 1 && r->busBwMin() >= 0 && r->busBwMax() >= 0)
+    v += fmt::format(" [{}–{}]", fmtBw(r->busBwMin()), fmtBw(r->busBwMax()));
   if (r->wrong > 0) v += fmt::format(" ✗ {} wrong", r->wrong);
   else if (r->wrong < 0) v += " †";
   return v;
@@ -72,15 +74,20 @@ std::string bwCell(const Sample* r) {
 
 std::string definitions() {
   return fmt::format(
-      "How to read: `time_us` is per operation, the **maximum over ranks** of each rank's timed batch "
-      "divided by the iteration count. `algbw = size / time`, `busbw = algbw × factor` with GB = 1e9 "
+      "How to read: `time_us` is per operation: the **median of** the timed batches (repeats) of each "
+      "size, each batch divided by the iteration count and combined over ranks as its rows say (`timer`, "
+      "`rank_time`: by default each rank's own batch time, maximum over ranks). busbw cells show the "
+      "median and, in brackets, the slowest–fastest batch. `algbw = size / time`, `busbw = algbw × factor` with GB = 1e9 "
       "bytes; factor 2(n-1)/n for AllReduce, (n-1)/n for AllGather and ReduceScatter (size = the total "
       "buffer), 1 for the P2P ring. **plateau busbw** = median busbw over the sizes ≥ 1/4 of the "
-      "largest size measured for that path (the large-message, bandwidth-bound end). **floor time** = "
+      "largest size measured for that path (the large-message, bandwidth-bound end); flagged \"not a plateau\" "
+      "when the largest size is still more than {:.0f}% faster than the one before, and ratios of plateaus are "
+      "taken only over the sizes both paths measured. **% of nominal** = plateau busbw / the path's nominal "
+      "rate (its basis is shown). **floor time** = "
       "the smallest time_us over sizes in (0, {}] (the small-message, latency-bound end). Rows with "
       "wrong elements are excluded from both and marked ✗; † = data not checked. No figure here is a "
       "mean over all sizes.\n",
-      humanSize(kFloorMaxBytes));
+      kPlateauRise * 100, humanSize(kFloorMaxBytes));
 }
 
 std::string plotLinks(const std::string& outDir, const std::string& gid) {
@@ -154,11 +161,11 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
 
     // Summary per series.
     md += "### Summary per path\n\n";
-    md += "| impl/path | placement | ranks × nodes | plateau busbw (GB/s) | plateau sizes | floor time (us) | "
-          "floor at | rows | wrong rows |";
-    if (base) md += " plateau / baseline |";
+    md += "| impl/path | placement | ranks × nodes | timer | plateau busbw (GB/s) | plateau sizes | % of nominal | "
+          "nominal rate | floor time (us) | floor at | rows | wrong rows |";
+    if (base) md += " plateau / baseline (common sizes) |";
     if (anyPrice) md += " plateau GB/s per $1000 (user-supplied price) |";
-    md += "\n|---|---|---|---|---|---|---|---|---|";
+    md += "\n|---|---|---|---|---|---|---|---|---|---|---|---|";
     if (base) md += "---|";
     if (anyPrice) md += "---|";
     md += "\n";
@@ -171,7 +178,18 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       if (!std::isnan(plateau)) {
         std::size_t lo = static_cast<std::size_t>(std::ceil(static_cast<double>(maxB) * kPlateauFraction));
         plateauSizes = fmt::format("{} … {}", humanSize(lo), humanSize(maxB));
+        std::string warn = plateauWarning(s->rows);
+        if (!warn.empty()) plateauSizes += " ⚠ " + warn;
       }
+      double nominal = nominalGBps(s->rows);
+      std::string basis = nominalBasis(s->rows);
+      std::string pctNom = nominal > 0 && !std::isnan(plateau) ? fmt::format("{:.1f}%", 100.0 * plateau / nominal) : "—";
+      std::string nomText = nominal > 0 ? fmt::format("{} GB/s{}", fmtBw(nominal), basis.empty() ? "" : " (" + basis + ")")
+                                        : (basis.empty() ? "unknown" : basis);
+      std::string timer = s->rows.empty() ? "—" : s->rows.front().timer + ", " + s->rows.front().rankTime;
+      int maxRep = 0;
+      for (auto& r : s->rows) maxRep = std::max(maxRep, r.repeats);
+      if (maxRep > 1) timer += fmt::format(", median of ≤{}", maxRep);
       std::string floorAt = "—";
       if (!std::isnan(floor))
         for (auto& r : s->rows)
@@ -183,10 +201,24 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       for (auto& r : s->rows)
         if (r.wrong > 0) ++wrongRows;
       std::string label = (multiRun ? s->run + ": " : "") + s->implPath();
-      md += fmt::format("| {} | {} | {} × {} | {} | {} | {} | {} | {} | {} |", cell(label),
-                        s->inPlace ? "in" : "out", s->nRanks, s->nNodes, fmtBw(plateau), plateauSizes,
-                        fmtUs(floor), floorAt, s->rows.size(), wrongRows ? fmt::format("**{}**", wrongRows) : "0");
-      if (base) md += " " + (isBase(s) ? std::string("baseline") : fmtRatio(plateau / plateauBusBw(baseFor(s)->rows))) + " |";
+      md += fmt::format("| {} | {} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", cell(label),
+                        s->inPlace ? "in" : "out", s->nRanks, s->nNodes, cell(timer), fmtBw(plateau),
+                        cell(plateauSizes), pctNom, cell(nomText), fmtUs(floor), floorAt, s->rows.size(),
+                        wrongRows ? fmt::format("**{}**", wrongRows) : "0");
+      if (base) {
+        std::string r = "baseline";
+        if (!isBase(s)) {
+          // Only the sizes both series have: a plateau over 64 MiB … 256 MiB is not held against one over 2 GiB.
+          auto mine = rowsAtCommonSizes(s->rows, baseFor(s)->rows);
+          auto theirs = rowsAtCommonSizes(baseFor(s)->rows, s->rows);
+          r = fmtRatio(plateauBusBw(mine) / plateauBusBw(theirs));
+          std::size_t myMax = 0, common = 0;
+          for (auto& x : s->rows) myMax = std::max(myMax, x.bytes);
+          for (auto& x : mine) common = std::max(common, x.bytes);
+          if (r != "—" && common != myMax) r += fmt::format(" (sizes ≤ {})", humanSize(common));
+        }
+        md += " " + r + " |";
+      }
       if (anyPrice) {
         std::string v = "—";
         for (auto& [pat, usd] : opt.priceUsd)
@@ -338,6 +370,42 @@ double plateauBusBw(const std::vector<Sample>& rows) {
     if (valid(r) && static_cast<double>(r.bytes) >= kPlateauFraction * static_cast<double>(maxB))
       v.push_back(r.busBwGBps);
   return median(v);
+}
+
+std::vector<Sample> rowsAtCommonSizes(const std::vector<Sample>& rows, const std::vector<Sample>& other) {
+  std::set<std::size_t> theirs;
+  for (const auto& r : other)
+    if (valid(r)) theirs.insert(r.bytes);
+  std::vector<Sample> out;
+  for (const auto& r : rows)
+    if (theirs.count(r.bytes)) out.push_back(r);
+  return out;
+}
+
+std::string plateauWarning(const std::vector<Sample>& rows) {
+  std::vector<const Sample*> v;
+  for (const auto& r : rows)
+    if (valid(r) && r.bytes > 0) v.push_back(&r);
+  std::sort(v.begin(), v.end(), [](const Sample* a, const Sample* b) { return a->bytes < b->bytes; });
+  if (v.size() < 2) return "";
+  const Sample& last = *v.back();
+  const Sample& prev = *v[v.size() - 2];
+  if (prev.busBwGBps <= 0 || last.busBwGBps <= prev.busBwGBps * (1 + kPlateauRise)) return "";
+  return fmt::format("not a plateau: the sweep stops at {} (busbw +{:.0f}% from {})", humanSize(last.bytes),
+                     100.0 * (last.busBwGBps / prev.busBwGBps - 1), humanSize(prev.bytes));
+}
+
+double nominalGBps(const std::vector<Sample>& rows) {
+  for (const auto& r : rows)
+    if (r.pctNominal > 0 && r.busBwGBps > 0) return r.busBwGBps / r.pctNominal * 100.0;
+  return -1;
+}
+
+std::string nominalBasis(const std::vector<Sample>& rows) {
+  for (const auto& r : rows)
+    for (const auto& [k, v] : r.extra)
+      if (k == "nominal_basis" && !v.empty()) return v;
+  return "";
 }
 
 double smallMessageFloorUs(const std::vector<Sample>& rows) {
@@ -500,8 +568,10 @@ std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& c
     // What the verbs discovery said where it found nothing usable (e.g. "no RDMA device").
     for (const auto& h : hosts) {
       const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      if (f.contains("rdma") && f["rdma"].is_object() && f["rdma"].contains("error"))
-        md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f["rdma"]["error"])));
+      // "rdma_selection" (current layout) or inside "rdma" (run.json files written before it)
+      for (const char* key : {"rdma_selection", "rdma"})
+        if (f.contains(key) && f[key].is_object() && f[key].contains("error"))
+          md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f[key]["error"])));
     }
     const json& f0 = hosts[0].contains("fingerprint") ? hosts[0]["fingerprint"] : json::object();
     md += "\nSoftware (first host):\n\n";

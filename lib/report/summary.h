@@ -41,6 +41,20 @@ std::vector<Series> groupSeries(const std::vector<Sample>& rows, const std::stri
 
 // NaN when the series has no valid row in range.
 double plateauBusBw(const std::vector<Sample>& rows);
+
+// Fair plateaus. A ratio of two plateaus is taken over the sizes both series measured: `rows`
+// restricted to the sizes `other` has a valid row at.
+std::vector<Sample> rowsAtCommonSizes(const std::vector<Sample>& rows, const std::vector<Sample>& other);
+// A plateau taken where the curve still rises is not one: "" when the busbw of the largest size
+// is within kPlateauRise of the size before it, else "not a plateau: the sweep stops at 64 MiB
+// (busbw +12% from 32 MiB)".
+constexpr double kPlateauRise = 0.05;
+std::string plateauWarning(const std::vector<Sample>& rows);
+// The nominal rate the rows were held against (GB/s; from busbw and pct_nominal), and its basis
+// ("eth0: 10000 Mb/s (sysfs link speed)", "same host (loopback path), no nominal rate"); -1 / ""
+// when the rows carry none.
+double nominalGBps(const std::vector<Sample>& rows);
+std::string nominalBasis(const std::vector<Sample>& rows);
 double smallMessageFloorUs(const std::vector<Sample>& rows);
 // Median of a list (mean of the two middle values for an even count); NaN when empty.
 double median(std::vector<double> v);

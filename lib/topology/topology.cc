@@ -297,6 +297,45 @@ std::string runCommand(const std::string& cmd, int timeoutSeconds) {
   return out;
 }
 
+namespace {
+std::string busKey(std::string b) {  // last 12 characters, lower case: "18:00.0" with its domain
+  for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return b.size() >= 12 ? b.substr(b.size() - 12) : b;
+}
+}  // namespace
+
+LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const std::vector<std::string>& peerBusIds) {
+  LinkNominal n;
+  auto find = [&](const std::string& b) -> const GpuInfo* {
+    for (const auto& g : t.gpus)
+      if (busKey(g.busId) == busKey(b)) return &g;
+    return nullptr;
+  };
+  const GpuInfo* me = find(busId);
+  if (!me) {
+    n.basis = "GPU " + busId + " not in nvidia-smi's list: no nominal rate";
+    return n;
+  }
+  bool nvlink = !peerBusIds.empty() && !me->nvlinkGBps.empty();
+  for (const auto& p : peerBusIds) {
+    const GpuInfo* peer = find(p);
+    nvlink = nvlink && peer && peer->index != me->index && t.nvlinkBetween(me->index, peer->index);
+  }
+  std::ostringstream os;
+  if (nvlink) {
+    n.gbps = me->nvlinkTotalGBps();
+    os << me->nvlinkGBps.size() << " NVLink links x " << me->nvlinkGBps.front() << " GB/s (nvidia-smi nvlink -s)";
+  } else if (me->pcieGenMax > 0 && me->pcieWidthMax > 0) {
+    n.gbps = pcieNominalGBps(me->pcieGenMax, me->pcieWidthMax);
+    os << "PCIe Gen" << me->pcieGenMax << " x" << me->pcieWidthMax;
+  } else {
+    os << "GPU link rate unknown";
+  }
+  if (n.gbps <= 0) n.gbps = -1;
+  n.basis = os.str();
+  return n;
+}
+
 const Topology& localTopology() {
   static std::once_flag once;
   static Topology topo;

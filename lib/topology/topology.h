@@ -87,6 +87,15 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
 // empty Topology, never an exception and never a hang. Cached after the first call.
 const Topology& localTopology();
 
+// Nominal rate of the link between GPU `busId` and its peers `peerBusIds` (bus ids in any case, with
+// or without nvidia-smi's 8-digit domain): NVLink to every peer → active links × link rate
+// (nvidia-smi nvlink -s); otherwise the GPU's PCIe generation × width. gbps -1 when unknown.
+struct LinkNominal {
+  double gbps = -1;
+  std::string basis;
+};
+LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const std::vector<std::string>& peerBusIds);
+
 // The `nvidia-smi topo -m` picture plus one line per GPU (PCIe, NVLink links × GB/s, NUMA) and
 // per RDMA port. "" when there is no GPU.
 std::string describe(const Topology& t);

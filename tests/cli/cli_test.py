@@ -170,7 +170,8 @@ def case_help(d):
               "--iters": "1", "--warmup": "0", "--check": "1", "--collective": "allreduce", "--transport": "tcp",
               "--dtype": "float", "--op": "sum", "--placement": "out", "--path": "auto", "--cudagraph": "0",
               "--tcp-if": "lo", "--ib-dev": "x", "--ib-port": "1", "--gid-index": "0", "--timeout": "5",
-              "--results-dir": d, "--run-id": "help-x", "--progress": "0"}
+              "--results-dir": d, "--run-id": "help-x", "--progress": "0",
+              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu"}
     skip = {"--help", "--version", "--list", "--resume", "--overwrite", "--no-files"}
     for o in sorted(opts - skip):
         args = [o] + ([values[o]] if o in values else [])
@@ -272,7 +273,7 @@ def case_never_overwritten(d):
     rows = rows_of(os.path.join(d, "777.3"))
     check(sorted(int(r["size_bytes"]) for r in rows) == [8, 64, 512], f"--resume rows: {[r['size_bytes'] for r in rows]}")
     table = [l for l in p.stdout.splitlines() if re.match(r"^\s+\d+\s+\d+\s+float32", l)]
-    check("# resumed: 2 rows" in p.stdout and "(+ 2 rows kept from the earlier run)" in p.stdout and len(table) == 1,
+    check("# resumed: 2 rows" in p.stdout and "2 kept from the earlier run" in p.stdout and len(table) == 1,
           f"--resume console: {len(table)} rows measured: {p.stdout[-800:]}")
     rj = json.load(open(os.path.join(d, "777.3", "run.json")))
     check(len(rj["rows"]) == 3 and rj.get("finished") is True, f"--resume run.json rows {len(rj['rows'])}")

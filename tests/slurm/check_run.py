@@ -117,6 +117,27 @@ def main(argv):
                     problems.append(f"{impl} {coll}: wrong={r['wrong']}")
                 if not ok:
                     problems.append(f"{impl} {coll}: busbw {mbps:.2f} MB/s out of range")
+    elif cmd == "nominal":
+        # nominal <dir> <rate bytes/s> <impl:coll,...>: the rows hold % of nominal against the tc rate
+        # (busbw / rate), and say where the rate comes from (the tbf on the node's eth0).
+        rate, rows = float(argv[3]), read_table(d)
+        for want in argv[4].split(","):
+            impl, coll = want.split(":")
+            sel = [r for r in rows if r["impl"] == impl and r["coll"] == coll]
+            if not sel:
+                problems.append(f"no {impl} {coll} rows")
+            for r in sel:
+                pct = r.get("pct_nominal", "")
+                basis = dict(kv.split("=", 1) for kv in r.get("extra", "").split(";") if "=" in kv).get("nominal_basis", "")
+                expect = r["busbw_GBps"] * 1e9 / rate * 100
+                print(f"  {impl} {coll} {r['size_bytes']} B: busbw {r['busbw_GBps'] * 1000:.2f} MB/s, "
+                      f"pct_nominal {pct or '(none)'} (busbw / {rate / 1e6:.1f} MB/s = {expect:.1f} %), basis '{basis}'")
+                if not pct:
+                    problems.append(f"{impl} {coll} {r['size_bytes']} B: no pct_nominal")
+                elif abs(float(pct) - expect) > 0.01 * expect + 0.05:
+                    problems.append(f"{impl} {coll}: pct_nominal {pct} != busbw / tc rate = {expect:.2f}")
+                if "tc tbf" not in basis or "shaped" not in basis:
+                    problems.append(f"{impl} {coll}: nominal basis '{basis}' does not name the tc tbf shaping")
     elif cmd == "show":
         show(read_table(d), int(argv[3]) if len(argv) > 3 else None)
     else:

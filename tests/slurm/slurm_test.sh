@@ -191,8 +191,28 @@ case "$CASE" in
     # 0.4 % of a 2 x 64 MiB timed batch; timer and scheduling jitter on a shared machine)
     $CHECK bw "$R" $((64 << 20)) "$GOODPUT" "$LIMIT" 0.90 1.01 tcp:allreduce,tcp:p2pring \
       || fail "tcp busbw out of range"
+    # % of nominal: against the tbf rate on eth0 (1gbit = 125 MB/s), named as the basis
+    RATE_BPS=$(awk -v r="$RATE" 'BEGIN{ v = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
+      f = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1; printf "%.0f", v * f / 8 }')
+    $CHECK nominal "$R" "$RATE_BPS" tcp:allreduce,tcp:p2pring || fail "tcp % of nominal"
+    grep -q "tc tbf" "$R/report.md" || fail "report.md does not show the tcp nominal basis (tc tbf)"
     say "mpi reference rows (reported, not bounded: Open MPI's tcp BTL, see slurm/fabricbench.env):"
     $CHECK bw "$R" $((64 << 20)) "$GOODPUT" "$LIMIT" 0 100 mpi:allreduce,mpi:p2pring || fail "mpi rows missing"
+    ;;
+
+  require_gpu)
+    # GPUs given to the job (Slurm sets SLURM_GPUS_ON_NODE; faked here: the lab has no GPUs) make a
+    # GPU path required: tcp/mpi rows alone end "partial", exit 4. FB_REQUIRE_GPU=0 turns it off.
+    export FB_SIZES="-b 1K -e 1K" FB_ITERS=2 FB_WARMUP=1 FB_TRANSPORTS=tcp,mpi
+    SLURM_GPUS_ON_NODE=2 sbatch_wait --export=ALL,SLURM_GPUS_ON_NODE=2 slurm/allreduce.sbatch
+    [ "$JRC" = 4 ] || fail "job with GPUs and no GPU path exited $JRC, expected 4 (partial)"
+    grep -q -- "--require gpu" "$JLOG" || fail "the job did not pass --require gpu"
+    grep -q "PARTIAL" "$JLOG" || fail "the job log does not say PARTIAL"
+    grep -q "^# partial: .*measured: tcp, mpi" "$JLOG" || fail "no final 'partial' line listing what was measured"
+    FB_REQUIRE_GPU=0 sbatch_wait --export=ALL,SLURM_GPUS_ON_NODE=2 slurm/allreduce.sbatch
+    [ "$JRC" = 0 ] || fail "FB_REQUIRE_GPU=0: job exited $JRC"
+    sbatch_wait slurm/allreduce.sbatch
+    [ "$JRC" = 0 ] || fail "job without GPUs exited $JRC"
     ;;
 
   kill)

@@ -124,3 +124,18 @@ TEST_CASE("RDMA ports from a sysfs tree: IB port and a RoCE v2 GID with an IPv4 
   CHECK(ports[1].linkLayer == "Ethernet");
   CHECK(ports[1].roceV2GidIndex == 3);
 }
+
+TEST_CASE("GPU peer nominal rate: NVLink links x rate between the H200s, else PCIe gen x width") {
+  auto t = fb::topo::buildTopology(readData("topo_m.txt"), readData("topo_p2p_r.txt"), readData("nvlink_s.txt"),
+                                   readData("gpu_query.csv"));
+  // CUDA's bus id form (4-digit domain) against nvidia-smi's (8-digit).
+  auto nv = fb::topo::gpuPeerNominal(t, "0000:00:06.0", {"0000:00:07.0"});
+  CHECK(nv.gbps == Approx(18 * 26.562));
+  CHECK(nv.basis == "18 NVLink links x 26.562 GB/s (nvidia-smi nvlink -s)");
+  // Without a peer on NVLink (no peers given): the PCIe Gen5 x16 link.
+  auto pcie = fb::topo::gpuPeerNominal(t, "00000000:00:06.0", {});
+  CHECK(pcie.gbps == Approx(fb::topo::pcieNominalGBps(5, 16)));
+  CHECK(pcie.basis == "PCIe Gen5 x16");
+  auto none = fb::topo::gpuPeerNominal(t, "0000:99:00.0", {"0000:00:07.0"});
+  CHECK(none.gbps == -1);
+}

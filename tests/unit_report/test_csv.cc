@@ -25,12 +25,26 @@ void requireSame(const fb::Sample& a, const fb::Sample& b) {
   CHECK(a.wrong == b.wrong);
   CHECK(a.pctNominal == b.pctNominal);
   CHECK(a.extra == b.extra);
+  CHECK(a.timer == b.timer);
+  CHECK(a.rankTime == b.rankTime);
+  CHECK(a.repeats == b.repeats);
+  CHECK(a.timeUsMin == b.timeUsMin);
+  CHECK(a.timeUsMax == b.timeUsMax);
+  CHECK(a.p50Us == b.p50Us);
+  CHECK(a.p99Us == b.p99Us);
 }
 
 std::vector<fb::Sample> awkwardRows() {
   auto a = row("allreduce", "tcp", "tcp eth0, 10.0.0.1 \"bonded\"", 1048576, 123.456789012345, 17.0123456789);
   a.extra = {{"channels", "2"}, {"gid", "fe80::1;x=y"}, {"note", "back\\slash, \"quoted\""}};
   a.pctNominal = 87.5;
+  a.timer = "host";
+  a.rankTime = "avg";
+  a.repeats = 3;
+  a.timeUsMin = 120.25;
+  a.timeUsMax = 130.5;
+  a.p50Us = 121.125;
+  a.p99Us = 140.0625;
   auto b = row("allgather", "nccl", "NVLink P2P/CUMEM x16ch\nsecond line", 8, 9.5, 0.0001, -1, true);
   auto c = row("p2pring", "mpi", " leading and trailing space ", 0, 3.25, 0, 7);
   c.count = 0;
@@ -41,12 +55,43 @@ std::vector<fb::Sample> awkwardRows() {
 
 TEST_CASE("csv: header has units and the documented column order", "[csv]") {
   auto cols = fb::csvColumns();
-  REQUIRE(cols.size() == 16);
+  REQUIRE(cols.size() == 25);
   CHECK(cols.front() == "size_bytes");
   CHECK(cols[10] == "time_us");
   CHECK(cols[11] == "algbw_GBps");
   CHECK(cols[12] == "busbw_GBps");
-  CHECK(cols.back() == "extra");
+  CHECK(cols[15] == "extra");
+  CHECK(cols[16] == "timer");
+  CHECK(cols[17] == "rank_time");
+  CHECK(cols[18] == "repeats");
+  CHECK(cols[19] == "time_us_min");
+  CHECK(cols[20] == "time_us_max");
+  CHECK(cols[21] == "busbw_min_GBps");
+  CHECK(cols[22] == "busbw_max_GBps");
+  CHECK(cols[23] == "p50_us");
+  CHECK(cols.back() == "p99_us");
+}
+
+TEST_CASE("csv: spread columns (busbw of the slowest/fastest batch) and legacy tables", "[csv]") {
+  auto s = row("allreduce", "tcp", "lo", 1000, 10, 2.0);
+  s.repeats = 3;
+  s.timeUsMin = 8;
+  s.timeUsMax = 20;
+  CHECK(s.busBwMin() == Approx(1.0));   // the slowest batch: twice the median time
+  CHECK(s.busBwMax() == Approx(2.5));   // the fastest: 10/8 of the median busbw
+  std::string line = fb::csvLine(s);
+  CHECK(line.find(",gpu,max,3,8,20,1,2.5,,") != std::string::npos);
+  // A table written before --timer/--repeat (16 columns) still reads: gpu timer, max, 1 batch.
+  std::string legacy =
+      "size_bytes,count,type,coll,impl,path,placement,nranks,nnodes,iters,time_us,algbw_GBps,busbw_GBps,wrong,"
+      "pct_nominal,extra\n1024,256,float32,allreduce,tcp,lo,out,2,1,20,10.5,0.1,0.1,0,,\n";
+  auto back = fb::parseCsv(legacy, "legacy");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].timeUs == 10.5);
+  CHECK(back[0].timer == "gpu");
+  CHECK(back[0].repeats == 1);
+  CHECK(back[0].timeUsMin == -1);
+  CHECK(back[0].busBwMin() == -1);
 }
 
 TEST_CASE("csv: line quoting follows RFC 4180", "[csv]") {

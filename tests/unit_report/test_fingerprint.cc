@@ -210,3 +210,53 @@ TEST_CASE("fingerprint: invalid UTF-8 in the environment is replaced, dump() wor
   CHECK_NOTHROW(fp.dump());
   CHECK(fp["env"]["NCCL_SOCKET_IFNAME"].get<std::string>().rfind("eth", 0) == 0);
 }
+
+// The bug this fixes: fabricbench (verbs build) stored verbs discovery under "rdma" in its own
+// layout ({devices: [...]}), which the comparison did not understand: RDMA firmware and rate
+// differences between nodes were never flagged. Discovery is now merged into the one layout.
+TEST_CASE("fingerprint: verbs discovery is merged into rdma.<dev>; fw/rate/MTU differences flagged", "[fingerprint]") {
+  auto discovery = [](const std::string& fw, const std::string& rate, int mtu) {
+    return json{{"devices", json::array({{{"name", "rxe0"},
+                                          {"fw_ver", fw},
+                                          {"node_type", "RNIC"},
+                                          {"ports", json::array({{{"port", 1},
+                                                                  {"state", "ACTIVE"},
+                                                                  {"rate", rate},
+                                                                  {"link_layer", "Ethernet (RoCE)"},
+                                                                  {"active_mtu", mtu}}})}}})},
+                {"selected", {{"device", "rxe0"}, {"gid_index", 1}}}};
+  };
+  fbtest::TempDir a, b;
+  fb::FingerprintOptions oa, ob;
+  oa.root = a.str("nofs");
+  ob.root = b.str("nofs");
+  oa.runCommands = ob.runCommands = false;
+  oa.rdmaDiscovery = discovery("0.0.0", "10 GbE", 1024);
+  ob.rdmaDiscovery = discovery("0.0.1", "25 GbE", 4096);
+  auto fa = fb::collectLocalFingerprint(oa), fbb = fb::collectLocalFingerprint(ob);
+  CHECK(fa["rdma"]["rxe0"]["fw_ver"] == "0.0.0");
+  CHECK(fa["rdma"]["rxe0"]["ports"]["1"]["rate"] == "10 GbE");
+  CHECK(fa["rdma_selection"]["selected"]["gid_index"] == 1);
+  CHECK_FALSE(fa["rdma"].contains("devices"));
+  fa["hostname"] = "nodeA";
+  fbb["hostname"] = "nodeB";
+  auto m = fb::mergeFingerprints({fa, fbb});
+  std::map<std::string, json> diffs;
+  for (auto& d : m["differences"]) diffs[d["key"]] = d["values"];
+  CHECK(diffs["rdma.rxe0.fw_ver"]["nodeB"] == "0.0.1");
+  CHECK(diffs["rdma.rxe0.ports.1.rate"]["nodeA"] == "10 GbE");
+  CHECK(diffs["rdma.rxe0.ports.1.active_mtu"]["nodeB"] == 4096);
+  // sysfs values win over verbs' where both exist; verbs adds what sysfs lacks
+  json sys = {{"mlx5_0", {{"fw_ver", "20.35.1012"}, {"ports", {{"1", {{"rate", "100 Gb/sec (4X EDR)"}}}}}}}};
+  json merged = fb::mergeRdmaDiscovery(sys, {{"devices", json::array({{{"name", "mlx5_0"}, {"fw_ver", "x"},
+      {"ports", json::array({{{"port", 1}, {"rate", "EDR 100 Gb/s (4X)"}, {"active_mtu", 4096}}})}}})}});
+  CHECK(merged["mlx5_0"]["fw_ver"] == "20.35.1012");
+  CHECK(merged["mlx5_0"]["ports"]["1"]["rate"] == "100 Gb/sec (4X EDR)");
+  CHECK(merged["mlx5_0"]["ports"]["1"]["active_mtu"] == 4096);
+  // a run.json written before the fix (verbs layout under "rdma") is compared all the same
+  json oldA = {{"hostname", "nodeA"}, {"rdma", discovery("0.0.0", "10 GbE", 1024)}};
+  json oldB = {{"hostname", "nodeB"}, {"rdma", discovery("0.0.2", "10 GbE", 1024)}};
+  auto mo = fb::mergeFingerprints({oldA, oldB});
+  REQUIRE(mo["differences"].size() == 1);
+  CHECK(mo["differences"][0]["key"] == "rdma.rxe0.fw_ver");
+}

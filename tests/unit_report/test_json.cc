@@ -51,6 +51,13 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
 
   auto a = row("allreduce", "tcp", "lo", 1024, 10.5, 0.15);
   a.extra = {{"k", "v"}};
+  a.timer = "host";
+  a.rankTime = "avg";
+  a.repeats = 5;
+  a.timeUsMin = 10.25;
+  a.timeUsMax = 21;
+  a.p50Us = 10.75;
+  a.p99Us = 30.5;
   auto b = row("allreduce", "tcp", "lo", 2048, 11.5, 0.3, -1);
   sink->add(a);
   j = nlohmann::json::parse(fbtest::slurp(p));  // a killed run still has a valid file with its rows
@@ -75,6 +82,16 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
   CHECK(back.bytes == a.bytes);
   CHECK(back.timeUs == a.timeUs);
   CHECK(back.extra == a.extra);
+  CHECK(back.timer == "host");
+  CHECK(back.rankTime == "avg");
+  CHECK(back.repeats == 5);
+  CHECK(back.timeUsMin == 10.25);
+  CHECK(back.timeUsMax == 21);
+  CHECK(back.p50Us == 10.75);
+  CHECK(back.p99Us == 30.5);
+  CHECK(j["rows"][0]["busbw_min_GBps"].get<double>() == Approx(0.075));  // slowest batch: 21 us vs 10.5
+  CHECK(j["rows"][1]["p50_us"].is_null());
+  CHECK(fb::sampleFromJson(j["rows"][1]).p50Us == -1);
   CHECK(fb::sampleFromJson(j["rows"][1]).wrong == -1);
   CHECK_THROWS(fb::sampleFromJson(nlohmann::json{{"coll", "x"}}));
 }
@@ -121,7 +138,8 @@ TEST_CASE("console: header explains time and busbw; sub-header on path change; r
     return s;
   };
   std::string afterOne = readAll();
-  CHECK(afterOne.find("max over ranks") != std::string::npos);
+  CHECK(afterOne.find("median over the timed batches") != std::string::npos);
+  CHECK(afterOne.find("timer=gpu rank_time=max repeats=1") != std::string::npos);
   CHECK(afterOne.find("2(n-1)/n") != std::string::npos);
   CHECK(afterOne.find("GB = 1e9") != std::string::npos);
   CHECK(afterOne.find("10.25") != std::string::npos);

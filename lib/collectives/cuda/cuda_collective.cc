@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "kernels/reduce.h"
+#include "topology/topology.h"
 #include "transport/cuda/cuda_ipc.h"
 #include "transport/cuda/p2p_check.h"
 
@@ -189,6 +191,40 @@ class CudaIpcCollective final : public Collective {
     return ms * 1e-3;
   }
 
+  // --per-op: an event after every operation on the stream (no graph, no host sync between
+  // operations); operation i's time is event i-1 → event i.
+  std::vector<double> runPerOp(int iters, Deadline deadline) override {
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    if (iters <= 0) return {};
+    std::memset(status_, 0, sizeof(*status_));
+    setTimeouts(deadline);
+    std::vector<cudaEvent_t> ev(static_cast<std::size_t>(iters) + 1, nullptr);
+    auto destroy = [&] {
+      for (auto e : ev)
+        if (e) cudaEventDestroy(e);
+    };
+    try {
+      for (auto& e : ev) FB_CUDA_CHECK(cudaEventCreate(&e));
+      FB_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
+      for (int i = 0; i < iters; ++i) {
+        launchOne();
+        FB_CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream_));
+      }
+      finish(ev.back(), deadline, std::to_string(iters) + " operations timed one by one");
+      std::vector<double> t;
+      for (int i = 0; i < iters; ++i) {
+        float ms = 0;
+        FB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<std::size_t>(i)], ev[static_cast<std::size_t>(i) + 1]));
+        t.push_back(ms * 1e-3);
+      }
+      destroy();
+      return t;
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+
   std::int64_t check(int seed, Deadline deadline) override {
     FB_CUDA_CHECK(cudaSetDevice(device_));
     std::memset(status_, 0, sizeof(*status_));
@@ -301,6 +337,19 @@ class CudaIpcCollective final : public Collective {
       for (int r = 0; r < n_; ++r) s += (r ? " " : "") + std::to_string(r) + ":" + buses[r];
       return s;
     }());
+    // % of nominal: NVLink links x rate to the ring neighbours, else the GPU's PCIe gen x width.
+    if (n_ > 1) {
+      std::vector<std::string> neighbours;
+      for (int q : {left, right})
+        if (q != rank_) neighbours.push_back(buses[q]);
+      auto nominal = topo::gpuPeerNominal(topo::localTopology(), bus, neighbours);
+      if (nominal.gbps > 0) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
+        pathDetails_.emplace_back("nominal_GBps", buf);
+      }
+      pathDetails_.emplace_back("nominal_basis", nominal.basis);
+    }
     // Native peer atomics are an NVLink property on current GPUs (PCIe P2P has none).
     pathLabel_ = n_ == 1 ? "cuda local" : allAtomics ? "CUDA IPC P2P (NVLink: native atomics)" : "CUDA IPC P2P";
   }

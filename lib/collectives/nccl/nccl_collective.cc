@@ -200,6 +200,39 @@ class NcclCollective : public Collective {
     return ms * 1e-3;
   }
 
+  // --per-op: an event after every operation on the stream (no graph, no host sync between
+  // operations); operation i's time is event i-1 → event i.
+  std::vector<double> runPerOp(int iters, Deadline deadline) override {
+    FB_CUDA_CHECK(cudaSetDevice(device_));
+    if (iters <= 0) return {};
+    std::vector<cudaEvent_t> ev(static_cast<std::size_t>(iters) + 1, nullptr);
+    auto destroy = [&] {
+      for (auto e : ev)
+        if (e) cudaEventDestroy(e);
+    };
+    try {
+      for (auto& e : ev) FB_CUDA_CHECK(cudaEventCreate(&e));
+      FB_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
+      for (int i = 0; i < iters; ++i) {
+        enqueue();
+        FB_CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream_));
+      }
+      comm_->checkAsync("nccl per-op batch");
+      comm_->wait(ev.back(), deadline, "nccl per-op batch");
+      std::vector<double> t;
+      for (int i = 0; i < iters; ++i) {
+        float ms = 0;
+        FB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<std::size_t>(i)], ev[static_cast<std::size_t>(i) + 1]));
+        t.push_back(ms * 1e-3);
+      }
+      destroy();
+      return t;
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+
   std::int64_t check(int seed, Deadline deadline) override {
     FB_CUDA_CHECK(cudaSetDevice(device_));
     fill(seed);

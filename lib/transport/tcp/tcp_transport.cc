@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "topology/nic_rate.h"
 
 namespace fb::tcp {
 namespace {
@@ -661,12 +662,25 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
-  if (size_ > 1 && local == size_ - 1)
+  // % of nominal: the NIC's rate (tc-shaped where a tbf caps it); none through loopback.
+  topo::NicRate nominal;
+  if (size_ > 1 && local == size_ - 1) {
+    path_.label += " same host (loopback path)";
     d.emplace_back("note", "all peers run on this host: the bytes go through the kernel's loopback path, "
                            "not the NIC (its speed and MTU do not apply)");
-  else if (local > 0)
-    d.emplace_back("note", std::to_string(local) + " of " + std::to_string(size_ - 1) +
-                               " peers run on this host (kernel loopback path for those)");
+    nominal.basis = "same host (loopback path), no nominal rate";
+  } else {
+    if (local > 0)
+      d.emplace_back("note", std::to_string(local) + " of " + std::to_string(size_ - 1) +
+                                 " peers run on this host (kernel loopback path for those)");
+    nominal = size_ > 1 ? topo::nicRate(iface_.name) : topo::NicRate{-1, "single rank, no link"};
+  }
+  if (nominal.gbps > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
+    d.emplace_back("nominal_GBps", buf);
+  }
+  d.emplace_back("nominal_basis", nominal.basis);
   if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
 }
 

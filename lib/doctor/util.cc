@@ -1,0 +1,111 @@
+#include "doctor/util.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace fb::doctor::util {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (auto t = trim(cur); !t.empty()) out.push_back(t);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (auto t = trim(cur); !t.empty()) out.push_back(t);
+  return out;
+}
+
+std::vector<std::string> lines(std::string_view s) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(s)};
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int compareVersions(const std::string& a, const std::string& b) {
+  auto parts = [](const std::string& s) {
+    std::vector<long> v;
+    std::string cur;
+    for (char c : s + ".") {
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        cur += c;
+      } else {
+        if (!cur.empty()) v.push_back(std::stol(cur));
+        cur.clear();
+      }
+    }
+    return v;
+  };
+  auto pa = parts(a), pb = parts(b);
+  for (std::size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
+    long x = i < pa.size() ? pa[i] : 0, y = i < pb.size() ? pb[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+GpuList gpuList(const Machine& m) {
+  GpuList g;
+  auto c = m.run({"nvidia-smi", "--query-gpu=index,name,pci.bus_id,mig.mode.current,driver_version",
+                  "--format=csv,noheader"});
+  g.tool = c.found;
+  if (!c.found) {
+    g.why = "nvidia-smi not found (no NVIDIA driver tools on this node)";
+    return g;
+  }
+  if (!c.ok) {
+    std::string t = trim(c.out);
+    g.why = "nvidia-smi failed (" + c.error + (t.empty() ? "" : ": " + t.substr(0, 120)) + ")";
+    if (t.find("No devices were found") != std::string::npos) g.why = "nvidia-smi: No devices were found";
+    return g;
+  }
+  g.ok = true;
+  for (const auto& l : lines(c.out)) {
+    auto f = split(l, ',');
+    if (f.size() < 5) continue;
+    Gpu x;
+    try {
+      x.index = std::stoi(f[0]);
+    } catch (...) {
+      continue;
+    }
+    x.name = f[1];
+    x.busId = f[2];
+    x.mig = f[3];
+    g.driver = f[4];
+    g.gpus.push_back(x);
+  }
+  if (g.gpus.empty()) g.why = "nvidia-smi lists no GPU";
+  return g;
+}
+
+std::vector<std::string> rdmaDevices(const Machine& m) { return m.list("/sys/class/infiniband"); }
+
+}  // namespace fb::doctor::util

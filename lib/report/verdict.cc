@@ -1,0 +1,75 @@
+#include "report/verdict.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace fb {
+namespace {
+
+std::string implOf(const std::string& label) { return label.substr(0, label.find(':')); }
+
+std::string joinLabels(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+bool isGpuBackend(const std::string& label) {
+  std::string i = implOf(label);
+  return i == "nccl" || i == "cuda";
+}
+
+Verdict judgeRun(const VerdictInput& in) {
+  Verdict v;
+  std::vector<std::string> skippedLabels;
+  for (const auto& [label, why] : in.skipped) skippedLabels.push_back(label);
+  std::string lists = fmt::format("measured: {}; skipped: {}", joinLabels(in.measured), joinLabels(skippedLabels));
+
+  bool anyGpu = std::any_of(in.measured.begin(), in.measured.end(), isGpuBackend);
+  // A named transport none of whose paths produced rows was skipped. (One NCCL path measured and the
+  // others listed as skipped under --path auto is not: the transport was measured.)
+  for (const auto& [label, why] : in.skipped) {
+    std::string impl = implOf(label);
+    bool named = std::find(in.named.begin(), in.named.end(), impl) != in.named.end();
+    bool measured = std::any_of(in.measured.begin(), in.measured.end(),
+                                [&](const std::string& m) { return implOf(m) == impl; });
+    if (named && !measured)
+      v.reasons.push_back(fmt::format("{} was named on the command line but skipped ({})", label, why));
+  }
+  if (in.autoTransports && !in.gpus.empty() && !anyGpu)
+    v.reasons.push_back(fmt::format("this node has GPUs ({}) but no GPU path (nccl, cuda) was measured", in.gpus));
+  for (const auto& r : in.required) {
+    bool hit = r == "gpu" ? anyGpu
+                          : std::any_of(in.measured.begin(), in.measured.end(),
+                                        [&](const std::string& m) { return m == r || implOf(m) == r; });
+    if (!hit)
+      v.reasons.push_back(r == "gpu" ? std::string("--require gpu: no GPU path (nccl, cuda) was measured")
+                                     : fmt::format("--require {}: no {} row was measured", r, r));
+  }
+
+  if (in.badRows > 0) {
+    v.ok = false;
+    v.exitCode = kExitFailed;
+    v.status = fmt::format("failed: {} wrong elements in {} rows; {}", in.wrongTotal, in.badRows, lists);
+  } else if (in.rows == 0) {
+    v.ok = false;
+    v.exitCode = kExitNothingRan;
+    v.status = fmt::format("failed: nothing ran (every backend skipped or filtered out); {}", lists);
+  } else if (!v.reasons.empty()) {
+    v.ok = false;
+    v.exitCode = kExitPartial;
+    std::string why;
+    for (const auto& r : v.reasons) why += (why.empty() ? "" : "; ") + r;
+    v.status = fmt::format("partial: {} rows, wrong = {}; {}; not passed: {}", in.rows,
+                           in.checked ? "0" : "not checked (-c 0)", lists, why);
+  } else {
+    v.status = fmt::format("passed: {} rows, wrong = 0{}; {}", in.rows, in.checked ? "" : " (data NOT checked: -c 0)",
+                           lists);
+  }
+  return v;
+}
+
+}  // namespace fb

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Writes the doctor's fixture machines under tests/data/doctor/ (run from the repository root;
+the output is committed). Each folder is a Machine root (lib/doctor/machine.h): a sysfs/procfs
+tree plus _commands/ (command outputs), _env, _statvfs, _interfaces, _uid.
+
+  h200x2     the 2xH200 host (topo -m / topo -p2p r / PCIe link values saved from it, see
+             tests/data/topology): NV18, P2P OK, MIG off, no peermem, no RDMA NIC
+  rtx4090x2  GeForce pair behind a PCIe switch whose downstream port has ACS SrcValid+, a GPU link
+             trained at x8 of x16, IOMMU translating, P2P not supported, a ConnectX-5 at SYS, no peermem
+  a100_mig   A100s with MIG enabled, nvidia_peermem loaded, ConnectX-6 at PXB from the GPUs
+  roce_ok    a healthy RoCE node: ConnectX-6 fw 20.35, RoCEv2 GID on 10.0.0.5, MTU 4096/9000, ECN
+             on, memlock unlimited, variables naming what exists
+  roce_bad   RoCE without a routable GID, MTU 1024/1500, ECN/PFC off, ConnectX-6 fw below
+             20.31.1014, a second port down, memlock 64 KiB, cgroup rdma.max limit, 64 MiB
+             /dev/shm, variables naming a missing interface and HCA, NCCL_P2P_DISABLE/NCCL_NET=Socket
+  ib_down    an InfiniBand HCA whose only port is down, no /dev/shm
+"""
+import os, shutil, struct, sys
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/data/doctor"
+TOPO = "tests/data/topology"
+QUERY = "nvidia-smi_--query-gpu=index,name,pci.bus_id,mig.mode.current,driver_version_--format=csv,noheader"
+
+
+def w(root, rel, text, mode="w"):
+    p = os.path.join(root, rel.lstrip("/"))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, mode) as f:
+        f.write(text)
+
+
+def link(root, rel, target):
+    p = os.path.join(root, rel.lstrip("/"))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    if os.path.lexists(p):
+        os.remove(p)
+    os.symlink(target, p)
+
+
+def config(acs_ctl=None):
+    """4096-byte PCI config space; an ACS extended capability at 0x100 when acs_ctl is given."""
+    b = bytearray(4096)
+    b[0:4] = struct.pack("<HH", 0x8086, 0x1234)
+    if acs_ctl is not None:
+        b[0x100:0x104] = struct.pack("<I", 0x000D | (1 << 16) | (0 << 20))
+        b[0x104:0x108] = struct.pack("<HH", 0x005F, acs_ctl)
+    return bytes(b)
+
+
+def pci(root, chain, leaf_attrs=None, acs=None):
+    """chain = [root port BDF, ..., device BDF]; bridges get a config space (acs: {bdf: ctl})."""
+    path = "/sys/devices/pci0000:00"
+    for i, bdf in enumerate(chain):
+        path += "/" + bdf
+        rel = os.path.relpath(os.path.join(root, path.lstrip("/")), os.path.join(root, "sys/bus/pci/devices"))
+        link(root, "/sys/bus/pci/devices/" + bdf, rel)
+        if i < len(chain) - 1:
+            w(root, path + "/config", config((acs or {}).get(bdf, 0)), "wb")
+            w(root, path + "/class", "0x060400\n")
+            w(root, path + "/vendor", "0x10b5\n")
+    for k, v in (leaf_attrs or {}).items():
+        w(root, path + "/" + k, v + "\n")
+    return path
+
+
+def gpu_attrs(speed="32.0 GT/s PCIe", width="16", maxspeed="32.0 GT/s PCIe", maxwidth="16"):
+    return {"vendor": "0x10de", "class": "0x030200", "current_link_speed": speed, "current_link_width": width,
+            "max_link_speed": maxspeed, "max_link_width": maxwidth}
+
+
+def common(root, env="", memlock="unlimited", shm=(64 << 30, 60 << 30), uid=1000, cgroup="0::/user.slice/job\n",
+           interfaces="lo up 127.0.0.1\neth0 up 192.168.1.10\n", cmdline="BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet"):
+    w(root, "/proc/self/limits",
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max open files            1048576              1048576              files     \n"
+      f"Max locked memory         {memlock:<20} {memlock:<20} bytes     \n")
+    w(root, "/proc/self/cgroup", cgroup)
+    w(root, "/proc/cmdline", cmdline + "\n")
+    w(root, "/proc/sys/kernel/osrelease", "6.1.0-28-amd64\n")
+    w(root, "/_env", env)
+    w(root, "/_statvfs", "" if shm is None else f"/dev/shm {shm[0]} {shm[1]}\n")
+    w(root, "/_interfaces", interfaces)
+    w(root, "/_uid", f"{uid}\n")
+    w(root, "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", "")
+    link(root, "/usr/lib/x86_64-linux-gnu/libibverbs.so.1", "libibverbs.so.1.14.44.0")
+
+
+def rdma_port(root, dev, port, state, phys, rate, ll, gids=(), netdev=""):
+    d = f"/sys/class/infiniband/{dev}/ports/{port}/"
+    w(root, d + "state", state + "\n")
+    w(root, d + "phys_state", phys + "\n")
+    w(root, d + "rate", rate + "\n")
+    w(root, d + "link_layer", ll + "\n")
+    for idx, gid, typ, nd in gids:
+        w(root, d + f"gids/{idx}", gid + "\n")
+        w(root, d + f"gid_attrs/types/{idx}", typ + "\n")
+        w(root, d + f"gid_attrs/ndevs/{idx}", nd + "\n")
+    # an unused slot: sysfs returns EINVAL for it; here it is a zero GID
+    w(root, d + "gids/15", "0000:0000:0000:0000:0000:0000:0000:0000\n")
+
+
+def rdma_dev(root, dev, fw, hca_type, board, chain=None):
+    d = f"/sys/class/infiniband/{dev}/"
+    w(root, d + "fw_ver", fw + "\n")
+    w(root, d + "hca_type", hca_type + "\n")
+    w(root, d + "board_id", board + "\n")
+    w(root, d + "node_type", "1: CA\n")
+    if chain:
+        path = pci(root, chain, {"vendor": "0x15b3", "class": "0x020700", "current_link_speed": "16.0 GT/s PCIe",
+                                 "current_link_width": "16", "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"})
+        link(root, d + "device", os.path.relpath(os.path.join(root, path.lstrip("/")), os.path.join(root, d.lstrip("/"))))
+
+
+def devinfo(entries):
+    """entries: [(hca, fw, [(port, state, max_mtu, active_mtu, link_layer)])] -> ibv_devinfo text"""
+    mtu = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+    out = ""
+    for hca, fw, ports in entries:
+        out += f"hca_id:\t{hca}\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t{fw}\n\tphys_port_cnt:\t\t\t{len(ports)}\n"
+        for port, st, mx, act, ll in ports:
+            out += (f"\t\tport:\t{port}\n\t\t\tstate:\t\t\t{st}\n\t\t\tmax_mtu:\t\t{mx} ({mtu[mx]})\n"
+                    f"\t\t\tactive_mtu:\t\t{act} ({mtu[act]})\n\t\t\tsm_lid:\t\t\t0\n\t\t\tlink_layer:\t\t{ll}\n\n")
+    return out
+
+
+ROCE_GID_LL = (0, "fe80:0000:0000:0000:0ac0:ebff:fe12:3456", "IB/RoCE v1", "eth2")
+ROCE_GID_LL2 = (1, "fe80:0000:0000:0000:0ac0:ebff:fe12:3456", "RoCE v2", "eth2")
+ROCE_GID_V1 = (2, "0000:0000:0000:0000:0000:ffff:0a00:0005", "IB/RoCE v1", "eth2")
+ROCE_GID_V2 = (3, "0000:0000:0000:0000:0000:ffff:0a00:0005", "RoCE v2", "eth2")
+
+
+def h200x2(root):
+    common(root, env="NCCL_NVLS_ENABLE=0\n")
+    w(root, "/_commands/" + QUERY, "0, NVIDIA H200, 00000000:00:06.0, Disabled, 580.159.04\n"
+                                   "1, NVIDIA H200, 00000000:00:07.0, Disabled, 580.159.04\n")
+    shutil.copy(f"{TOPO}/topo_m.txt", os.path.join(root, "_commands/nvidia-smi_topo_-m"))
+    shutil.copy(f"{TOPO}/topo_p2p_r.txt", os.path.join(root, "_commands/nvidia-smi_topo_-p2p_r"))
+    for bdf in ("0000:00:06.0", "0000:00:07.0"):  # on the root bus of a VM: no bridge above
+        pci(root, [bdf], gpu_attrs())
+    w(root, "/sys/module/nvidia/version", "580.159.04\n")
+
+
+def rtx4090x2(root):
+    common(root, cmdline="BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro intel_iommu=on")
+    w(root, "/sys/class/iommu/dmar0/devices/.keep", "")
+    w(root, "/_commands/" + QUERY, "0, NVIDIA GeForce RTX 4090, 00000000:03:00.0, [N/A], 550.54.14\n"
+                                   "1, NVIDIA GeForce RTX 4090, 00000000:04:00.0, [N/A], 550.54.14\n")
+    w(root, "/_commands/nvidia-smi_topo_-m",
+      "\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+      "GPU0\t X \tPHB\tSYS\t0-15\t0\t\tN/A\nGPU1\tPHB\t X \tSYS\t0-15\t0\t\tN/A\n"
+      "NIC0\tSYS\tSYS\t X \t\t\t\t\n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n\n")
+    w(root, "/_commands/nvidia-smi_topo_-p2p_r",
+      " \t\x1b[4mGPU0\tGPU1\t\x1b[0m\n GPU0\tX\tCNS\t\n GPU1\tCNS\tX\t\n\nLegend:\n\n  X    = Self\n  OK   = Status Ok\n")
+    # root port 00:01.0 -> switch upstream 01:00.0 -> downstream 02:08.0 / 02:10.0 -> GPUs
+    pci(root, ["0000:00:01.0", "0000:01:00.0", "0000:02:08.0", "0000:03:00.0"], gpu_attrs(width="8"),
+        acs={"0000:02:08.0": 0x001D})
+    pci(root, ["0000:00:01.0", "0000:01:00.0", "0000:02:10.0", "0000:04:00.0"], gpu_attrs(speed="2.5 GT/s PCIe"))
+    # a ConnectX-5 on the other socket (SYS from both GPUs)
+    rdma_dev(root, "mlx5_0", "16.35.2000", "MT4119", "MT_0000000008", ["0000:00:1c.0", "0000:81:00.0"])
+    rdma_port(root, "mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)", "InfiniBand")
+
+
+def a100_mig(root):
+    common(root, interfaces="lo up 127.0.0.1\nib0 up 10.1.0.7\n")
+    w(root, "/_commands/" + QUERY, "0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, Enabled, 535.129.03\n"
+                                   "1, NVIDIA A100-SXM4-80GB, 00000000:0F:00.0, Disabled, 535.129.03\n")
+    w(root, "/_commands/nvidia-smi_topo_-m",
+      "\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+      "GPU0\t X \tNV12\tPXB\t0-63\t0\t\tN/A\nGPU1\tNV12\t X \tPXB\t0-63\t0\t\tN/A\n"
+      "NIC0\tPXB\tPXB\t X \t\t\t\t\n\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n\n"
+      "NIC Legend:\n\n  NIC0: mlx5_0\n\n")
+    w(root, "/_commands/nvidia-smi_topo_-p2p_r",
+      " \t\x1b[4mGPU0\tGPU1\t\x1b[0m\n GPU0\tX\tOK\t\n GPU1\tOK\tX\t\n\nLegend:\n\n  X    = Self\n")
+    pci(root, ["0000:00:02.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0"], gpu_attrs("16.0 GT/s PCIe", "16", "16.0 GT/s PCIe", "16"))
+    pci(root, ["0000:00:02.0", "0000:05:00.0", "0000:06:08.0", "0000:0f:00.0"], gpu_attrs("16.0 GT/s PCIe", "16", "16.0 GT/s PCIe", "16"))
+    rdma_dev(root, "mlx5_0", "20.35.1012", "MT4123", "MT_0000000223", ["0000:00:02.0", "0000:05:00.0", "0000:06:10.0", "0000:0a:00.0"])
+    rdma_port(root, "mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand")
+    w(root, "/_commands/ibv_devinfo", devinfo([("mlx5_0", "20.35.1012", [(1, "PORT_ACTIVE (4)", 4096, 4096, "InfiniBand")])]))
+    w(root, "/sys/module/nvidia_peermem/version", "535.129.03\n")
+
+
+def roce_ok(root):
+    common(root, env="NCCL_SOCKET_IFNAME=eth2\nNCCL_IB_HCA=mlx5_0:1\nOMPI_MCA_btl_tcp_if_include=10.0.0.0/24\n",
+           interfaces="lo up 127.0.0.1\neth0 up 192.168.1.10\neth2 up 10.0.0.5\n")
+    rdma_dev(root, "mlx5_0", "20.35.1012", "MT4123", "MT_0000000222", ["0000:00:03.0", "0000:41:00.0"])
+    rdma_port(root, "mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)", "Ethernet",
+              [ROCE_GID_LL, ROCE_GID_LL2, ROCE_GID_V1, ROCE_GID_V2], "eth2")
+    w(root, "/sys/class/net/eth2/mtu", "9000\n")
+    for side in ("roce_np", "roce_rp"):
+        for prio in range(8):
+            w(root, f"/sys/class/net/eth2/ecn/{side}/enable/{prio}", "1\n" if prio == 3 else "0\n")
+    w(root, "/_commands/ibv_devinfo", devinfo([("mlx5_0", "20.35.1012", [(1, "PORT_ACTIVE (4)", 4096, 4096, "Ethernet")])]))
+
+
+def roce_bad(root):
+    common(root, memlock="65536", shm=(64 << 20, 60 << 20), uid=1000,
+           cgroup="0::/slurm/uid_1000/job_42\n",
+           env="NCCL_SOCKET_IFNAME=eth9\nNCCL_IB_HCA=mlx5_3\nNCCL_P2P_DISABLE=1\nNCCL_NET=Socket\n",
+           interfaces="lo up 127.0.0.1\neth0 up 192.168.1.10\neth2 up -\n")
+    w(root, "/sys/fs/cgroup/slurm/uid_1000/job_42/rdma.max", "mlx5_0 hca_handle=2 hca_object=100\n")
+    w(root, "/sys/fs/cgroup/slurm/rdma.max", "")
+    rdma_dev(root, "mlx5_0", "20.28.1002", "MT4123", "MT_0000000222", ["0000:00:03.0", "0000:41:00.0"])
+    rdma_port(root, "mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)", "Ethernet",
+              [ROCE_GID_LL, ROCE_GID_LL2], "eth2")
+    rdma_dev(root, "mlx5_1", "20.28.1002", "MT4123", "MT_0000000222", ["0000:00:03.0", "0000:41:00.1"])
+    rdma_port(root, "mlx5_1", 1, "1: DOWN", "3: Disabled", "10 Gb/sec (4X SDR)", "Ethernet", [], "eth3")
+    w(root, "/sys/class/net/eth2/mtu", "1500\n")
+    for side in ("roce_np", "roce_rp"):
+        for prio in range(8):
+            w(root, f"/sys/class/net/eth2/ecn/{side}/enable/{prio}", "0\n")
+    w(root, "/_commands/mlnx_qos_-i_eth2",
+      "DCBX mode: OS controlled\nPriority trust state: pcp\nPFC configuration:\n"
+      "\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   0   0   0   0   0\n"
+      "\tbuffer      0   0   0   0   0   0   0   0\n")
+    w(root, "/_commands/ibv_devinfo", devinfo([("mlx5_0", "20.28.1002", [(1, "PORT_ACTIVE (4)", 4096, 1024, "Ethernet")]),
+                                              ("mlx5_1", "20.28.1002", [(1, "PORT_DOWN (1)", 4096, 1024, "Ethernet")])]))
+
+
+def ib_down(root):
+    common(root, shm=None)
+    rdma_dev(root, "mlx5_0", "28.39.1002", "MT4129", "MT_0000000838", ["0000:00:03.0", "0000:41:00.0"])
+    rdma_port(root, "mlx5_0", 1, "1: DOWN", "2: Polling", "10 Gb/sec (4X SDR)", "InfiniBand")
+
+
+for name, fn in [("h200x2", h200x2), ("rtx4090x2", rtx4090x2), ("a100_mig", a100_mig), ("roce_ok", roce_ok),
+                 ("roce_bad", roce_bad), ("ib_down", ib_down)]:
+    root = os.path.join(OUT, name)
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    fn(root)
+    print("wrote", root)
