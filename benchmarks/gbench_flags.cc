@@ -118,7 +118,9 @@ BenchmarkFlags takeBenchmarkFlags(std::vector<std::string>& args) {
       }
     } else if (auto it = refused().find(key); it != refused().end()) {
       bool asksNothing = hasValue && truthy(v) == false;
-      if (!asksNothing) throw ConfigError(fmt::format("--{} is not supported: {}", name, it->second));
+      if (!asksNothing)
+        throw ConfigError(fmt::format("--{} is {}: {}", name,
+                                      key == "enable_random_interleaving" ? "refused" : "not supported", it->second));
     } else {
       throw ConfigError(fmt::format("unknown Google Benchmark flag --{} (fabricbench honours --benchmark_filter, "
                                     "_list_tests, _format, _out, _out_format, _repetitions, _time_unit, _context)",
