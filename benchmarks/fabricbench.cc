@@ -26,6 +26,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "backends.h"
+#include "bootstrap/agree.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/config.h"
@@ -40,21 +42,6 @@
 #include "report/result_sink.h"
 #include "report/verdict.h"
 #include "transport/transport.h"
-#if defined(FB_BUILD_VERBS)
-#include "transport/verbs/verbs_transport.h"
-#endif
-#if defined(FB_BUILD_NCCL_COLL)
-#include <nccl.h>
-
-#include "collectives/nccl/nccl_collective.h"
-#endif
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-#include <cuda_runtime_api.h>
-#endif
-#if defined(FB_BUILD_CUDA_COLL)
-#include "collectives/cuda/cuda_collective.h"
-#include "collectives/cuda/staging.h"
-#endif
 
 namespace fb {
 namespace {
@@ -67,15 +54,14 @@ class NullReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
-// One implementation + path that produces rows, e.g. {"tcp"}, {"nccl", "nvlink"}. open() creates
-// its resources on every rank at the same point (connections, communicators) and returns the
-// factory of its collectives; it throws UnavailableError (on every rank) when it can't run here.
+// One backend variant that produces rows, e.g. {"tcp"}, {"nccl", "nvlink"}.
 struct Backend {
-  std::string impl;
+  const BackendEntry* entry;
   std::string path;  // "" when the implementation has one path
-  std::function<std::function<std::unique_ptr<Collective>(CollKind)>()> open;
-  std::string label() const { return path.empty() ? impl : impl + ":" + path; }
+  std::string label() const { return path.empty() ? entry->name : entry->name + ":" + path; }
 };
+
+bool showVerdictsEnv() { return std::getenv("FB_TEST_FAIL") != nullptr; }
 
 // The default run id: <job>.<step> under Slurm (every srun step and every rerun in one job gets
 // its own folder), else date-time-host. A name that is taken gets -2, -3... (see claimRunDir).
@@ -125,94 +111,24 @@ std::string joinArgs(int argc, char** argv) {
   return s;
 }
 
-// What this build and this machine can run, and why not (--list).
-std::vector<BackendStatus> probeAll(Bootstrap& bs, const Options& o) {
-  std::vector<BackendStatus> out;
-  out.push_back(probeTransport("tcp", o.coll.transport));
-  out.push_back({"mpi", true, true, mpiLibraryVersion()});
-  out.push_back(probeTransport("verbs", o.coll.transport));
-#if defined(FB_BUILD_NCCL_COLL)
-  out.push_back(nccl::probe());
-#else
-  out.push_back({"nccl", false, false,
-                 FB_HAVE_NCCL ? "not built: the nccl backend is absent from this source tree"
-                              : "not built: CUDA toolkit or NCCL not found at configure time"});
-#endif
-#if defined(FB_BUILD_CUDA_COLL)
-  out.push_back(cudaipc::probe(&bs));
-#else
-  (void)bs;
-  out.push_back({"cuda", false, false,
-                 FB_HAVE_CUDA ? "not built: the cuda backend is absent from this source tree"
-                              : "not built: CUDA toolkit not found at configure time"});
-#endif
-  return out;
-}
-
-// The backends the user asked for, in order. Nothing is opened here; "auto" paths of NCCL are
-// asked for on every rank at the same point.
+// The backends the user asked for, in order, from the backend table. Nothing is opened here;
+// variants (NCCL's paths for --path=auto) are asked for on every rank at the same point.
 std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<std::string>& notes,
                                   std::vector<std::pair<std::string, std::string>>& skipped) {
   std::vector<Backend> out;
   for (const auto& t : o.transports) {
-    if (t == "tcp" || t == "verbs") {
-      out.push_back({t, "", [&bs, &o, t]() -> std::function<std::unique_ptr<Collective>(CollKind)> {
-                       std::shared_ptr<Transport> transport;
-                       agreeOrThrow(bs, t, [&] { transport = makeTransport(t, bs, o.coll.transport); });
-                       // While a rank waits in the bootstrap, a closed connection names the peer that died.
-                       bs.addLivenessProbe([transport] { transport->checkPeersAlive(); });
-                       std::shared_ptr<DeviceStaging> staging;
-                       if (o.coll.gpuStaging) {
-#if defined(FB_BUILD_CUDA_COLL)
-                         agreeOrThrow(bs, t, [&] { staging = cudaipc::makeCudaStaging(bs.localRank()); });
-#else
-                         throw UnavailableError(t + ": --gpu-staging needs a CUDA build");
-#endif
-                       }
-                       return [transport, staging](CollKind k) { return makeRingCollective(k, transport, staging); };
-                     }});
-    } else if (t == "mpi") {
-      out.push_back({"mpi", "", [] { return [](CollKind k) { return makeMpiCollective(k); }; }});
-    } else if (t == "nccl") {
-#if defined(FB_BUILD_NCCL_COLL)
-      std::vector<std::string> paths;
-      try {
-        agreeOrThrow(bs, "nccl", [&] {
-          paths = o.coll.path == "auto" ? nccl::availablePaths(bs) : std::vector<std::string>{o.coll.path};
-          if (paths.empty()) throw UnavailableError("nccl: no usable path on this machine");
-        });
-      } catch (const UnavailableError& e) {
-        notes.push_back(std::string("skipped nccl: ") + e.what());
-        skipped.emplace_back("nccl", e.what());
-      }
-      for (const auto& p : paths) {
-        out.push_back({"nccl", p, [&bs, &o, p] {
-                         CollectiveOptions co = o.coll;
-                         return [&bs, co, p](CollKind k) { return nccl::makeCollective(k, bs, co, p); };
-                       }});
-      }
-#else
-      std::string why = FB_HAVE_NCCL ? "nccl backend absent from this source tree"
-                                     : "not built: CUDA toolkit or NCCL not found at configure time";
-      notes.push_back("skipped nccl: " + why);
-      skipped.emplace_back("nccl", why);
-#endif
-    } else if (t == "cuda") {
-#if defined(FB_BUILD_CUDA_COLL)
-      out.push_back({"cuda", "", [&bs, &o] {
-                       agreeOrThrow(bs, "cuda", [&] {
-                         auto st = cudaipc::probe(&bs);
-                         if (!st.usable) throw UnavailableError(st.reason);
-                       });
-                       CollectiveOptions co = o.coll;
-                       return [&bs, co](CollKind k) { return cudaipc::makeCollective(k, bs, co); };
-                     }});
-#else
-      std::string why = FB_HAVE_CUDA ? "cuda backend absent from this source tree"
-                                     : "not built: CUDA toolkit not found at configure time";
-      notes.push_back("skipped cuda: " + why);
-      skipped.emplace_back("cuda", why);
-#endif
+    const BackendEntry* e = findBackend(t);
+    if (!e) continue;  // validated by parseOptions
+    if (!e->built) {
+      notes.push_back("skipped " + e->name + ": " + e->notBuilt);
+      skipped.emplace_back(e->name, e->notBuilt);
+      continue;
+    }
+    try {
+      for (const auto& v : e->variants(bs, o)) out.push_back({e, v});
+    } catch (const UnavailableError& err) {
+      notes.push_back("skipped " + e->name + ": " + err.what());
+      skipped.emplace_back(e->name, err.what());
     }
   }
   return out;
@@ -221,9 +137,7 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
 // One benchmark (= one row): <coll>/<impl>[:<path>]/<bytes>[/<dtype>][/inplace].
 struct Point {
   std::string name;
-  CollKind kind;
-  DataType dtype;
-  bool inPlace;
+  CollRequest req;
   std::size_t bytes;
 };
 
@@ -233,23 +147,23 @@ std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, c
   std::vector<Point> points;
   auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
   for (CollKind k : o.colls) {
+    const CollDescriptor& d = describe(k);
     for (DataType dt : o.dtypes) {
       for (bool inPlace : o.placements) {
-        if (inPlace && k == CollKind::kP2PRing) continue;
+        if (inPlace && !d.hasInPlace) continue;
         std::vector<std::size_t> byteList = sizes;
         if (!o.counts.empty()) {
           byteList.clear();
-          bool perRankTotal = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
           for (std::size_t c : o.counts)
-            byteList.push_back(c * dtypeSize(dt) * (perRankTotal ? static_cast<std::size_t>(nRanks) : 1));
+            byteList.push_back(c * dtypeSize(dt) * (d.splitPerRank ? static_cast<std::size_t>(nRanks) : 1));
         }
         for (std::size_t bytes : byteList) {
-          std::string name = fmt::format("{}/{}/{}", collName(k), be.label(), bytes);
+          std::string name = fmt::format("{}/{}/{}", d.name, be.label(), bytes);
           if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
           if (inPlace) name += "/inplace";
           if (!benchmarkSelected(o.gb, name)) continue;
-          if (done.count(rowKey(collName(k), be.impl, dtypeName(dt), inPlace, bytes))) continue;
-          points.push_back({name, k, dt, inPlace, bytes});
+          if (done.count(rowKey(d.name, be.entry->name, dtypeName(dt), inPlace, bytes))) continue;
+          points.push_back({name, CollRequest{k, dt, inPlace, ReduceOp::kSum, 0}, bytes});
         }
       }
     }
@@ -341,21 +255,22 @@ std::string gpusOnNodes(const std::vector<std::string>& fingerprints) {
 }
 
 void printList(Bootstrap& bs, const Options& o) {
-  auto st = probeAll(bs, o);
+  std::vector<BackendStatus> st;
+  for (const auto& e : backendTable()) st.push_back(e.probe(bs, o));
   if (bs.rank() != 0) return;
   fmt::print("fabricbench {} — what this build and this machine can run\n\n", FB_VERSION);
   fmt::print("{:<8} {:<6} {:<7} {}\n", "backend", "built", "usable", "details / why not");
   for (const auto& s : st)
     fmt::print("{:<8} {:<6} {:<7} {}\n", s.name, s.built ? "yes" : "no", s.usable ? "yes" : "no", s.reason);
-  fmt::print("\ncollectives: allreduce allgather reducescatter p2pring (every usable backend runs all four)\n");
-  fmt::print("dtypes: float32 float64 int32 float16 bfloat16 (nccl/cuda: see their rows)\n");
-#if defined(FB_BUILD_VERBS)
-  fmt::print("\nRDMA devices:\n{}\n", verbs::describe(o.coll.transport));
-#endif
-#if defined(FB_BUILD_NCCL_COLL)
-  std::string topo = nccl::topologyText();
-  if (!topo.empty()) fmt::print("\nGPU topology:\n{}\n", topo);
-#endif
+  std::string colls;
+  for (const CollDescriptor* d : allCollectives()) colls += (colls.empty() ? "" : " ") + std::string(d->name);
+  fmt::print("\ncollectives: {} (a backend that does not run one says why in the run's notes)\n", colls);
+  fmt::print("dtypes: float32 float64 int32 float16 bfloat16 (cuda: float32 float16 bfloat16)\n");
+  for (const auto& e : backendTable()) {
+    if (!e.listDetails) continue;
+    std::string d = e.listDetails(o);
+    if (!d.empty()) fmt::print("\n{}\n", d);
+  }
 }
 
 int realMain(int argc, char** argv, MpiBootstrap& bs) {
@@ -475,9 +390,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
   addVersionsToFingerprint(linkedVersions(), fpo.extra);
-#if defined(FB_BUILD_VERBS)
-  fpo.rdmaDiscovery = verbs::discover(o.coll.transport);
-#endif
+  for (const auto& e : backendTable())
+    if (e.built && e.fingerprint) e.fingerprint(fpo, o);
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
@@ -526,7 +440,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     progress = std::make_unique<Progress>(stderr, o.progressSeconds, ::isatty(2) != 0);
     std::vector<PlannedRow> rows;
     for (std::size_t b = 0; b < backends.size(); ++b)
-      for (auto& pt : plan[b]) rows.push_back({backends[b].label() + "/" + std::string(collName(pt.kind)), pt.bytes});
+      for (auto& pt : plan[b]) rows.push_back({backends[b].label() + "/" + std::string(collName(pt.req.kind)), pt.bytes});
     progress->plan(std::move(rows));
     state.progress = progress.get();
   }
@@ -558,16 +472,22 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   try {
     Runner runner(bs, o.runner);
     std::size_t ran = 0, rowIndex = 0;
-    if (std::find(o.colls.begin(), o.colls.end(), CollKind::kP2PRing) != o.colls.end() &&
-        std::find(o.placements.begin(), o.placements.end(), true) != o.placements.end())
-      state.notes.push_back("p2pring is measured out-of-place only: an in-place ring exchange sends and "
-                            "receives one buffer at once, a data race on GPU backends");
+    for (CollKind k : o.colls) {
+      const CollDescriptor& d = describe(k);
+      if (!d.hasInPlace && std::find(o.placements.begin(), o.placements.end(), true) != o.placements.end())
+        state.notes.push_back(fmt::format("{} is measured out-of-place only: {}", d.name, d.noInPlaceWhy));
+    }
     auto flushNotes = [&, shown = std::size_t(0)]() mutable {
       if (bs.rank() != 0) return;
       if (progress) progress->beforeOutput();
       for (; shown < state.notes.size(); ++shown) std::fprintf(tableOut, "# %s\n", state.notes[shown].c_str());
       std::fflush(tableOut);
       if (progress) progress->afterOutput();
+    };
+    // Test runs (FB_TEST_FAIL) show every rank's verdict, so a test can see they are the same.
+    const bool showVerdicts = showVerdictsEnv();
+    auto showVerdict = [&](const std::string& text) {
+      if (showVerdicts) std::cerr << identity() + " verdict: " + text + "\n" << std::flush;  // one write
     };
     flushNotes();
     for (std::size_t b = 0; b < backends.size(); ++b) {
@@ -577,18 +497,30 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
       rowIndex += points.size();
       if (points.empty()) continue;
       try {
-        auto make = be.open();
-        std::map<std::tuple<CollKind, DataType, bool>, std::shared_ptr<Collective>> colls;
+        CollFactory make = be.entry->open(bs, o, be.path);
+        using Key = std::tuple<CollKind, DataType, bool, ReduceOp, int>;
+        std::map<Key, std::shared_ptr<Collective>> colls;
         for (std::size_t i = 0; i < points.size(); ++i) {
           const auto& pt = points[i];
-          auto key = std::make_tuple(pt.kind, pt.dtype, pt.inPlace);
+          const CollRequest& r = pt.req;
+          auto key = std::make_tuple(r.kind, r.dtype, r.inPlace, r.op, r.root);
           auto it = colls.find(key);
           if (it == colls.end()) {
-            std::shared_ptr<Collective> c;
-            agreeOrThrow(bs, be.label(), [&] { c = make(pt.kind); });
-            it = colls.emplace(key, std::move(c)).first;
+            Support sup;
+            agree(bs, be.label(), [&] { sup = make(r); });
+            if (!sup.impl) {
+              std::string what = fmt::format("skipped {} {} {}{}: {}", be.label(), collName(r.kind), dtypeName(r.dtype),
+                                             r.inPlace ? " in-place" : "", sup.whyNot);
+              state.notes.push_back(what);
+              showVerdict(what);
+            }
+            it = colls.emplace(key, std::shared_ptr<Collective>(std::move(sup.impl))).first;
           }
-          CollShape shape = makeShape(pt.kind, pt.dtype, pt.bytes, bs.size(), pt.inPlace);
+          if (!it->second) {  // declined: its rows are skipped (noted once)
+            if (progress) progress->skip(firstRow + i);
+            continue;
+          }
+          CollShape shape = makeShape(r.kind, r.dtype, pt.bytes, bs.size(), r.inPlace, r.op, r.root);
           auto coll = it->second;
           std::size_t index = firstRow + i;
           std::string name = pt.name;
@@ -609,6 +541,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
       } catch (const UnavailableError& e) {
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
         state.skipped.emplace_back(be.label(), e.what());
+        showVerdict("skipped " + be.label() + ": " + e.what());
         if (progress) progress->skipGroupPrefix(be.label() + "/");
       }
       // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
@@ -651,7 +584,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     return verdict.exitCode;
   } catch (const ConfigError& e) {
     // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
-    // got the same verdict through agreeOrThrow, so no abort is needed. Nothing was measured yet
+    // got the same verdict through agree(), so no abort is needed. Nothing was measured yet
     // by this backend; a folder without rows is removed.
     if (progress) progress->stop();
     if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
@@ -664,6 +597,18 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     benchmark::ClearRegisteredBenchmarks();
     bs.clearLivenessProbes();
     return kExitBadInput;
+  } catch (const AgreedFailure& e) {
+    // Every rank got the same verdict through agree(): end cleanly everywhere (rows kept).
+    if (bs.rank() == 0) std::cerr << e.what() << "\n" << std::flush;
+    if (showVerdictsEnv()) std::cerr << identity() + " verdict: failed: " + e.what() + "\n" << std::flush;
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = std::string("failed: ") + e.what();
+    sum.measured = state.measured;
+    state.end(sum);
+    benchmark::ClearRegisteredBenchmarks();
+    bs.clearLivenessProbes();
+    return 1;
   } catch (const std::exception& e) {
     if (progress) progress->stop();
     RunSummary sum;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/config.h"
+#include "backends.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -69,7 +70,11 @@ std::string versionText() {
 }
 
 const std::vector<std::string>& knownTransports() {
-  static const std::vector<std::string> k = {"tcp", "mpi", "verbs", "nccl", "cuda"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const auto& e : backendTable()) names.push_back(e.name);
+    return names;
+  }();
   return k;
 }
 
@@ -151,9 +156,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-c,--check", o.runner.checkRounds,
                  "verification rounds per size (fresh data each; 0 = no check, row says so)")
       ->capture_default_str();
-  app.add_option("--collective", colls, "allreduce,allgather,reducescatter,p2pring or all")
-      ->delimiter(',')->capture_default_str();
-  app.add_option("--transport", transports, "tcp,mpi,verbs,nccl,cuda or auto (every path this machine has)")
+  std::string collHelp, transportHelp;
+  for (const CollDescriptor* d : allCollectives())
+    collHelp += fmt::format("\n  {:<14} {}", d->name, d->summary);
+  for (const auto& e : backendTable())
+    transportHelp += fmt::format("\n  {:<6} {}{}", e.name, e.help, e.built ? "" : " [" + e.notBuilt + "]");
+  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->capture_default_str();
+  app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
       ->delimiter(',')->capture_default_str();
   app.add_option("-d,--dtype,--datatype", dtypes,
                  "float32,float64,int32,float16,bfloat16 or all (nccl-tests' float, double, int, half too)")
@@ -162,18 +171,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       ->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
-  app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce")->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
   app.add_option("-G,--cudagraph", graphLaunches,
                  "nccl-tests' -G: 1 = --graph (the timed batch of -n operations launched as one graph), 0 = off");
-  app.add_option("--tcp-if", o.coll.transport.tcpInterface,
-                 "tcp: interface name or IPv4 address to bind (default: the address the node name resolves to)");
-  app.add_option("--ib-dev", o.coll.transport.verbsDevice, "verbs: RDMA device (default: first active)");
-  app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
-  app.add_option("--gid-index", o.coll.transport.gidIndex,
-                 "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
-  // Refused with the reason wherever it is given (no GPUDirect rows yet): not offered in --help.
-  app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)")->group("");
+  for (const auto& e : backendTable())
+    if (e.addOptions) e.addOptions(app, o);
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host')");
@@ -222,8 +224,15 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       ->group("");
   std::vector<std::pair<CLI::Option*, const Unsupported*>> unsupported;
   std::vector<std::string> unsupportedValues(std::size(kUnsupported));
+  auto taken = [&app](const std::string& names) {  // a flag another part (the backend table) registers
+    std::stringstream ss(names);
+    for (std::string n; std::getline(ss, n, ',');)
+      if (app.get_option_no_throw(n)) return true;
+    return false;
+  };
   for (std::size_t i = 0; i < std::size(kUnsupported); ++i)
-    unsupported.emplace_back(app.add_option(kUnsupported[i].names, unsupportedValues[i])->group(""), &kUnsupported[i]);
+    if (!taken(kUnsupported[i].names))
+      unsupported.emplace_back(app.add_option(kUnsupported[i].names, unsupportedValues[i])->group(""), &kUnsupported[i]);
   // getopt's rule for a repeated flag: the last one wins (wrapper scripts append overrides).
   for (CLI::Option* opt : app.get_options())
     if (opt->get_items_expected_max() <= 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -302,7 +311,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       continue;
     }
     auto k = parseCollKind(c);
-    if (!k) throw ConfigError("unknown collective '" + c + "' (choose allreduce, allgather, reducescatter, p2pring or all)");
+    if (!k) {
+      std::string names;
+      for (const CollDescriptor* d : allCollectives()) names += std::string(d->name) + ", ";
+      throw ConfigError("unknown collective '" + c + "' (choose " + names + "or all)");
+    }
     o.colls.push_back(*k);
   }
   for (const auto& t : splitList(transports)) {
@@ -338,10 +351,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   else if (placement == "in") o.placements = {true};
   else if (placement == "both") o.placements = {false, true};
   else throw ConfigError("unknown --placement '" + placement + "' (choose out, in or both)");
-  static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce"};
-  if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
-    throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib or roce)");
-  if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
+  for (const auto& e : backendTable())
+    if (e.validate) e.validate(o);
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
   if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");

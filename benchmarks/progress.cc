@@ -66,6 +66,11 @@ void Progress::skipGroupPrefix(const std::string& prefix) {
     if (i >= nextIndex_ && i != current_ && plan_[i].group.rfind(prefix, 0) == 0) skipped_[i] = true;
 }
 
+void Progress::skip(std::size_t index) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (index < skipped_.size() && index != current_) skipped_[index] = true;
+}
+
 void Progress::rowStart(std::size_t index, const std::string& name) {
   std::lock_guard<std::mutex> lk(mu_);
   current_ = index;

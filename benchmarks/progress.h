@@ -38,6 +38,7 @@ class Progress {
   ~Progress();
   void plan(std::vector<PlannedRow> rows);
   void skipGroupPrefix(const std::string& prefix);  // a backend was skipped: its rows will not run
+  void skip(std::size_t index);                      // one row will not run (a declined collective)
   void rowStart(std::size_t index, const std::string& name);
   void rowDone();
   // Around anything else written to the terminal (the table): the bar is wiped, then redrawn.

@@ -1,4 +1,5 @@
-// Kernels for kernels/fill_verify.h. Grid-stride loops; the wrong count is reduced per block
+// Kernels for kernels/fill_verify.h (pattern, expected value and comparison: kernels/verify.h).
+// Grid-stride loops; the wrong count is reduced per block
 // and added once per block.
 #include "kernels/fill_verify.h"
 
@@ -9,11 +10,6 @@ namespace fb::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ int pattern(int rank, unsigned long long i, int seed) {
-  return static_cast<int>((i * 3ull + static_cast<unsigned long long>(rank) * 5ull +
-                           static_cast<unsigned long long>(seed) * 7ull) % 9ull) - 4;
-}
 
 template <typename T> __device__ __forceinline__ T fromDouble(double v);
 template <> __device__ __forceinline__ float fromDouble<float>(double v) { return static_cast<float>(v); }
@@ -32,11 +28,11 @@ template <> __device__ __forceinline__ double toDouble<__half>(__half v) { retur
 template <> __device__ __forceinline__ double toDouble<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 template <typename T>
-__global__ void fillPatternKernel(T* buf, unsigned long long count, int rank, int seed) {
+__global__ void fillPatternKernel(T* buf, unsigned long long count, int rank, int seed, verify::Op op) {
   unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < count;
        i += stride)
-    buf[i] = fromDouble<T>(pattern(rank, i, seed));
+    buf[i] = fromDouble<T>(verify::pattern(rank, i, seed, op));
 }
 
 template <typename T>
@@ -48,29 +44,6 @@ __global__ void fillValueKernel(T* buf, unsigned long long count, double value) 
     buf[i] = v;
 }
 
-__device__ __forceinline__ int expected(const VerifySpec& s, unsigned long long j) {
-  switch (s.coll) {
-    case KColl::kAllReduce: {
-      int sum = 0;
-      for (int r = 0; r < s.nRanks; ++r) sum += pattern(r, j, s.seed);
-      return sum;
-    }
-    case KColl::kAllGather: {
-      unsigned long long c = s.paramCount;
-      return pattern(static_cast<int>(j / c), j % c, s.seed);
-    }
-    case KColl::kReduceScatter: {
-      int sum = 0;
-      unsigned long long idx = static_cast<unsigned long long>(s.rank) * s.paramCount + j;
-      for (int r = 0; r < s.nRanks; ++r) sum += pattern(r, idx, s.seed);
-      return sum;
-    }
-    case KColl::kP2PRing:
-      return pattern((s.rank - 1 + s.nRanks) % s.nRanks, j, s.seed);
-  }
-  return 0;
-}
-
 template <typename T>
 __global__ void countWrongKernel(const T* recv, VerifySpec spec, unsigned long long* wrong) {
   __shared__ unsigned long long blockWrong;
@@ -80,8 +53,7 @@ __global__ void countWrongKernel(const T* recv, VerifySpec spec, unsigned long l
   unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long j = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        j < spec.recvCount; j += stride) {
-    // Exact comparison: every expected value is a small integer, exact in every type.
-    if (toDouble<T>(recv[j]) != static_cast<double>(expected(spec, j))) ++mine;
+    if (!verify::matches(spec, toDouble<T>(recv[j]), verify::expected(spec, j))) ++mine;
   }
   if (mine) atomicAdd(&blockWrong, mine);
   __syncthreads();
@@ -113,9 +85,9 @@ cudaError_t dispatch(KDtype t, Args&&... args) {
 }
 
 template <typename T> struct FillPattern {
-  static cudaError_t run(void* buf, std::size_t count, int rank, int seed, cudaStream_t s) {
+  static cudaError_t run(void* buf, std::size_t count, int rank, int seed, cudaStream_t s, verify::Op op) {
     if (count == 0) return cudaSuccess;
-    fillPatternKernel<T><<<blocksFor(count), kThreads, 0, s>>>(static_cast<T*>(buf), count, rank, seed);
+    fillPatternKernel<T><<<blocksFor(count), kThreads, 0, s>>>(static_cast<T*>(buf), count, rank, seed, op);
     return cudaGetLastError();
   }
 };
@@ -142,8 +114,9 @@ template <typename T> struct Corrupt {
 
 }  // namespace
 
-cudaError_t fillPattern(void* buf, KDtype t, std::size_t count, int rank, int seed, cudaStream_t stream) {
-  return dispatch<FillPattern>(t, buf, count, rank, seed, stream);
+cudaError_t fillPattern(void* buf, KDtype t, std::size_t count, int rank, int seed, cudaStream_t stream,
+                        verify::Op op) {
+  return dispatch<FillPattern>(t, buf, count, rank, seed, stream, op);
 }
 
 cudaError_t fillValue(void* buf, KDtype t, std::size_t count, double value, cudaStream_t stream) {
@@ -152,8 +125,8 @@ cudaError_t fillValue(void* buf, KDtype t, std::size_t count, double value, cuda
 
 cudaError_t countWrong(const void* recv, const VerifySpec& spec, unsigned long long* devWrong,
                        cudaStream_t stream) {
-  if (spec.coll == KColl::kAllGather && spec.paramCount == 0 && spec.recvCount != 0) return cudaErrorInvalidValue;
-  return dispatch<CountWrong>(spec.dtype, recv, spec, devWrong, stream);
+  if (spec.rule.withinBlock && spec.paramCount == 0 && spec.recvCount != 0) return cudaErrorInvalidValue;
+  return dispatch<CountWrong>(static_cast<KDtype>(spec.dtype), recv, spec, devWrong, stream);
 }
 
 cudaError_t corruptElement(void* buf, KDtype t, std::size_t index, cudaStream_t stream) {

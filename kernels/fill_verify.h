@@ -1,6 +1,6 @@
-// GPU fill and verify for the collectives' verifiable data (lib/collectives/spec.h):
-// element i of rank r's send buffer in round `seed` is patternValue(r, i, seed) =
-// ((i*3 + r*5 + seed*7) % 9) - 4, and the expected receive buffer follows expectedValue().
+// GPU fill and verify for the collectives' verifiable data: the pattern, the expected-output
+// rule and the comparison are those of kernels/verify.h, shared with the host (spec.cc); the
+// rule comes from the collective's descriptor (fb::verifySpec).
 // Declarations only (no CUDA syntax): usable from .cc files. Launchers return cudaError_t.
 #pragma once
 #include <cstddef>
@@ -8,27 +8,21 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/verify.h"
+
 namespace fb::kernels {
 
-// Same order as fb::DataType and fb::CollKind (checked by static_asserts in the callers).
+// Same order as fb::DataType (checked by static_asserts in the callers).
 enum class KDtype : int { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kFloat16 = 3, kBFloat16 = 4 };
-enum class KColl : int { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kP2PRing = 3 };
 
-// buf[i] = pattern(rank, i, seed) for i in [0, count).
-cudaError_t fillPattern(void* buf, KDtype t, std::size_t count, int rank, int seed, cudaStream_t stream);
+// buf[i] = verify::pattern(rank, i, seed, op) for i in [0, count).
+cudaError_t fillPattern(void* buf, KDtype t, std::size_t count, int rank, int seed, cudaStream_t stream,
+                        verify::Op op = verify::Op::kSum);
 
 // Fill every element with the same value (a poison the result can never equal).
 cudaError_t fillValue(void* buf, KDtype t, std::size_t count, double value, cudaStream_t stream);
 
-struct VerifySpec {
-  KColl coll = KColl::kAllReduce;
-  KDtype dtype = KDtype::kFloat32;
-  int nRanks = 1;
-  int rank = 0;
-  std::size_t paramCount = 0;  // the count passed to the collective (CollShape::paramCount)
-  std::size_t recvCount = 0;   // elements to check
-  int seed = 0;
-};
+using VerifySpec = verify::VerifySpec;  // spec.dtype picks the element type
 
 // Adds to *devWrong (device memory) the number of elements of recv that differ from the
 // expected result. The caller zeroes *devWrong first and copies it back after the stream syncs.

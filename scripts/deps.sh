@@ -6,7 +6,7 @@
 set -euo pipefail
 what=${1:-build}
 build=(cmake ninja-build g++ pkg-config git python3 openmpi-bin libopenmpi-dev libbenchmark-dev libfmt-dev
-       catch2 libcli11-dev nlohmann-json3-dev libibverbs-dev rdma-core ibverbs-providers gnuplot-nox
+       catch2 libcli11-dev nlohmann-json3-dev libeigen3-dev libibverbs-dev rdma-core ibverbs-providers gnuplot-nox
        iproute2 ethtool pciutils procps)
 test=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libpmix2 iperf3 util-linux
       qemu-system-x86 busybox-static cpio kmod perftest ibverbs-utils rdmacm-utils)

@@ -1,5 +1,5 @@
-// fabricbench-report: reads one or more results/<run-id>/ folders (table.csv + run.json) and
-// writes comparison.md (paths side by side, ratios to a baseline, optional GB/s per $1000) and
+// fabricbench-report: reads one or more results/<run-id>/ folders (table.csv + run.json), or
+// nccl-tests logs and perftest output (as series beside our runs), and writes comparison.md (paths side by side, ratios to a baseline, optional GB/s per $1000) and
 // gnuplot plots (busbw vs size, time vs size). Exit codes: 0 done, 1 a plot failed, 2 bad input.
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/import.h"
 #include "report/plot.h"
 #include "report/result_sink.h"
 #include "report/summary.h"
@@ -25,46 +26,13 @@ struct BadInput : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run folder, a table.csv, or another tool's log (nccl-tests, perftest): report/import.h.
 fb::RunData loadRun(const std::string& arg) {
-  fs::path p(arg);
-  fs::path csv, json;
-  std::error_code ec;
-  if (fs::is_directory(p, ec)) {
-    csv = p / "table.csv";
-    json = p / "run.json";
-  } else if (fs::is_regular_file(p, ec)) {
-    csv = p;
-    json = p.parent_path() / "run.json";
-  } else {
-    throw BadInput(fmt::format("'{}' is neither a run folder nor a table.csv file", arg));
-  }
-  if (!fs::exists(csv)) throw BadInput(fmt::format("'{}' has no table.csv", arg));
-  fb::RunData r;
-  r.dir = fs::is_directory(p, ec) ? p.string() : p.parent_path().string();
-  if (r.dir.empty()) r.dir = ".";
   try {
-    r.rows = fb::readCsv(csv.string());
-  } catch (const fb::Error& e) {
+    return fb::loadRunAny(arg);
+  } catch (const fb::InputError& e) {
     throw BadInput(e.what());
   }
-  if (fs::exists(json)) {
-    std::ifstream in(json);
-    try {
-      r.runJson = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "fabricbench-report: warning: %s is not valid JSON (%s); using table.csv only\n",
-                   json.c_str(), e.what());
-    }
-  } else {
-    std::fprintf(stderr, "fabricbench-report: warning: %s missing; no fingerprint for this run\n", json.c_str());
-  }
-  if (r.runJson.is_object() && r.runJson.contains("run_id") && r.runJson["run_id"].is_string() &&
-      !r.runJson["run_id"].get<std::string>().empty())
-    r.label = r.runJson["run_id"].get<std::string>();
-  else
-    r.label = fs::path(r.dir).filename().string();
-  if (r.label.empty() || r.label == ".") r.label = fs::absolute(r.dir).filename().string();
-  return r;
 }
 
 std::string str(const nlohmann::json& j, const char* key) {

@@ -22,6 +22,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -38,6 +39,7 @@
 #include "kernels/reduce.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
+#include "topology/topology.h"
 #include "transport/cuda/cuda_ipc.h"
 #include "transport/cuda/p2p_check.h"
 
@@ -203,6 +205,36 @@ class PeerBench {
     return false;
   }
 
+  // % of nominal for copies between two GPUs ("GPU0->GPU1 ..."; NVLink links x rate, else PCIe) and
+  // between a GPU and host memory (host_copy: the GPU's PCIe link). Latency rows get none.
+  static std::string busOf(int dev) {
+    char bus[64] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), dev) != cudaSuccess) {
+      cudaGetLastError();
+      return {};
+    }
+    return bus;
+  }
+  static void addNominal(Sample& s) {
+    if (s.coll == "matrix_latency") return;
+    static const std::regex kPair(R"(GPU(\d+)<?->GPU(\d+))"), kOne(R"(GPU(\d+))");
+    std::smatch m;
+    topo::LinkNominal n;
+    if (std::regex_search(s.path, m, kPair)) {
+      n = topo::gpuPeerNominal(topo::localTopology(), busOf(std::stoi(m[1])), {busOf(std::stoi(m[2]))});
+    } else if (s.coll == "host_copy" && std::regex_search(s.path, m, kOne)) {
+      n = topo::gpuPeerNominal(topo::localTopology(), busOf(std::stoi(m[1])), {});
+    } else {
+      return;  // local copies and reductions: HBM, no link
+    }
+    if (s.path.find("<->") != std::string::npos && n.gbps > 0) {  // both directions at once: twice the link
+      n.gbps *= 2;
+      n.basis += ", both directions";
+    }
+    if (n.gbps > 0) s.pctNominal = 100.0 * s.busBwGBps / n.gbps;
+    s.extra.emplace_back("nominal_basis", n.basis);
+  }
+
   void emit(const std::string& coll, const std::string& path, std::size_t bytes, double sec, int iters,
             std::int64_t wrong, std::vector<std::pair<std::string, std::string>> extra = {},
             const std::string& dtype = "float32") {
@@ -221,6 +253,7 @@ class PeerBench {
     s.busBwGBps = s.algBwGBps;
     s.wrong = wrong;
     s.extra = std::move(extra);
+    addNominal(s);
     if (wrong > 0) ++badRows_;
     for (auto& k : sinks_) k->add(s);
   }

@@ -45,6 +45,24 @@ class Collective {
   std::optional<std::size_t> corrupt_;
 };
 
+// One collective a backend is asked for (a backend may decline it: see Support).
+struct CollRequest {
+  CollKind kind = CollKind::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  bool inPlace = false;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+};
+
+// A backend's answer: an implementation, or why it does not run this collective (its rows are
+// skipped with the reason; the rest of the backend runs). The answer must be the same on every
+// rank (it depends on the request and the build only).
+struct Support {
+  std::unique_ptr<Collective> impl;
+  std::string whyNot;
+  static Support no(std::string why) { return {nullptr, std::move(why)}; }
+};
+
 // Everything the command line says about how to run, that an implementation may need.
 struct CollectiveOptions {
   TransportOptions transport;

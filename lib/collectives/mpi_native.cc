@@ -9,13 +9,14 @@
 // (mpirun kills the job and names the process that died).
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
-
+#include "topology/nic_rate.h"
 
 namespace fb {
 namespace {
@@ -36,6 +37,7 @@ class MpiCollective final : public Collective {
   explicit MpiCollective(CollKind kind) : kind_(kind) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    nominal_ = interconnectNominal();
   }
   ~MpiCollective() override {
     std::free(a_);
@@ -49,7 +51,40 @@ class MpiCollective final : public Collective {
     MPI_Get_library_version(v, &len);
     std::string s(v, len);
     s = s.substr(0, s.find_first_of("\n,"));
-    return {"mpi (" + s + ")", {{"library", s}}};
+    PathInfo p{"mpi (" + s + ")", {{"library", s}}};
+    if (nominal_.gbps > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.6g", nominal_.gbps);
+      p.details.emplace_back("nominal_GBps", buf);
+    }
+    p.details.emplace_back("nominal_basis", nominal_.basis);
+    return p;
+  }
+
+  // The interconnect MPI uses, where it can be known: every rank on one node = shared memory (no
+  // link rate); across nodes, only when Open MPI is restricted to its tcp BTL (OMPI_MCA_btl) on a
+  // named interface (OMPI_MCA_btl_tcp_if_include), that NIC's rate. Collective (MPI_COMM_WORLD).
+  static topo::NicRate interconnectNominal() {
+    MPI_Comm local;
+    int localSize = 0, worldSize = 0, minLocal = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &localSize);
+    MPI_Comm_free(&local);
+    MPI_Allreduce(&localSize, &minLocal, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (minLocal == worldSize) return {-1, "same host (MPI shared memory), no nominal rate"};
+    auto env = [](const char* k) { const char* v = std::getenv(k); return std::string(v ? v : ""); };
+    std::string btl = env("OMPI_MCA_btl"), ifs = env("OMPI_MCA_btl_tcp_if_include"), pml = env("OMPI_MCA_pml");
+    bool tcpOnly = btl.find("tcp") != std::string::npos && btl.find('^') == std::string::npos &&
+                   btl.find("openib") == std::string::npos && btl.find("uct") == std::string::npos &&
+                   btl.find("ofi") == std::string::npos && (pml.empty() || pml == "ob1");
+    if (tcpOnly && !ifs.empty() && ifs.find(',') == std::string::npos && ifs.find('/') == std::string::npos) {
+      auto r = topo::nicRate(ifs);
+      r.basis = "Open MPI tcp BTL on " + r.basis;
+      return r;
+    }
+    return {-1, "the interconnect Open MPI chose is not known here (set OMPI_MCA_btl=self,vader,tcp and "
+                "OMPI_MCA_btl_tcp_if_include=<nic> to pin it), no nominal rate"};
   }
 
   void prepare(const CollShape& shape) override {
@@ -96,6 +131,7 @@ class MpiCollective final : public Collective {
   }
 
  private:
+  topo::NicRate nominal_;
   MPI_Op op() const { return op_ != MPI_OP_NULL ? op_ : MPI_SUM; }
   // Where this rank's input lives.
   std::byte* inputPtr() const {

@@ -6,109 +6,107 @@
 
 namespace fb {
 
-std::string_view collName(CollKind k) {
-  switch (k) {
-    case CollKind::kAllReduce: return "allreduce";
-    case CollKind::kAllGather: return "allgather";
-    case CollKind::kReduceScatter: return "reducescatter";
-    case CollKind::kP2PRing: return "p2pring";
+static_assert(static_cast<int>(DataType::kFloat32) == static_cast<int>(verify::Dtype::kFloat32));
+static_assert(static_cast<int>(DataType::kFloat64) == static_cast<int>(verify::Dtype::kFloat64));
+static_assert(static_cast<int>(DataType::kInt32) == static_cast<int>(verify::Dtype::kInt32));
+static_assert(static_cast<int>(DataType::kFloat16) == static_cast<int>(verify::Dtype::kFloat16));
+static_assert(static_cast<int>(DataType::kBFloat16) == static_cast<int>(verify::Dtype::kBFloat16));
+
+std::string_view opName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kProd: return "prod";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kAvg: return "avg";
   }
   return "?";
 }
 
+std::optional<ReduceOp> parseReduceOp(std::string_view n) {
+  for (ReduceOp op : allReduceOps())
+    if (opName(op) == n) return op;
+  return std::nullopt;
+}
+
+std::vector<ReduceOp> allReduceOps() {
+  return {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
+}
+
+std::string_view collName(CollKind k) { return describe(k).name; }
+
 std::optional<CollKind> parseCollKind(std::string_view n) {
-  if (n == "allreduce" || n == "all_reduce") return CollKind::kAllReduce;
-  if (n == "allgather" || n == "all_gather") return CollKind::kAllGather;
-  if (n == "reducescatter" || n == "reduce_scatter") return CollKind::kReduceScatter;
-  if (n == "p2pring" || n == "p2p" || n == "ring" || n == "sendrecv") return CollKind::kP2PRing;
+  for (const CollDescriptor* d : allCollectives()) {
+    if (d->name == n) return d->kind;
+    for (auto a : d->aliases)
+      if (a == n) return d->kind;
+  }
   return std::nullopt;
 }
 
 std::vector<CollKind> allCollKinds() {
-  return {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kP2PRing};
+  std::vector<CollKind> out;
+  for (const CollDescriptor* d : allCollectives()) out.push_back(d->kind);
+  return out;
 }
 
-double busBwFactor(CollKind k, int n) {
-  switch (k) {
-    case CollKind::kAllReduce: return 2.0 * (n - 1) / n;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter: return static_cast<double>(n - 1) / n;
-    case CollKind::kP2PRing: return 1.0;
-  }
-  return 0;
-}
+double busBwFactor(CollKind k, int n) { return describe(k).busBwFactor(n); }
 
 std::size_t CollShape::sendInPlaceOffset(int rank) const {
-  return kind == CollKind::kAllGather ? paramCount * static_cast<std::size_t>(rank) : 0;
+  return desc().inPlaceSendAtRankBlock ? paramCount * static_cast<std::size_t>(rank) : 0;
 }
 std::size_t CollShape::recvInPlaceOffset(int rank) const {
-  return kind == CollKind::kReduceScatter ? paramCount * static_cast<std::size_t>(rank) : 0;
+  return desc().inPlaceRecvAtRankBlock ? paramCount * static_cast<std::size_t>(rank) : 0;
 }
 
-CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int n, bool inPlace) {
+CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int n, bool inPlace, ReduceOp op,
+                    int root) {
   FB_ENFORCE(n >= 1, "rank count ", n);
+  const CollDescriptor& d = describe(k);
   CollShape s{};
   s.kind = k;
   s.dtype = t;
   s.nRanks = n;
   s.inPlace = inPlace;
-  std::size_t elt = dtypeSize(t);
-  std::size_t count = requestedBytes / elt;
-  switch (k) {
-    case CollKind::kAllReduce:
-    case CollKind::kP2PRing:
-      s.sendCount = s.recvCount = s.paramCount = count;
-      s.bytes = count * elt;
-      break;
-    case CollKind::kAllGather:
-      s.paramCount = count / n;
-      s.sendCount = s.paramCount;
-      s.recvCount = s.paramCount * n;
-      s.bytes = s.recvCount * elt;
-      break;
-    case CollKind::kReduceScatter:
-      s.paramCount = count / n;
-      s.sendCount = s.paramCount * n;
-      s.recvCount = s.paramCount;
-      s.bytes = s.sendCount * elt;
-      break;
-  }
+  s.op = d.reduces ? op : ReduceOp::kSum;
+  s.root = d.needsRoot ? root : 0;
+  const std::size_t elt = dtypeSize(t);
+  const std::size_t count = requestedBytes / elt;
+  const std::size_t nn = static_cast<std::size_t>(n);
+  s.paramCount = d.splitPerRank ? count / nn : count;
+  s.sendCount = s.paramCount * (d.sendPerRank ? nn : 1);
+  s.recvCount = s.paramCount * (d.recvPerRank ? nn : 1);
+  s.bytes = std::max(s.sendCount, s.recvCount) * elt;
   return s;
 }
 
-double expectedValue(const CollShape& s, int rank, std::size_t j, int seed) {
-  const int n = s.nRanks;
-  switch (s.kind) {
-    case CollKind::kAllReduce: {
-      double sum = 0;
-      for (int r = 0; r < n; ++r) sum += patternValue(r, j, seed);
-      return sum;
-    }
-    case CollKind::kAllGather: {
-      std::size_t c = s.paramCount;
-      int src = static_cast<int>(j / c);
-      return patternValue(src, j % c, seed);
-    }
-    case CollKind::kReduceScatter: {
-      double sum = 0;
-      std::size_t idx = static_cast<std::size_t>(rank) * s.paramCount + j;
-      for (int r = 0; r < n; ++r) sum += patternValue(r, idx, seed);
-      return sum;
-    }
-    case CollKind::kP2PRing:
-      return patternValue((rank - 1 + n) % n, j, seed);
-  }
-  return 0;
+verify::VerifySpec verifySpec(const CollShape& s, int rank, int seed) {
+  verify::VerifySpec v;
+  v.rule = s.desc().expect;
+  v.op = s.op;
+  v.dtype = static_cast<verify::Dtype>(s.dtype);
+  v.nRanks = s.nRanks;
+  v.rank = rank;
+  v.root = s.root;
+  v.seed = seed;
+  v.paramCount = s.paramCount;
+  v.recvCount = s.recvCount;
+  return v;
 }
 
-void fillPattern(void* buf, DataType t, std::size_t count, int rank, int seed) {
-  for (std::size_t i = 0; i < count; ++i) storeElement(buf, t, i, patternValue(rank, i, seed));
+double expectedValue(const CollShape& s, int rank, std::size_t j, int seed) {
+  return verify::expected(verifySpec(s, rank, seed), j);
+}
+
+void fillPattern(void* buf, DataType t, std::size_t count, int rank, int seed, ReduceOp op) {
+  for (std::size_t i = 0; i < count; ++i) storeElement(buf, t, i, patternValue(rank, i, seed, op));
 }
 
 std::int64_t countWrong(const CollShape& s, const void* recv, int rank, int seed) {
+  const verify::VerifySpec v = verifySpec(s, rank, seed);
   std::int64_t wrong = 0;
   for (std::size_t j = 0; j < s.recvCount; ++j)
-    if (loadElement(recv, s.dtype, j) != expectedValue(s, rank, j, seed)) ++wrong;
+    if (!verify::matches(v, loadElement(recv, s.dtype, j), verify::expected(v, j))) ++wrong;
   return wrong;
 }
 

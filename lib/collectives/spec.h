@@ -1,27 +1,60 @@
 // WHAT is measured, written once and shared by every implementation (nccl-tests' testColl
-// without runColl). Byte accounting and busbw factors follow nccl-tests doc/PERFORMANCE.md:
-//   algbw = S / t (GB = 1e9), busbw = algbw × factor
-//   AllReduce      S = count × elt                 factor 2(n-1)/n  (reduce-scatter + all-gather:
-//                                                   each rank sends and receives 2(n-1)/n · S)
-//   AllGather      S = count × elt × n (total out) factor (n-1)/n   (each rank receives n-1 chunks)
-//   ReduceScatter  S = count × elt × n (total in)  factor (n-1)/n   (the reduce half of AllReduce)
-//   P2P ring       S = count × elt                 factor 1         (send right, receive left)
-// For n = 1 the factor is 0 for the first three: busbw = 0, as in nccl-tests.
+// without runColl). Every collective is one descriptor (lib/collectives/descriptors/<name>.cc):
+// name and aliases, buffer shapes, bus-bandwidth factor, the rule for its expected output (on
+// the host and in the kernels: kernels/verify.h) and whether it takes a root or an operator.
+// Byte accounting and busbw factors follow nccl-tests doc/PERFORMANCE.md:
+//   algbw = S / t (GB = 1e9), busbw = algbw × factor; for n = 1 the (n-1)/n factors give 0.
+// Adding a collective: one descriptor file, a CollKind value, its line in descriptors.cc, and
+// an implementation per backend (a backend without one declines it: its rows are skipped).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/verify.h"
 
 namespace fb {
 
 enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kP2PRing };
 
-std::string_view collName(CollKind k);  // "allreduce", "allgather", "reducescatter", "p2pring"
-std::optional<CollKind> parseCollKind(std::string_view name);  // also "sendrecv", "ring", "all_reduce"...
+using ReduceOp = verify::Op;
+std::string_view opName(ReduceOp op);  // "sum", "prod", "min", "max", "avg"
+std::optional<ReduceOp> parseReduceOp(std::string_view name);
+std::vector<ReduceOp> allReduceOps();
+
+// One collective, as data. Buffers are counted in units of paramCount (the count passed to the
+// collective call): the requested size gives count = bytes / element size, then
+//   paramCount = count / n when splitPerRank (rounded down as nccl-tests does), else count;
+//   sendCount  = paramCount × (sendPerRank ? n : 1); recvCount = paramCount × (recvPerRank ? n : 1);
+//   S          = max(sendCount, recvCount) × element size.
+struct CollDescriptor {
+  CollKind kind;
+  std::string_view name;                  // "allreduce"
+  std::vector<std::string_view> aliases;  // also accepted by --collective
+  std::string_view summary;               // one line for --help and --list
+  bool splitPerRank = false;
+  bool sendPerRank = false;
+  bool recvPerRank = false;
+  // In place, the send or receive buffer sits at rank × paramCount inside the one buffer (nccl-tests).
+  bool inPlaceSendAtRankBlock = false;
+  bool inPlaceRecvAtRankBlock = false;
+  bool hasInPlace = true;    // false: measured out-of-place only (the note says why)
+  std::string_view noInPlaceWhy;
+  bool reduces = false;      // takes the reduction operator (-o)
+  bool needsRoot = false;    // takes --root
+  double (*busBwFactor)(int nRanks) = nullptr;
+  verify::ExpectRule expect;
+};
+
+const CollDescriptor& describe(CollKind k);
+const std::vector<const CollDescriptor*>& allCollectives();  // in the order "all" runs them
+
+std::string_view collName(CollKind k);
+std::optional<CollKind> parseCollKind(std::string_view name);  // names and aliases
 std::vector<CollKind> allCollKinds();
 double busBwFactor(CollKind k, int nRanks);
 
@@ -35,25 +68,29 @@ struct CollShape {
   std::size_t paramCount = 0;  // "count" column: the count passed to the collective call
   std::size_t bytes = 0;       // S actually measured (after rounding)
   bool inPlace = false;
+  ReduceOp op = ReduceOp::kSum;  // reducing collectives only
+  int root = 0;                  // rooted collectives only
   // In-place offsets in elements (nccl-tests): AllGather sends from recv + rank·count;
   // ReduceScatter receives into send + rank·count.
   std::size_t sendInPlaceOffset(int rank) const;
   std::size_t recvInPlaceOffset(int rank) const;
+  const CollDescriptor& desc() const { return describe(kind); }
 };
-CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int nRanks, bool inPlace);
+CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int nRanks, bool inPlace,
+                    ReduceOp op = ReduceOp::kSum, int root = 0);
 
-// The verifiable input: element i of rank r's send buffer in round `seed`. Small integers in
-// [-4, 4], so every sum of up to 64 ranks is exact in int32, float16 and bfloat16. GPU kernels in
-// kernels/ implement the same formula.
-inline double patternValue(int rank, std::size_t i, int seed) {
-  return static_cast<double>(static_cast<long long>((i * 3 + static_cast<std::size_t>(rank) * 5 +
-                                                     static_cast<std::size_t>(seed) * 7) % 9) - 4);
+// The verification spec of one rank's output in round `seed` (shared with the GPU kernels).
+verify::VerifySpec verifySpec(const CollShape& s, int rank, int seed);
+
+// The verifiable input: element i of rank r's send buffer in round `seed` (kernels/verify.h).
+inline double patternValue(int rank, std::size_t i, int seed, ReduceOp op = ReduceOp::kSum) {
+  return verify::pattern(rank, i, seed, op);
 }
 // Expected value of element j of `rank`'s receive buffer after the collective.
 double expectedValue(const CollShape& s, int rank, std::size_t j, int seed);
 
 // Host helpers: fill a send buffer, count wrong elements of a receive buffer.
-void fillPattern(void* buf, DataType t, std::size_t count, int rank, int seed);
+void fillPattern(void* buf, DataType t, std::size_t count, int rank, int seed, ReduceOp op = ReduceOp::kSum);
 std::int64_t countWrong(const CollShape& s, const void* recv, int rank, int seed);
 
 }  // namespace fb

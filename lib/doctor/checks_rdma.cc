@@ -314,7 +314,7 @@ void checkRdma(const Machine& m, NodeReport& r) {
       std::string fw = m.line("/sys/class/infiniband/" + dev + "/fw_ver");
       std::string type = m.line("/sys/class/infiniband/" + dev + "/hca_type");
       std::string board = m.line("/sys/class/infiniband/" + dev + "/board_id");
-      std::string t = dev + " " + (type.empty() ? "" : type + " ") + "fw " + (fw.empty() ? "?" : fw) +
+      std::string t = dev + " " + (type.empty() ? "" : type + " ") + "fw " + (fw.empty() ? "(none reported)" : fw) +
                       (board.empty() ? "" : " (" + board + ")");
       all.push_back(t);
       r.facts["fw." + dev] = fw;

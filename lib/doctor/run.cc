@@ -206,8 +206,9 @@ int runDoctor(Bootstrap& bs, const Hooks& hooks, const RunOptions& o) {
         reach.failures[host] = "it has no address to reach (see its own entry)";
         continue;
       }
+      if (reach.address.empty()) continue;  // this node could not listen: its error says why
       double ms = 0;
-      std::string err = reach.address.empty() && !reach.error.empty() ? "" : probe(addr, o.connectTimeout, ms);
+      std::string err = probe(addr, o.connectTimeout, ms);
       if (err.empty()) reach.okMs[host] = ms;
       else reach.failures[host] = addr + ": " + err;
     }

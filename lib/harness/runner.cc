@@ -9,40 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 
 namespace fb {
-
-void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<void()>& fn) {
-  std::exception_ptr err;
-  std::string msg;
-  char kind = 'E';  // E error, U unavailable (skip), C bad input (exit 2)
-  try {
-    fn();
-  } catch (const UnavailableError& e) {
-    err = std::current_exception();
-    msg = e.what();
-    kind = 'U';
-  } catch (const ConfigError& e) {
-    err = std::current_exception();
-    msg = e.what();
-    kind = 'C';
-  } catch (const std::exception& e) {
-    err = std::current_exception();
-    msg = e.what();
-  }
-  // Everyone learns who failed and why (the first failing rank's message).
-  std::string mine = err ? std::string(1, kind) + msg : std::string();
-  auto all = bs.allGatherStrings(mine);
-  if (err) std::rethrow_exception(err);
-  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-    if (all[r].empty()) continue;
-    std::string text = what + ": rank " + std::to_string(r) + " failed: " + all[r].substr(1);
-    if (all[r][0] == 'U') throw UnavailableError(text);
-    if (all[r][0] == 'C') throw ConfigError(all[r].substr(1));
-    throw Error(text);
-  }
-}
 
 std::string_view timerName(Timer t) { return t == Timer::kHost ? "host" : "gpu"; }
 
@@ -104,7 +74,7 @@ std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRat
 
 Sample Runner::run(Collective& coll, const CollShape& shape) {
   using Clock = std::chrono::steady_clock;
-  agreeOrThrow(bs_, "prepare", [&] { coll.prepare(shape); });
+  agree(bs_, coll.impl() + " prepare", [&] { coll.prepare(shape); });
   // Each batch: --timeout plus what `ops` operations of this size need at a slow but healthy rate.
   double lastRate = lastRate_.count(&coll) ? lastRate_[&coll] : 0;
   std::chrono::milliseconds budget{0};

@@ -75,12 +75,7 @@ class Runner {
   std::map<const Collective*, double> lastRate_;  // bytes/s per operation of each collective's last row
 };
 
-// Runs `fn` on every rank; if it throws on any rank, every rank throws (the failing rank its
-// own error, the others "rank R failed: ...") instead of some ranks entering a collective that
-// will never complete. Used around set-up steps (transport creation, prepare).
 // The nearest-rank percentile q (0..100) of `v` (sorted or not); NaN when empty.
 double percentile(std::vector<double> v, double q);
-
-void agreeOrThrow(Bootstrap& bs, const std::string& what, const std::function<void()>& fn);
 
 }  // namespace fb

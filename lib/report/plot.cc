@@ -65,7 +65,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
       s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\n";
     }
   } else {
-    s += "set logscale y 10\nset ylabel 'time per operation (us, max over ranks)'\n";
+    s += "set logscale y 10\nset ylabel 'time per operation (us, median of batches)'\n";
   }
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;

@@ -43,8 +43,9 @@ class ResultSink {
 };
 
 // Live console table on stdout: one line per row as it finishes; the header says what the
-// time means (max over ranks, per operation) and the units. At the end, after the status, a
-// headline per path: plateau busbw and floor time (the last lines of the console).
+// time means (median of the batches, per operation, combined over ranks as the row says) and the units.
+// At the end, after the status, a headline per path: plateau busbw and floor time (the last lines
+// of the console).
 std::unique_ptr<ResultSink> makeConsoleSink();
 // results/<run-id>/table.csv: header line, then one flushed line per row.
 std::unique_ptr<ResultSink> makeCsvSink(const std::string& path);

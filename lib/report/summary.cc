@@ -270,7 +270,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
     for (auto b : sizes)
       if (b <= kTimeTableMaxBytes) anySmall = true;
     if (anySmall) {
-      md += fmt::format("### time (us, max over ranks) for sizes ≤ {}\n\n| size | bytes |", humanSize(kTimeTableMaxBytes));
+      md += fmt::format("### time (us per operation: median of the batches, timer as in the summary) for sizes ≤ {}\n\n| size | bytes |", humanSize(kTimeTableMaxBytes));
       std::string sep2 = "|---|---:|";
       for (auto* s : g.series) {
         md += " " + cell(s->label()) + " |";

@@ -82,6 +82,11 @@ NcclLogSummary parseNcclLog(std::string_view text) {
         s.graphTypes.push_back(m[1]);
     } else if (std::regex_search(msg, m, kNetwork)) {
       s.network = m[1];
+    } else if (msg.rfind("NET/Socket : Using ", 0) == 0) {
+      static const std::regex kIf(R"(\[\d+\]([^:\s]+):)");
+      for (std::sregex_iterator it(msg.begin(), msg.end(), kIf), end; it != end; ++it)
+        if (std::find(s.socketInterfaces.begin(), s.socketInterfaces.end(), (*it)[1].str()) == s.socketInterfaces.end())
+          s.socketInterfaces.push_back((*it)[1]);
     } else if (msg.find(" set by environment to ") != std::string::npos && msg.rfind("NCCL_", 0) == 0) {
       s.envLines.push_back(msg);
     }

@@ -30,6 +30,7 @@ struct NcclLogSummary {
   int ringChannels = -1;          // "Channel 00/24 : 0 1" → 24
   std::vector<std::string> graphTypes;  // "NVL/PIX" from "Pattern 4, ..., type NVL/PIX, ..."
   std::string network;            // "Socket" or "IB" from "Using network X"
+  std::vector<std::string> socketInterfaces;  // "eth0" from "NET/Socket : Using [0]eth0:192.0.2.2<0>"
   std::vector<NcclConnection> connections;
   std::vector<std::string> envLines;  // "NCCL_P2P_DISABLE set by environment to 1"
   std::vector<std::string> warnings;  // text after "NCCL WARN "

@@ -10,7 +10,7 @@ namespace fb::topo {
 
 struct NicRate {
   double gbps = -1;    // GB/s (1e9 bytes), one direction; -1 = unknown
-  std::string basis;   // "eth0: 10000 Mb/s (sysfs)", "eth0: tc tbf 1 Gbit/s (shaped; link 10000 Mb/s)", ...
+  std::string basis;   // "eth0: 10000 Mb/s (sysfs)", "eth0: tc tbf 1 Gbit/s (shaped, link 10000 Mb/s)", ...
 };
 
 NicRate nicRate(const std::string& ifname);

@@ -1,5 +1,5 @@
-// The one explicit list of Transport backends compiled into this build (nvbandwidth's
-// createTestcases idea, not a static registry).
+// The Transport backends compiled into this build (the backends that speak Transport: tcp and
+// verbs). The list of all backends, with MPI and the GPU ones, is benchmarks/backends.cc.
 #include "core/config.h"
 #include "core/error.h"
 #include "transport/tcp/tcp_transport.h"
@@ -9,8 +9,6 @@
 #endif
 
 namespace fb {
-
-std::vector<std::string> transportNames() { return {"tcp", "verbs"}; }
 
 std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bs, const TransportOptions& o) {
   if (name == "tcp") return tcp::createTransport(bs, o);

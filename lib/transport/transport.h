@@ -94,8 +94,6 @@ struct BackendStatus {
 // unknown name, UnavailableError when the backend is not built or finds no hardware.
 std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bootstrap,
                                          const TransportOptions& options);
-// Backends that speak Transport (host-driven rings run over these): "tcp", "verbs".
-std::vector<std::string> transportNames();
 BackendStatus probeTransport(std::string_view name, const TransportOptions& options);
 
 }  // namespace fb

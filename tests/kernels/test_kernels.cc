@@ -15,6 +15,7 @@
 #include "collectives/spec.h"
 #include "core/dtype.h"
 #include "kernels/copy.h"
+#include "kernels/fill_verify.h"
 #include "kernels/reduce.h"
 
 namespace {
@@ -156,7 +157,7 @@ TEST_CASE("fillPattern reproduces fb::patternValue for every dtype") {
   }
 }
 
-TEST_CASE("countWrong agrees with the host countWrong and finds injected errors") {
+TEST_CASE("countWrong (kernels/fill_verify, the descriptors' rules) agrees with the host countWrong") {
   for (ElemType t : {ElemType::kFloat32, ElemType::kFloat16, ElemType::kBFloat16}) {
     const DataType dt = toDataType(t);
     const std::size_t es = fb::kernels::elemSize(t);
@@ -177,21 +178,8 @@ TEST_CASE("countWrong agrees with the host countWrong and finds injected errors"
           CUDA_OK(cudaMemcpy(d.p, host.data(), host.size(), cudaMemcpyHostToDevice));
           Dev c(8);
           CUDA_OK(cudaMemset(c.p, 0, 8));
-          ipc::ExpectSpec spec{};
-          spec.nRanks = n;
-          spec.rank = rank;
-          spec.seed = seed;
-          spec.paramCount = shape.paramCount;
-          switch (kind) {
-            case fb::CollKind::kAllReduce: spec.kind = ipc::Expect::kAllReduce; break;
-            case fb::CollKind::kAllGather: spec.kind = ipc::Expect::kAllGather; break;
-            case fb::CollKind::kReduceScatter: spec.kind = ipc::Expect::kReduceScatter; break;
-            case fb::CollKind::kP2PRing:
-              spec.kind = ipc::Expect::kPattern;
-              spec.srcRank = (rank - 1 + n) % n;
-              break;
-          }
-          CUDA_OK(ipc::countWrong(t, d.p, shape.recvCount, spec, static_cast<unsigned long long*>(c.p), nullptr));
+          CUDA_OK(fb::kernels::countWrong(d.p, fb::verifySpec(shape, rank, seed), static_cast<unsigned long long*>(c.p),
+                                          nullptr));
           unsigned long long gpuWrong = 0;
           CUDA_OK(cudaMemcpy(&gpuWrong, c.p, 8, cudaMemcpyDeviceToHost));
           INFO("type " << static_cast<int>(t) << " kind " << fb::collName(kind) << " n " << n << " rank " << rank);

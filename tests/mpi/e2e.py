@@ -203,9 +203,68 @@ def case_kill(a):
           f"{len(rows)} finished rows intact")
 
 
+def verdicts(stderr):
+    """Each rank's 'verdict:' line (printed when FB_TEST_FAIL is set), by rank."""
+    out = {}
+    for line in stderr.splitlines():
+        if " verdict: " not in line or not line.startswith("["):
+            continue
+        who, text = line.split(" verdict: ", 1)
+        rank = int(who.rstrip("]").split(":")[-1])
+        out.setdefault(rank, []).append(text)
+    return out
+
+
+def case_inject(a):
+    """A failure injected on one rank (FB_TEST_FAIL) gives every rank the same verdict."""
+    n = 3
+    with tempfile.TemporaryDirectory() as d:
+        common = ["--collective", "allreduce,allgather", "--counts", "100", "-n", "1", "-w", "0",
+                  "--placement", "out", "--results-dir", d, "--tcp-if", "lo"]
+        # 1. Unavailable on rank 1 when tcp opens: every rank skips tcp, mpi still runs, exit 4 (partial).
+        cmd = [a.mpirun, "-q", "--oversubscribe", "-np", str(n), "-x", "FB_TEST_FAIL=tcp-open:1:unavailable",
+               a.fabricbench, "--transport", "tcp,mpi", "--run-id", "u"] + common
+        print("$", " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
+        print(p.stdout[-2000:], p.stderr[-2000:])
+        if p.returncode != 4:
+            fail(f"unavailable on one rank: exit {p.returncode}, expected 4 (partial: tcp skipped, mpi ran)")
+        v = verdicts(p.stderr)
+        if sorted(v) != list(range(n)) or len({tuple(x) for x in v.values()}) != 1:
+            fail(f"ranks gave different verdicts: {v}")
+        if "skipped tcp" not in v[0][0] or "rank 1" not in v[0][0]:
+            fail(f"verdict does not say tcp was skipped because of rank 1: {v[0]}")
+        rows = read_rows(os.path.join(d, "u"))
+        if {r["impl"] for r in rows} != {"mpi"} or len(rows) != 2:
+            fail(f"expected the 2 mpi rows only, got {[(r['impl'], r['coll']) for r in rows]}")
+        # 2. An error on rank 2 when tcp opens: every rank ends the run cleanly (exit 1, no abort).
+        cmd = [a.mpirun, "-q", "--oversubscribe", "-np", str(n), "-x", "FB_TEST_FAIL=tcp-open:2",
+               a.fabricbench, "--transport", "mpi,tcp", "--run-id", "e"] + common
+        print("$", " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120)
+        print(p.stdout[-2000:], p.stderr[-2000:])
+        if p.returncode == 0:
+            fail("an error on one rank did not fail the run")
+        if "MPI_ABORT" in p.stderr or "MPI_Abort" in p.stderr:
+            fail("the job was aborted although every rank agreed on the verdict")
+        v = verdicts(p.stderr)
+        if sorted(v) != list(range(n)) or len({tuple(x) for x in v.values()}) != 1:
+            fail(f"ranks gave different verdicts: {v}")
+        if not v[0][0].startswith("failed: tcp: rank 2:"):
+            fail(f"verdict does not name rank 2's failure: {v[0]}")
+        meta = json.load(open(os.path.join(d, "e", "run.json")))
+        if meta["summary"]["ok"] or "rank 2" not in meta["summary"]["status"]:
+            fail(f"run.json summary: {meta['summary']}")
+        rows = read_rows(os.path.join(d, "e"))
+        if {r["impl"] for r in rows} != {"mpi"} or len(rows) != 2:
+            fail(f"the mpi rows before the failure were not kept: {rows}")
+    print(f"PASS: injected unavailable/error on one of {n} ranks: every rank printed the same verdict; "
+          "skip -> other backend ran, exit 4 (partial); error -> clean end on every rank, exit 1, rows kept")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill"])
+    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill", "inject"])
     ap.add_argument("--fabricbench", required=True)
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--np", type=int, default=2)

@@ -99,6 +99,7 @@ TEST_CASE("real socket log (P2P and SHM off): NET/Socket with [send]/[receive]")
   CHECK(s.families(0) == std::set<std::string>{"NET/Socket"});
   CHECK(s.transportsText(0) == "NET/Socket/0 x4, NET/Socket/0/Shared x4");
   CHECK(fb::nccl::attestationError(fb::nccl::makeProfile("socket", {}), s, 0, true).empty());
+  CHECK(s.socketInterfaces == std::vector<std::string>{"eth0"});  // the NIC whose rate is the nominal one
   CHECK(fb::nccl::attestationError(fb::nccl::makeProfile("nvlink", {}), s, 0, true)
             .find("forced path nvlink but NCCL used NET/Socket/0") == 0);
 }

@@ -49,6 +49,31 @@ def read_table(d):
     return out
 
 
+def decode_extra(text):
+    """The extra column: key=value;key=value with '\\', ';' and '=' escaped by a backslash."""
+    out, key, val, in_val, i = {}, "", "", False, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            i += 1
+            if in_val:
+                val += text[i]
+            else:
+                key += text[i]
+        elif c == "=" and not in_val:
+            in_val = True
+        elif c == ";":
+            out[key], key, val, in_val = val, "", "", False
+        elif in_val:
+            val += c
+        else:
+            key += c
+        i += 1
+    if key:
+        out[key] = val
+    return out
+
+
 def show(rows, size=None):
     for r in rows:
         if size is None or r["size_bytes"] == size:
@@ -128,7 +153,7 @@ def main(argv):
                 problems.append(f"no {impl} {coll} rows")
             for r in sel:
                 pct = r.get("pct_nominal", "")
-                basis = dict(kv.split("=", 1) for kv in r.get("extra", "").split(";") if "=" in kv).get("nominal_basis", "")
+                basis = decode_extra(r.get("extra", "")).get("nominal_basis", "")
                 expect = r["busbw_GBps"] * 1e9 / rate * 100
                 print(f"  {impl} {coll} {r['size_bytes']} B: busbw {r['busbw_GBps'] * 1000:.2f} MB/s, "
                       f"pct_nominal {pct or '(none)'} (busbw / {rate / 1e6:.1f} MB/s = {expect:.1f} %), basis '{basis}'")

@@ -17,6 +17,8 @@
 #                     processes) or all (also slurmstepd and orted: the node is gone for the job).
 #                     The job must fail within 60 s, its log must name n2, and the rows written
 #                     before are intact. LAUNCHER: srun or mpirun.
+#   doctor            fabricbench --doctor by srun on both nodes, alike and then with n2 made to differ
+#                     (NCCL_SOCKET_IFNAME naming a missing interface, FB_DOCTOR_TEST_VERSIONS)
 #
 # Needs: root, namespaces, slurmd/slurmctld/slurm-client/munge (+ iperf3 for shaped), Open MPI,
 # python3 and the fabricbench binary: FB_TEST_BIN=<build>/benchmarks/fabricbench (ctest sets it).
@@ -304,6 +306,56 @@ case "$CASE" in
     grep -q "requeued run 1" "$JLOG" || fail "the job log does not mention the requeued run"
     $CHECK rows "$R1" 4 2 >/dev/null || fail "first run's rows"
     $CHECK rows "$R2" 4 2 >/dev/null || fail "requeued run's rows"
+    ;;
+
+  doctor)
+    # fabricbench --doctor across the two lab nodes, launched by srun: first as the lab is (both
+    # nodes alike, each reaches the other on eth0), then with n2 made to differ: NCCL_SOCKET_IFNAME
+    # names an interface n2 does not have, and FB_DOCTOR_TEST_VERSIONS (the doctor's documented
+    # test hook) makes n2 report another MPI version. The tables are kept in $FB_DOCTOR_KEEP if set.
+    mkdir -p "$FB_RESULTS_DIR"
+    run_doctor() {  # run_doctor <run-id> <extra env for n2>; DRC = exit code, DOUT = output
+      local id=$1 n2env=$2
+      DOUT=$(timeout 120 srun -N2 --ntasks-per-node=2 --mpi=pmix --kill-on-bad-exit=0 bash -c \
+        "if [ \"\$(hostname)\" = n2 ]; then export $n2env; fi; exec $BIN --doctor --results-dir $FB_RESULTS_DIR --run-id $id" 2>&1)
+      DRC=$?
+      echo "$DOUT"
+      [ -z "${FB_DOCTOR_KEEP:-}" ] || { mkdir -p "$FB_DOCTOR_KEEP"; echo "$DOUT" > "$FB_DOCTOR_KEEP/lab-$id.txt"; }
+    }
+    # want <run-id> <check> <nodes> <verdict> <text>: doctor.json has that row (nodes "n1,n2" or "n2")
+    want() {
+      python3 - "$FB_RESULTS_DIR/$1/doctor.json" "$2" "$3" "$4" "$5" <<'PY' || fail "doctor $1: no row $2 [$3] $4 with '$5'"
+import json, sys
+path, check, nodes, verdict, text = sys.argv[1:]
+rows = [r for r in json.load(open(path))["rows"] if r["check"] == check]
+for r in rows:
+    if ",".join(r["nodes"]) == nodes and r["verdict"] == verdict and text in r["evidence"]:
+        sys.exit(0)
+print("rows of %s: %s" % (check, json.dumps(rows)))
+sys.exit(1)
+PY
+    }
+    run_doctor alike "FB_DOCTOR_NOTHING=1"
+    say "doctor, nodes alike: exit $DRC"
+    echo "$DOUT" | grep -q '2 node(s), one checking rank each' || fail "expected 2 nodes with one checking rank each (4 ranks)"
+    want alike net.reach n1,n2 pass "every node reached every other: n1->n2"
+    want alike software.same n1,n2 pass "the same on all 2 nodes"
+    want alike env.interfaces n1,n2 pass "none of NCCL_SOCKET_IFNAME"
+    grep -qE '^[a-z_.]+ +[^ ]+ +fail ' <<< "$DOUT" && exp=1 || exp=0
+    [ "$DRC" = "$exp" ] || fail "exit $DRC, expected $exp from the verdicts"
+    python3 -c "
+import json,sys; j=json.load(open(sys.argv[1])); h=sorted(x['hostname'] for x in j['fingerprint']['hosts']); assert h==['n1','n2'], h" \
+      "$FB_RESULTS_DIR/alike/doctor.json" || fail "doctor.json fingerprint hosts"
+
+    run_doctor differ "NCCL_SOCKET_IFNAME=eth9 FB_DOCTOR_TEST_VERSIONS='mpi=Open MPI v9.9.9 (test override)'"
+    say "doctor, n2 made to differ: exit $DRC"
+    [ "$DRC" = 1 ] || fail "exit $DRC, expected 1"
+    want differ env.interfaces n2 fail "NCCL_SOCKET_IFNAME=eth9: no interface starting with 'eth9' on this node"
+    want differ env.interfaces n1 pass "none of NCCL_SOCKET_IFNAME"
+    want differ software.same n1,n2 fail "mpi: 'Open MPI v4.1.4' on n1 vs 'Open MPI v9.9.9 (test override)' on n2"
+    want differ net.reach n1,n2 fail "n2: NCCL_SOCKET_IFNAME=eth9 matches no interface"
+    echo "$DOUT" | grep -q '^env.interfaces  *n2 (differs) fail ' || fail "the table does not flag env.interfaces on n2"
+    echo "$DOUT" | grep -q '^nodes differ:' || fail "no 'nodes differ' list"
     ;;
 
   *) echo "unknown case $CASE"; FAILED=1 ;;

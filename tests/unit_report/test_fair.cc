@@ -62,7 +62,7 @@ TEST_CASE("report.md: % of nominal and its basis per path; medians with spread",
   for (std::size_t b : {std::size_t(1) << 20, std::size_t(2) << 20, std::size_t(4) << 20}) {
     auto r = row("allreduce", "tcp", "tcp eth0 10.0.0.11", b, 100, 0.1);
     r.pctNominal = 80;  // 0.1 / 0.125 GB/s
-    r.extra = {{"nominal_basis", "eth0: tc tbf 1 Gbit/s (shaped; link 10000 Mb/s)"}};
+    r.extra = {{"nominal_basis", "eth0: tc tbf 1 Gbit/s (shaped, link 10000 Mb/s)"}};
     r.repeats = 3;
     r.timeUsMin = 80;
     r.timeUsMax = 125;
@@ -72,7 +72,7 @@ TEST_CASE("report.md: % of nominal and its basis per path; medians with spread",
   lo.extra = {{"nominal_basis", "same host (loopback path), no nominal rate"}};
   rows.push_back(lo);
   std::string md = fb::renderRunReport(fb::RunMeta{}, rows, fb::RunSummary{}, "");
-  CHECK(md.find("| 80.0% | 0.125 GB/s (eth0: tc tbf 1 Gbit/s (shaped; link 10000 Mb/s)) |") != std::string::npos);
+  CHECK(md.find("| 80.0% | 0.125 GB/s (eth0: tc tbf 1 Gbit/s (shaped, link 10000 Mb/s)) |") != std::string::npos);
   CHECK(md.find("| — | same host (loopback path), no nominal rate |") != std::string::npos);
   CHECK(md.find("tcp lo 127.0.0.1 same host (loopback path)") != std::string::npos);
   CHECK(md.find("0.100 [0.080–0.125]") != std::string::npos);  // median [slowest–fastest batch]

@@ -100,3 +100,27 @@ TEST_CASE("tool: bad input -> one line, exit 2", "[tool]") {
   CHECK(r.exitCode == 2);
 }
 #endif
+
+#ifdef FB_REPORT_TOOL
+TEST_CASE("tool: nccl-tests logs beside our runs, labelled with the tool; a malformed log is bad input", "[tool][import]") {
+  fbtest::TempDir d;
+  std::string data = std::string(FB_REPORT_TEST_DATA) + "/../../data/nccl-tests/";
+  std::string run = d.str("results/r1");
+  writeRun(run, "r1", 1.0);
+  auto r = tool({run, data + "h200x2-nccl-tests-allreduce-nvlink.log", data + "h200x2-nccl-tests-allreduce-socket.log",
+                 "-o", d.str("cmp"), "--no-plots"});
+  INFO(r.out << r.error);
+  REQUIRE(r.exitCode == 0);
+  std::string md = fbtest::slurp(d.str("cmp/comparison.md"));
+  CHECK(md.find("nccl-tests/P2P") != std::string::npos);
+  CHECK(md.find("nccl-tests/NET/Socket") != std::string::npos);
+  CHECK(md.find("nccl-tests 2.19.6 output imported") != std::string::npos);
+  CHECK(md.find("331.63") != std::string::npos);  // 1 GiB out-of-place busbw, the log's own figure
+  fbtest::spit(d.str("bad.log"), "# nccl-tests version 2.19.6\n# Collective test starting: all_reduce_perf\n"
+                                 "#  Rank  0 Group  0 Pid 1 on h device 0 [0] GPU\n#  size  count type redop root time "
+                                 "algbw busbw #wrong time algbw busbw #wrong\n 8 2 float sum -1 1.0 0.00\n");
+  auto b = tool({d.str("bad.log"), "-o", d.str("cmp2"), "--no-plots"});
+  CHECK(b.exitCode == 2);
+  CHECK_FALSE(fs::exists(d.str("cmp2/comparison.md")));
+}
+#endif

@@ -3,11 +3,11 @@
 # (softroce_vm.sh) in one boot. Each step writes RESULTS_DIR/<step>.log and <step>.rc (0 pass,
 # 1 fail, 77 skipped); ctest's verbs_<step> tests report them one by one (report_step.sh).
 # Steps: devices list conformance collectives_np2 collectives_np3 collectives_np4
-#        bad_settings perf
+#        bad_settings doctor perf
 # Sizes are kept modest: the guest runs under TCG emulation (5-40x slower than the host).
 set -u
 B=$(cd "$1" && pwd); R=$2; shift 2
-STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 bad_settings perf}
+STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 bad_settings doctor perf}
 mkdir -p "$R"
 FB=$B/benchmarks/fabricbench
 FBV=$B/benchmarks/verbs/fabricbench-verbs
@@ -263,6 +263,31 @@ client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", 
     printf "latency ratio ours/perftest = %.3f (target <= 1.1: %s)\n", rl, (rl <= 1.1 ? "met" : "MISSED")
     printf "t_min ratio ours/perftest = %.3f (fastest iteration; both tools time-stamp with the TSC; not a target)\n", rm
     exit 0 }'
+}
+
+# fabricbench --doctor on a real RDMA port (rxe0 on dummy0): the port, its RoCEv2 GID, the active
+# MTU against dummy0's, memlock; the table is kept in RESULTS_DIR/doctor/ (doctor.txt, doctor.json).
+step_doctor() {
+  local out rc bad=0
+  rm -rf "$R/doctor"
+  out=$(timeout 120 "${MPIRUN[@]}" -np 2 "$FB" --doctor --results-dir "$R" --run-id doctor 2>&1); rc=$?
+  echo "$out"
+  [ $rc -le 1 ] || { echo "FAIL: fabricbench --doctor exited $rc"; return 1; }
+  row() { echo "$out" | grep -E "^$1 "; }
+  want() {  # want <check> <verdict> <text in its first line>
+    local l; l=$(row "$1")
+    case "$l" in *" $2 "*"$3"*) ;; *) echo "FAIL: $1: expected $2 with '$3', got: $l"; bad=1 ;; esac
+  }
+  want rdma.port pass "$DEV/1 4: ACTIVE, 5: LinkUp"
+  want rdma.gid pass "$DEV/1: RoCEv2 GID $GIDX $GIP"
+  local nd mtu; nd=$(cat /sys/class/infiniband/$DEV/ports/1/gid_attrs/ndevs/0); mtu=$(cat /sys/class/net/$nd/mtu)
+  if [ "$mtu" -ge 4200 ]; then want rdma.mtu pass "$DEV/1 active 4096"; else want rdma.mtu warn "$DEV/1 active"; fi
+  local ml; ml=$(awk '/^Max locked memory/{print $4}' /proc/self/limits)
+  if [ "$ml" = unlimited ]; then want limits.memlock pass "memlock unlimited"; else want limits.memlock warn "memlock"; fi
+  want rdma.firmware pass "$DEV"
+  [ -s "$R/doctor/doctor.json" ] || { echo "FAIL: no doctor.json"; bad=1; }
+  [ $bad = 0 ] && echo "PASS: --doctor saw $DEV ACTIVE, RoCEv2 GID $GIDX ($GIP), its MTU against $nd ($mtu), memlock $ml"
+  return $bad
 }
 
 rcall=0

@@ -10,8 +10,10 @@
 
 #include <cuda_runtime.h>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "kernels/fill_verify.h"
 #include "kernels/reduce.h"
 #include "topology/topology.h"
 #include "transport/cuda/cuda_ipc.h"
@@ -116,19 +118,11 @@ class CudaIpcCollective final : public Collective {
   void prepare(const CollShape& shape) override {
     // Local work first; then every rank learns whether any rank failed, before the collective
     // steps (so no rank waits in the bootstrap for one that gave up).
-    std::exception_ptr err;
-    std::string msg;
-    try {
+    agree(bs_, "cuda prepare", [&] {
+      failHook("cuda-prepare", bs_.rank());
       if (device_ < 0) setupLocal(shape.nRanks);
       allocate(shape);
-    } catch (const std::exception& e) {
-      err = std::current_exception();
-      msg = e.what();
-    }
-    auto all = bs_.allGatherStrings(msg);
-    if (err) std::rethrow_exception(err);
-    for (int r = 0; r < static_cast<int>(all.size()); ++r)
-      if (!all[r].empty()) FB_THROW(UnavailableError, "cuda: rank ", r, " failed to prepare: ", all[r]);
+    });
     if (!shared_) setupShared();
 
     peers_.exchange(bs_, device_, {&main_, &scratch_, &sync_, &staging_});
@@ -137,7 +131,7 @@ class CudaIpcCollective final : public Collective {
     // LL lines are recognized by their flag: no stale line (other data, an older shape) may
     // hold this launch's flag. Peers write here only after the barrier below.
     if (useLL_) FB_CUDA_CHECK(cudaMemsetAsync(staging_.get(), 0, staging_.bytes(), stream_));
-    FB_CUDA_CHECK(ipc::fillPattern(type_, send_, shape.sendCount, rank_, 1, stream_));
+    FB_CUDA_CHECK(k::fillPattern(send_, kdtype(), shape.sendCount, rank_, 1, stream_, shape.op));
     FB_CUDA_CHECK(cudaStreamSynchronize(stream_));
     // Nobody starts reading a peer's buffers before every peer has filled them.
     bs_.barrier();
@@ -230,13 +224,10 @@ class CudaIpcCollective final : public Collective {
     std::memset(status_, 0, sizeof(*status_));
     setTimeouts(deadline);
     // Poison what the operation must overwrite, then write this round's input.
-    const float poison = NAN;
-    if (!shape_.inPlace) {
-      FB_CUDA_CHECK(ipc::fillValue(type_, recv_, shape_.recvCount, poison, stream_));
-    } else if (kind_ == CollKind::kAllGather) {
-      FB_CUDA_CHECK(ipc::fillValue(type_, recv_, shape_.recvCount, poison, stream_));
-    }
-    FB_CUDA_CHECK(ipc::fillPattern(type_, send_, shape_.sendCount, rank_, seed, stream_));
+    // In place, the input lies inside the output: poison the output first when it is larger.
+    if (!shape_.inPlace || shape_.recvCount > shape_.sendCount)
+      FB_CUDA_CHECK(k::fillValue(recv_, kdtype(), shape_.recvCount, NAN, stream_));
+    FB_CUDA_CHECK(k::fillPattern(send_, kdtype(), shape_.sendCount, rank_, seed, stream_, shape_.op));
     if (!waitStream(stream_, deadline)) FB_THROW(TimeoutError, "cuda: filling the check input timed out");
     bs_.barrier();  // every input is in place before anyone reads a peer's
     launchOne();
@@ -245,25 +236,10 @@ class CudaIpcCollective final : public Collective {
     bs_.barrier();  // nobody reads my buffers any more
     if (corrupt_) {
       if (*corrupt_ < shape_.recvCount)
-        FB_CUDA_CHECK(ipc::fillValue(type_, static_cast<char*>(recv_) + *corrupt_ * es_, 1, 1000.0f, stream_));
+        FB_CUDA_CHECK(k::corruptElement(recv_, kdtype(), *corrupt_, stream_));
       corrupt_.reset();
     }
-    ipc::ExpectSpec spec{};
-    spec.nRanks = n_;
-    spec.rank = rank_;
-    spec.seed = seed;
-    spec.paramCount = shape_.paramCount;
-    switch (kind_) {
-      case CollKind::kAllReduce: spec.kind = ipc::Expect::kAllReduce; break;
-      case CollKind::kAllGather: spec.kind = ipc::Expect::kAllGather; break;
-      case CollKind::kReduceScatter: spec.kind = ipc::Expect::kReduceScatter; break;
-      case CollKind::kP2PRing:
-        spec.kind = ipc::Expect::kPattern;
-        spec.srcRank = (rank_ - 1 + n_) % n_;
-        break;
-    }
-    FB_CUDA_CHECK(cudaMemsetAsync(wrongDev(), 0, sizeof(unsigned long long), stream_));
-    FB_CUDA_CHECK(ipc::countWrong(type_, recv_, shape_.recvCount, spec, wrongDev(), stream_));
+    FB_CUDA_CHECK(k::countWrong(recv_, verifySpec(shape_, rank_, seed), wrongDev(), stream_));
     FB_CUDA_CHECK(cudaMemcpyAsync(hostWrong_, wrongDev(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
     if (!waitStream(stream_, deadline)) FB_THROW(TimeoutError, "cuda: counting wrong elements timed out");
     return static_cast<std::int64_t>(*hostWrong_);
@@ -527,6 +503,8 @@ class CudaIpcCollective final : public Collective {
                                   std::to_string(ringBlocks_) + " blocks)";
   }
 
+  k::KDtype kdtype() const { return static_cast<k::KDtype>(shape_.dtype); }
+
   void setTimeouts(Deadline deadline) {
     long long ms = std::clamp<long long>(deadline.msLeft(), 1, 600'000);
     ring_.timeoutNs = static_cast<unsigned long long>(ms) * 1'000'000ull;
@@ -613,6 +591,13 @@ class CudaIpcCollective final : public Collective {
 };
 
 }  // namespace
+
+std::string whyNot(const CollRequest& r) {
+  if (r.dtype != DataType::kFloat32 && r.dtype != DataType::kFloat16 && r.dtype != DataType::kBFloat16)
+    return "not supported: the cuda kernels move and reduce float32, float16 and bfloat16, not " +
+           std::string(dtypeName(r.dtype));
+  return {};
+}
 
 std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts) {
   return std::make_unique<CudaIpcCollective>(kind, bs, opts);

@@ -20,6 +20,8 @@
 namespace fb::cudaipc {
 
 std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts);
+// "" when this backend runs the request, else why not (the same on every rank).
+std::string whyNot(const CollRequest& request);
 BackendStatus probe(Bootstrap* bs);  // built? GPUs? P2P sanity check result per pair (no hang: time-out)
 
 }  // namespace fb::cudaipc

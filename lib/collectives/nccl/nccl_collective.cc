@@ -11,9 +11,11 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 #include "kernels/fill_verify.h"
 #include "topology/nccl_log.h"
+#include "topology/nic_rate.h"
 #include "topology/topology.h"
 #include "transport/nccl/nccl_comm.h"
 #include "transport/nccl/path_profile.h"
@@ -26,10 +28,6 @@ static_assert(static_cast<int>(DataType::kFloat64) == static_cast<int>(kernels::
 static_assert(static_cast<int>(DataType::kInt32) == static_cast<int>(kernels::KDtype::kInt32));
 static_assert(static_cast<int>(DataType::kFloat16) == static_cast<int>(kernels::KDtype::kFloat16));
 static_assert(static_cast<int>(DataType::kBFloat16) == static_cast<int>(kernels::KDtype::kBFloat16));
-static_assert(static_cast<int>(CollKind::kAllReduce) == static_cast<int>(kernels::KColl::kAllReduce));
-static_assert(static_cast<int>(CollKind::kAllGather) == static_cast<int>(kernels::KColl::kAllGather));
-static_assert(static_cast<int>(CollKind::kReduceScatter) == static_cast<int>(kernels::KColl::kReduceScatter));
-static_assert(static_cast<int>(CollKind::kP2PRing) == static_cast<int>(kernels::KColl::kP2PRing));
 
 constexpr double kPoison = 1000.0;  // never a result: |expected| <= 4 * nRanks
 constexpr auto kSetupTimeout = std::chrono::seconds(120);
@@ -244,14 +242,7 @@ class NcclCollective : public Collective {
       FB_CUDA_CHECK(kernels::corruptElement(recvPtr_, kt, *corrupt_, stream_));
     }
     corrupt_.reset();
-    kernels::VerifySpec spec;
-    spec.coll = static_cast<kernels::KColl>(shape_.kind);
-    spec.dtype = kt;
-    spec.nRanks = shape_.nRanks;
-    spec.rank = bs_.rank();
-    spec.paramCount = shape_.paramCount;
-    spec.recvCount = shape_.recvCount;
-    spec.seed = seed;
+    kernels::VerifySpec spec = verifySpec(shape_, bs_.rank(), seed);
     FB_CUDA_CHECK(cudaMemsetAsync(devWrong_, 0, sizeof(unsigned long long), stream_));
     FB_CUDA_CHECK(kernels::countWrong(recvPtr_, spec, devWrong_, stream_));
     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
@@ -276,9 +267,9 @@ class NcclCollective : public Collective {
   // inside the output buffer, so poison first).
   void fill(int seed) {
     auto kt = static_cast<kernels::KDtype>(shape_.dtype);
-    bool poisonOut = !shape_.inPlace || shape_.kind == CollKind::kAllGather;
+    bool poisonOut = !shape_.inPlace || shape_.recvCount > shape_.sendCount;
     if (poisonOut) FB_CUDA_CHECK(kernels::fillValue(recv_, kt, shape_.recvCount, kPoison, stream_));
-    FB_CUDA_CHECK(kernels::fillPattern(sendPtr_, kt, shape_.sendCount, bs_.rank(), seed, stream_));
+    FB_CUDA_CHECK(kernels::fillPattern(sendPtr_, kt, shape_.sendCount, bs_.rank(), seed, stream_, shape_.op));
   }
 
   void enqueue() {
@@ -365,11 +356,26 @@ class NcclCollective : public Collective {
             ", so the path cannot be attested";
     else
       err = attestationError(profile_, log, rank, nvlink);
-    auto errs = bs_.allGatherStrings(err);
-    for (int r = 0; r < static_cast<int>(errs.size()); ++r)
-      if (!errs[r].empty()) FB_THROW(Error, "rank ", r, ": ", errs[r], " (NCCL log ", comm_->logPath(), ")");
+    agreeOn(bs_, "nccl path attestation", err.empty() ? StepVerdict::kOk : StepVerdict::kFailed,
+            identity() + " " + err + " (NCCL log " + comm_->logPath() + ")");
 
     auto nominal = nominalFor(profile_.name, device_, topo::localTopology().rdma);
+    if (profile_.name == "socket") {
+      // NCCL's sockets: through loopback when every rank is on this host, else the NICs NCCL uses.
+      if (bs_.nodeCount() == 1) {
+        nominal = {-1, "same host (loopback path), no nominal rate"};
+      } else {
+        nominal = {-1, "NCCL's socket interface not found in its log"};
+        double sum = 0;
+        std::string basis;
+        for (const auto& ifname : log.socketInterfaces) {
+          auto r = topo::nicRate(ifname);
+          basis += (basis.empty() ? "" : " + ") + r.basis;
+          sum = r.gbps > 0 && sum >= 0 ? sum + r.gbps : -1;
+        }
+        if (!log.socketInterfaces.empty()) nominal = {sum > 0 ? sum : -1, basis};
+      }
+    }
     PathInfo p;
     const int channels = log.connectedChannels(rank);
     std::set<std::string> vias;

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bootstrap/agree.h"
+
 namespace fb::cudaipc {
 
 void throwCuda(cudaError_t e, const char* expr, const char* file, int line) {
@@ -162,10 +164,9 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const Devi
     }
     std::memcpy(blob.data() + sizeof(BlobHeader) + k * sizeof(BlobEntry), &e, sizeof(e));
   }
-  auto errs = bs.allGatherStrings(myErr);
+  agreeOn(bs, "cuda IPC", myErr.empty() ? StepVerdict::kOk : StepVerdict::kFailed,
+          identity() + " could not export its GPU memory: " + myErr);
   auto all = bs.allGather(blob);
-  for (int r = 0; r < bs.size(); ++r)
-    if (!errs[r].empty()) FB_THROW(CudaError, "rank ", r, " could not export its GPU memory: ", errs[r]);
 
   const int n = bs.size();
   // Close the mappings that will not be reused BEFORE opening new ones: a new allocation of a
@@ -244,9 +245,7 @@ void PeerMap::exchange(Bootstrap& bs, int myDevice, const std::vector<const Devi
   closeAll();  // mappings not carried over
   entries_ = std::move(next);
   // Every rank learns whether anyone failed, so no rank goes on alone.
-  auto openErrs = bs.allGatherStrings(openErr);
-  for (int r = 0; r < n; ++r)
-    if (!openErrs[r].empty()) FB_THROW(UnavailableError, "rank ", r, ": ", openErrs[r]);
+  agreeOn(bs, "cuda IPC", openErr.empty() ? StepVerdict::kOk : StepVerdict::kUnavailable, identity() + " " + openErr);
 }
 
 void* PeerMap::at(int rank, int index) const { return entries_.at(rank).at(index).ptr; }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 
 namespace fb::nccl {
@@ -59,20 +60,24 @@ void sleepBrief(int& spins) {
 NcclComm::NcclComm(Bootstrap& bs, int device, const PathProfile& profile, const std::string& logDir,
                    Deadline deadline)
     : device_(device), rank_(bs.rank()), size_(bs.size()), profile_(profile) {
-  logPath_ = enableNcclLogging(logDir);
-  activateProfile(profile);
-  FB_CUDA_CHECK(cudaSetDevice(device));
-  // Every rank agrees on the size of the shared log before anyone initialises (threads share
-  // one file in tests), then rank 0 makes the id.
-  bs.barrier();
-  logOffset_ = logPath_.empty() ? 0 : fileSize(logPath_);
   ncclUniqueId id{};
   std::vector<std::byte> blob;
-  if (bs.rank() == 0) {
-    FB_NCCL_CHECK(ncclGetUniqueId(&id));
-    blob.resize(sizeof(id));
-    std::memcpy(blob.data(), &id, sizeof(id));
-  }
+  // The local part (device, logging, the id on rank 0) first; every rank learns whether any rank
+  // failed before anyone enters ncclCommInitRank, which would wait for the missing rank.
+  // Every rank agrees on the size of the shared log before anyone initialises (threads share
+  // one file in tests).
+  agree(bs, "nccl init", [&] {
+    failHook("nccl-init", bs.rank());
+    logPath_ = enableNcclLogging(logDir);
+    activateProfile(profile);
+    FB_CUDA_CHECK(cudaSetDevice(device));
+    if (bs.rank() == 0) {
+      FB_NCCL_CHECK(ncclGetUniqueId(&id));
+      blob.resize(sizeof(id));
+      std::memcpy(blob.data(), &id, sizeof(id));
+    }
+  });
+  logOffset_ = logPath_.empty() ? 0 : fileSize(logPath_);
   auto got = bs.broadcastFromRoot(blob);
   FB_ENFORCE_EQ(got.size(), sizeof(id), "ncclUniqueId from rank 0");
   std::memcpy(&id, got.data(), sizeof(id));

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 #include "topology/nic_rate.h"
 
@@ -686,9 +687,15 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
 
 std::unique_ptr<Transport> createTransport(Bootstrap& bootstrap, const TransportOptions& options,
                                            const SetupHook& hook) {
-  std::string how;
-  Interface iface = chooseInterface(options.tcpInterface, bootstrap.hostname(), &how);
-  auto t = std::make_unique<TcpTransport>(bootstrap.rank(), bootstrap.size(), iface, how);
+  // The local part (which interface) may fail on one node only: every rank agrees on it before
+  // the address exchange.
+  std::unique_ptr<TcpTransport> t;
+  agree(bootstrap, "tcp", [&] {
+    failHook("tcp-open", bootstrap.rank());
+    std::string how;
+    Interface iface = chooseInterface(options.tcpInterface, bootstrap.hostname(), &how);
+    t = std::make_unique<TcpTransport>(bootstrap.rank(), bootstrap.size(), iface, how);
+  });
   t->setup(bootstrap, options, hook);
   return t;
 }

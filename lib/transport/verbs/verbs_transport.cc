@@ -22,11 +22,13 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <unordered_map>
 
+#include "bootstrap/agree.h"
 #include "core/error.h"
 #include "transport/verbs/gpudirect.h"
 #include "transport/verbs/discovery.h"
@@ -730,6 +732,17 @@ PathInfo VerbsTransport::path() const {
                              : gpuDirectAsked_ ? "no: " + gdr_.text()
                                                : std::string("no (host memory; --gpu-memory not given)")},
                {"why", sel_.why}};
+  // % of nominal: the port's rate (lanes x lane rate, Gb/s) in GB/s.
+  if (sel_.port.gbps > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", sel_.port.gbps / 8);
+    p.details.emplace_back("nominal_GBps", buf);
+    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) + " " +
+                                                sel_.port.rate + " (port rate)");
+  } else {
+    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) +
+                                                ": rate unknown, no nominal rate");
+  }
   return p;
 }
 
@@ -737,8 +750,8 @@ PathInfo VerbsTransport::path() const {
 // so a bad --gid-index is one clear line on every rank and nobody waits for a QP that never comes.
 Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
   std::optional<Selection> sel;
-  std::string verdict;
-  try {
+  agree(bs, "verbs", [&] {
+    failHook("verbs-open", bs.rank());
     sel = select(discoverDevices(), o);
     if (o.gpuDirect) {
       GpuDirectStatus g = probeGpuDirect(sel->device.name);
@@ -751,19 +764,7 @@ Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
                              g.why + "), but verbs collectives on GPU memory are not implemented yet; "
                              "run without --gpu-memory (host memory)");
     }
-  } catch (const ConfigError& e) {
-    verdict = std::string("C") + e.what();
-  } catch (const UnavailableError& e) {
-    verdict = std::string("U") + e.what();
-  }
-  auto all = bs.allGatherStrings(verdict);
-  for (int r = 0; r < bs.size(); ++r) {
-    if (all[r].empty()) continue;
-    std::string msg = all[r].substr(1);
-    if (r != bs.rank()) msg += " (rank " + std::to_string(r) + ")";
-    if (all[r][0] == 'C') throw ConfigError(msg);
-    throw UnavailableError(msg);
-  }
+  });
   return *sel;
 }
 

@@ -1,0 +1,192 @@
+// The backend table (see backends.h). The only place in the program with per-backend #ifs.
+#include "backends.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bootstrap/agree.h"
+#include "bootstrap/mpi_bootstrap.h"
+#include "core/config.h"
+#include "core/error.h"
+#if defined(FB_BUILD_VERBS)
+#include "transport/verbs/verbs_transport.h"
+#endif
+#if defined(FB_BUILD_NCCL_COLL)
+#include "collectives/nccl/nccl_collective.h"
+#endif
+#if defined(FB_BUILD_CUDA_COLL)
+#include "collectives/cuda/cuda_collective.h"
+#include "collectives/cuda/staging.h"
+#endif
+
+namespace fb {
+namespace {
+
+std::vector<std::string> oneVariant(Bootstrap&, const Options&) { return {""}; }
+
+BackendStatus notBuiltStatus(const std::string& name, const std::string& why) { return {name, false, false, why}; }
+
+// tcp and verbs: the host-memory ring algorithms over a Transport.
+CollFactory openRing(Bootstrap& bs, const Options& o, const std::string& name) {
+  std::shared_ptr<Transport> transport;
+  agree(bs, name, [&] { transport = makeTransport(name, bs, o.coll.transport); });
+  // While a rank waits in the bootstrap, a closed connection names the peer that died.
+  bs.addLivenessProbe([transport] { transport->checkPeersAlive(); });
+  std::shared_ptr<DeviceStaging> staging;
+  if (o.coll.gpuStaging) {
+#if defined(FB_BUILD_CUDA_COLL)
+    agree(bs, name + " --gpu-staging", [&] { staging = cudaipc::makeCudaStaging(bs.localRank()); });
+#else
+    throw UnavailableError(name + ": --gpu-staging needs a CUDA build");
+#endif
+  }
+  return [transport, staging](const CollRequest& r) {
+    return Support{makeRingCollective(r.kind, transport, staging), ""};
+  };
+}
+
+BackendEntry tcpEntry() {
+  BackendEntry e;
+  e.name = "tcp";
+  e.help = "ring algorithms over TCP sockets (host memory)";
+  e.built = true;
+  e.probe = [](Bootstrap&, const Options& o) { return probeTransport("tcp", o.coll.transport); };
+  e.variants = oneVariant;
+  e.open = [](Bootstrap& bs, const Options& o, const std::string&) { return openRing(bs, o, "tcp"); };
+  e.addOptions = [](CLI::App& app, Options& o) {
+    app.add_option("--tcp-if", o.coll.transport.tcpInterface,
+                   "tcp: interface name or IPv4 address to bind (default: the address the node name resolves to)");
+  };
+  return e;
+}
+
+BackendEntry mpiEntry() {
+  BackendEntry e;
+  e.name = "mpi";
+  e.help = "MPI's own collectives (the reference row)";
+  e.built = true;
+  e.probe = [](Bootstrap&, const Options&) { return BackendStatus{"mpi", true, true, mpiLibraryVersion()}; };
+  e.variants = oneVariant;
+  e.open = [](Bootstrap& bs, const Options&, const std::string&) -> CollFactory {
+    agree(bs, "mpi", [&] { failHook("mpi-open", bs.rank()); });
+    return [](const CollRequest& r) { return Support{makeMpiCollective(r.kind), ""}; };
+  };
+  return e;
+}
+
+BackendEntry verbsEntry() {
+  BackendEntry e;
+  e.name = "verbs";
+  e.help = "ring algorithms over RDMA verbs (RC queue pairs, host memory)";
+#if defined(FB_BUILD_VERBS)
+  e.built = true;
+  e.probe = [](Bootstrap&, const Options& o) { return probeTransport("verbs", o.coll.transport); };
+  e.variants = oneVariant;
+  e.open = [](Bootstrap& bs, const Options& o, const std::string&) { return openRing(bs, o, "verbs"); };
+  e.fingerprint = [](FingerprintOptions& fp, const Options& o) { fp.rdmaDiscovery = verbs::discover(o.coll.transport); };
+  e.listDetails = [](const Options& o) { return "RDMA devices:\n" + verbs::describe(o.coll.transport); };
+#else
+  e.notBuilt = "not built: libibverbs-dev not found at configure time";
+#endif
+  e.addOptions = [](CLI::App& app, Options& o) {
+    app.add_option("--ib-dev", o.coll.transport.verbsDevice, "verbs: RDMA device (default: first active)");
+    app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
+    app.add_option("--gid-index", o.coll.transport.gidIndex,
+                   "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
+    // Refused with the reason wherever it is given (no GPUDirect rows): not offered in --help.
+    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)")->group("");
+  };
+  e.validate = [](Options& o) {
+    if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");
+  };
+  return e;
+}
+
+BackendEntry ncclEntry() {
+  BackendEntry e;
+  e.name = "nccl";
+  e.help = "NCCL's collectives, one row set per forced path (--path)";
+#if defined(FB_BUILD_NCCL_COLL)
+  e.built = true;
+  e.probe = [](Bootstrap&, const Options&) { return nccl::probe(); };
+  e.variants = [](Bootstrap& bs, const Options& o) {
+    std::vector<std::string> paths;
+    agree(bs, "nccl", [&] {
+      paths = o.coll.path == "auto" ? nccl::availablePaths(bs) : std::vector<std::string>{o.coll.path};
+      if (paths.empty()) throw UnavailableError("nccl: no usable path on this machine");
+    });
+    return paths;
+  };
+  e.open = [](Bootstrap& bs, const Options& o, const std::string& path) -> CollFactory {
+    CollectiveOptions co = o.coll;
+    return [&bs, co, path](const CollRequest& r) { return Support{nccl::makeCollective(r.kind, bs, co, path), ""}; };
+  };
+  e.listDetails = [](const Options&) {
+    std::string topo = nccl::topologyText();
+    return topo.empty() ? std::string() : "GPU topology:\n" + topo;
+  };
+#else
+  e.notBuilt = FB_HAVE_NCCL ? "not built: the nccl backend is absent from this source tree"
+                            : "not built: CUDA toolkit or NCCL not found at configure time";
+#endif
+  e.addOptions = [](CLI::App& app, Options& o) {
+    app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce")->capture_default_str();
+  };
+  e.validate = [](Options& o) {
+    static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce"};
+    if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
+      throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib or roce)");
+  };
+  return e;
+}
+
+BackendEntry cudaEntry() {
+  BackendEntry e;
+  e.name = "cuda";
+  e.help = "ring and one-shot algorithms over CUDA IPC peer memory (one node)";
+#if defined(FB_BUILD_CUDA_COLL)
+  e.built = true;
+  e.probe = [](Bootstrap& bs, const Options&) { return cudaipc::probe(&bs); };
+  e.variants = oneVariant;
+  e.open = [](Bootstrap& bs, const Options& o, const std::string&) -> CollFactory {
+    agree(bs, "cuda", [&] {
+      auto st = cudaipc::probe(&bs);
+      if (!st.usable) throw UnavailableError(st.reason);
+    });
+    CollectiveOptions co = o.coll;
+    return [&bs, co](const CollRequest& r) {
+      std::string why = cudaipc::whyNot(r);
+      if (!why.empty()) return Support::no(why);
+      return Support{cudaipc::makeCollective(r.kind, bs, co), ""};
+    };
+  };
+#else
+  e.notBuilt = FB_HAVE_CUDA ? "not built: the cuda backend is absent from this source tree"
+                            : "not built: CUDA toolkit not found at configure time";
+#endif
+  return e;
+}
+
+}  // namespace
+
+const std::vector<BackendEntry>& backendTable() {
+  static const std::vector<BackendEntry> table = [] {
+    std::vector<BackendEntry> t = {tcpEntry(), mpiEntry(), verbsEntry(), ncclEntry(), cudaEntry()};
+    for (auto& e : t) {
+      if (!e.built) {
+        std::string why = e.notBuilt, name = e.name;
+        e.probe = [name, why](Bootstrap&, const Options&) { return notBuiltStatus(name, why); };
+      }
+    }
+    return t;
+  }();
+  return table;
+}
+
+const BackendEntry* findBackend(std::string_view name) {
+  for (const auto& e : backendTable())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace fb

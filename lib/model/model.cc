@@ -1,0 +1,547 @@
+// Algorithms as phases, the fit (Eigen), links, projection. See model.h for the formulas.
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+namespace fb::model {
+namespace {
+
+bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+int floorLog2(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return n >= 1 ? k : 0;
+}
+int ceilLog2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Phase hop(double count, double chunk, const Shape& sh, double interScale) {
+  Phase p;
+  p.count = count;
+  p.chunk = chunk;
+  p.intra = sh.perNode > 1;
+  p.inter = sh.nodes > 1;
+  p.interScale = interScale;
+  return p;
+}
+
+}  // namespace
+
+std::string algoName(Algo a) {
+  switch (a) {
+    case Algo::kRing: return "ring";
+    case Algo::kTree: return "tree";
+    case Algo::kHier: return "hier";
+    case Algo::kRecDoubling: return "recursive-doubling";
+    case Algo::kRabenseifner: return "rabenseifner";
+    case Algo::kRecHalving: return "recursive-halving";
+    case Algo::kBruck: return "bruck";
+    case Algo::kOneShot: return "one-shot";
+    case Algo::kDirect: return "direct";
+  }
+  return "?";
+}
+
+Algo parseAlgo(const std::string& s) {
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kHier, Algo::kRecDoubling, Algo::kRabenseifner, Algo::kRecHalving,
+                 Algo::kBruck, Algo::kOneShot, Algo::kDirect})
+    if (lower(s) == algoName(a)) return a;
+  throw InputError(fmt::format("unknown algorithm '{}' (ring, tree, hier, recursive-doubling, rabenseifner, "
+                               "recursive-halving, bruck, one-shot, direct)",
+                               s));
+}
+
+std::optional<Algo> algoOfRow(const Sample& s) {
+  for (const auto& [k, v] : s.extra) {
+    if (k != "algorithm" && k != "algo" && k != "host_algo") continue;
+    std::string t = lower(v);
+    if (t.find("rabenseifner") != std::string::npos) return Algo::kRabenseifner;
+    if (t.find("bruck") != std::string::npos) return Algo::kBruck;
+    if (t.find("recursive halving") != std::string::npos || t.find("recursive-halving") != std::string::npos)
+      return Algo::kRecHalving;
+    if (t.find("recursive doubling") != std::string::npos || t.find("recursive-doubling") != std::string::npos)
+      return Algo::kRecDoubling;
+    if (t.find("one-shot") != std::string::npos || t.find("oneshot") != std::string::npos) return Algo::kOneShot;
+    if (t.find("hier") != std::string::npos) return Algo::kHier;
+    if (t.find("tree") != std::string::npos) return Algo::kTree;
+    if (t.find("ring") != std::string::npos) return Algo::kRing;
+    if (t.find("direct") != std::string::npos || t.find("pairwise") != std::string::npos) return Algo::kDirect;
+  }
+  return std::nullopt;
+}
+
+std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& sh, double S) {
+  const int n = sh.ranks();
+  const int N = sh.nodes, G = sh.perNode;
+  const double R = sh.nics();
+  if (n < 1 || N < 1 || G < 1) throw InputError("the shape needs at least 1 node and 1 rank per node");
+  std::vector<Phase> v;
+  if (n == 1) return v;  // nothing to move
+  const bool ar = coll == "allreduce", ag = coll == "allgather", rs = coll == "reducescatter",
+             p2p = coll == "p2pring";
+  if (!ar && !ag && !rs && !p2p)
+    throw InputError(fmt::format("collective '{}': the model knows allreduce, allgather, reducescatter, p2pring", coll));
+  const double ringScale = 1.0 / std::min<double>(R, G);  // R parallel rings over rails (at most one per rank)
+  auto need = [&](bool ok, const char* what) {
+    if (!ok)
+      throw InputError(fmt::format("algorithm {} does not apply to {} on {} node(s) x {} rank(s): {}", algoName(algo),
+                                   coll, N, G, what));
+  };
+  switch (algo) {
+    case Algo::kRing:
+      if (p2p) v.push_back(hop(1, S, sh, ringScale));
+      else v.push_back(hop((ar ? 2.0 : 1.0) * (n - 1), S / n, sh, ringScale));
+      v.back().interShare = p2p ? 1.0 : static_cast<double>(N - 1) / (n - 1);
+      break;
+    case Algo::kDirect:
+      need(p2p, "direct is the P2P exchange");
+      v.push_back(hop(1, S, sh, 1));
+      break;
+    case Algo::kTree: {
+      need(ar, "trees are for AllReduce");
+      // chain inside the node, double binary tree between nodes; algbw = busbw x 0.5
+      double steps = 2.0 * ((G - 1) + ceilLog2(N));
+      Phase p = hop(steps, 0, sh, 1.0 / std::min<double>(R, 1.0 * G));
+      // bytes: 2 S over the slowest link in total, spread as a per-hop chunk
+      p.chunk = steps > 0 ? 2.0 * S / steps : 0;
+      p.interShare = steps > 0 ? 2.0 * ceilLog2(N) / steps : 0;
+      v.push_back(p);
+      break;
+    }
+    case Algo::kHier: {
+      need(N > 1 && G > 1, "hierarchical needs more than one node and more than one rank per node");
+      Phase intra;
+      intra.intra = true;
+      intra.count = G - 1;
+      intra.chunk = S / G;
+      Phase inter;
+      inter.inter = true;
+      inter.chunk = S / (static_cast<double>(G) * N);
+      inter.interScale = G / R;  // G rails share R NICs
+      inter.count = (ar ? 2.0 : 1.0) * (N - 1);
+      if (p2p) {
+        v.push_back(hop(1, S, sh, ringScale));
+        break;
+      }
+      if (ar) {
+        v.push_back(intra);  // ReduceScatter inside the node
+        v.push_back(inter);  // AllReduce per rail
+        v.push_back(intra);  // AllGather inside the node
+      } else {
+        v.push_back(inter);
+        v.push_back(intra);
+      }
+      break;
+    }
+    case Algo::kRecDoubling: {
+      need(ar || ag, "recursive doubling is for AllReduce and AllGather");
+      int k = floorLog2(n);
+      if (ar) {
+        v.push_back(hop(k, S, sh, 1));
+        if (!isPow2(n)) v.push_back(hop(2, S, sh, 1));
+      } else {
+        need(isPow2(n), "recursive-doubling AllGather needs a power-of-two rank count (Bruck otherwise)");
+        for (int r = 0; r < k; ++r) v.push_back(hop(1, S * (1 << r) / n, sh, 1));
+      }
+      break;
+    }
+    case Algo::kRabenseifner: {
+      need(ar, "Rabenseifner is an AllReduce");
+      int k = floorLog2(n);
+      int p2 = 1 << k;
+      for (int twice = 0; twice < 2; ++twice)
+        for (int r = 1; r <= k; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
+      if (p2 != n) v.push_back(hop(2, S, sh, 1));
+      break;
+    }
+    case Algo::kRecHalving: {
+      need(rs, "recursive halving is a ReduceScatter");
+      int k = floorLog2(n);
+      int p2 = 1 << k;
+      if (p2 != n) v.push_back(hop(1, S, sh, 1));
+      for (int r = 1; r <= k; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
+      if (p2 != n) v.push_back(hop(1, S / n, sh, 1));
+      break;
+    }
+    case Algo::kBruck: {
+      need(ag, "Bruck is an AllGather");
+      int k = ceilLog2(n);
+      for (int r = 0; r < k; ++r) {
+        int blocks = std::min(1 << r, n - (1 << r));
+        v.push_back(hop(1, S * blocks / n, sh, 1));
+      }
+      break;
+    }
+    case Algo::kOneShot:
+      need(ar, "one-shot is an AllReduce");
+      v.push_back(hop(1, (n - 1) * S, sh, 1));
+      break;
+  }
+  return v;
+}
+
+std::vector<Algo> candidateAlgos(const std::string& coll, const Shape& sh) {
+  std::vector<Algo> c{Algo::kRing};
+  if (coll == "allreduce") c.push_back(Algo::kTree);
+  if (coll != "p2pring" && sh.nodes > 1 && sh.perNode > 1) c.push_back(Algo::kHier);
+  return c;
+}
+
+StepsBytes linearCost(const std::vector<Phase>& ph, LinkClass cls) {
+  StepsBytes r;
+  for (auto& p : ph) {
+    r.steps += p.count;
+    double scale = (cls == LinkClass::kInter && p.inter) ? p.interScale : 1.0;
+    r.bytes += p.count * p.chunk * scale;
+  }
+  return r;
+}
+
+// ---- fit -------------------------------------------------------------------------------------
+
+namespace {
+// The segment whose measured size range holds `bytes`, else the nearest one on a log scale (a size
+// between two segments' measured sizes, such as 1048572 B on 3 ranks next to a segment from 1 MiB,
+// belongs to the closer one; beyond the ends, the first or last).
+const Segment& nearestSegment(const std::vector<Segment>& segs, double bytes) {
+  const Segment* best = &segs.front();
+  double bestD = std::numeric_limits<double>::infinity();
+  for (auto& s : segs) {
+    double lo = std::max<double>(1, static_cast<double>(s.lo)), hi = std::max<double>(lo, static_cast<double>(s.hi));
+    double b = std::max(1.0, bytes);
+    double d = b < lo ? std::log(lo / b) : (b > hi ? std::log(b / hi) : 0);
+    if (d <= bestD) {
+      bestD = d;
+      best = &s;
+    }
+  }
+  return *best;
+}
+}  // namespace
+
+const Segment& HopFit::segmentFor(double bytes) const { return nearestSegment(segs, bytes); }
+const Segment& Link::segmentFor(double bytes) const { return nearestSegment(segs, bytes); }
+
+namespace {
+
+struct Pt {
+  std::size_t bytes;
+  double t;
+  double steps, bytesOnHop;
+  std::string algo;
+};
+
+// Weighted LS on relative error: minimise sum rho((steps a + bytes b - t) / t) with a, b >= 0, rho =
+// Huber's loss (k = 1.345 robust scales), solved by iteratively reweighted least squares (Eigen QR):
+// one disturbed size (a CPU-starved batch on a shared machine, a size half inside a shaper's burst)
+// pulls the line less than with plain squares. rss = the Huber loss of the final residuals.
+struct SegFit {
+  double a = 0, b = 0, rss = 0;
+  bool ok = false;
+};
+double huber(double r, double c) { return std::fabs(r) <= c ? 0.5 * r * r : c * (std::fabs(r) - 0.5 * c); }
+SegFit solveSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i1) {
+  const Eigen::Index m = static_cast<Eigen::Index>(i1 - i0);
+  Eigen::MatrixXd A(m, 2);
+  Eigen::VectorXd y = Eigen::VectorXd::Ones(m);
+  for (Eigen::Index r = 0; r < m; ++r) {
+    const auto& q = p[i0 + r];
+    A(r, 0) = q.steps / q.t;
+    A(r, 1) = q.bytesOnHop / q.t;
+  }
+  Eigen::VectorXd w = Eigen::VectorXd::Ones(m);
+  SegFit f;
+  const double c = 1.345 * 0.02;  // residual scale floor: 2 % (timer/scheduling noise of one batch)
+  double scale = c;
+  for (int iter = 0; iter < 20; ++iter) {
+    Eigen::MatrixXd Aw = w.asDiagonal() * A;
+    Eigen::VectorXd yw = w.asDiagonal() * y;
+    Eigen::Vector2d x = Aw.colPivHouseholderQr().solve(yw);
+    double a = x(0), b = x(1);
+    if (!(a >= 0) || !(b > 0)) {
+      // Constrained: one of the two terms at zero; keep the better of the two one-term fits.
+      double bestRss = std::numeric_limits<double>::infinity();
+      for (int col = 0; col < 2; ++col) {
+        Eigen::VectorXd cc = Aw.col(col);
+        double den = cc.squaredNorm();
+        if (den <= 0) continue;
+        double v = cc.dot(yw) / den;
+        if (v <= 0) continue;
+        double rss = (cc * v - yw).squaredNorm();
+        if (rss < bestRss) {
+          bestRss = rss;
+          a = col == 0 ? v : 0;
+          b = col == 1 ? v : 0;
+        }
+      }
+      if (!std::isfinite(bestRss)) return f;
+    }
+    f.a = a;
+    f.b = b;
+    Eigen::VectorXd r = A * Eigen::Vector2d(a, b) - y;
+    // robust scale: 1.4826 x median |residual|, at least the floor
+    std::vector<double> ar(m);
+    for (Eigen::Index i = 0; i < m; ++i) ar[i] = std::fabs(r(i));
+    std::nth_element(ar.begin(), ar.begin() + m / 2, ar.end());
+    scale = std::max(c, 1.345 * 1.4826 * ar[m / 2]);
+    Eigen::VectorXd nw(m);
+    for (Eigen::Index i = 0; i < m; ++i) nw(i) = std::fabs(r(i)) <= scale ? 1.0 : std::sqrt(scale / std::fabs(r(i)));
+    if ((nw - w).cwiseAbs().maxCoeff() < 1e-6) break;
+    w = nw;
+  }
+  Eigen::VectorXd r = A * Eigen::Vector2d(f.a, f.b) - y;
+  f.rss = 0;
+  for (Eigen::Index i = 0; i < m; ++i) f.rss += huber(r(i), c);
+  f.ok = std::isfinite(f.rss);
+  return f;
+}
+
+}  // namespace
+
+HopFit fitSeries(const Series& s, const FitOptions& opt) {
+  HopFit out;
+  if (s.nNodes > 1 && s.nRanks != s.nNodes) {
+    out.why = fmt::format("{} ranks on {} nodes mixes intra- and inter-node hops: fit a single-node run (intra) or "
+                          "a one-rank-per-node run (inter)",
+                          s.nRanks, s.nNodes);
+    return out;
+  }
+  if (s.nRanks < 2) {
+    out.why = "one rank: nothing crosses a link";
+    return out;
+  }
+  Shape sh;
+  sh.nodes = s.nNodes > 1 ? s.nNodes : 1;
+  sh.perNode = s.nNodes > 1 ? 1 : s.nRanks;
+  const LinkClass cls = s.nNodes > 1 ? LinkClass::kInter : LinkClass::kIntra;
+  std::vector<Pt> pts;
+  int wrongRows = 0;
+  for (const auto& r : s.rows) {
+    if (r.wrong > 0) {
+      ++wrongRows;
+      continue;
+    }
+    if (r.bytes == 0 || !(r.timeUs > 0)) continue;
+    Algo a = opt.forceAlgo ? *opt.forceAlgo : algoOfRow(r).value_or(s.coll == "p2pring" ? Algo::kRing : Algo::kRing);
+    std::vector<Phase> ph;
+    try {
+      ph = phases(s.coll, a, sh, static_cast<double>(r.bytes));
+    } catch (const InputError& e) {
+      out.why = e.what();
+      return out;
+    }
+    auto lc = linearCost(ph, cls);
+    pts.push_back({r.bytes, r.timeUs, lc.steps, lc.bytes, algoName(a)});
+  }
+  std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.bytes < b.bytes; });
+  if (static_cast<int>(pts.size()) < opt.minPoints) {
+    out.why = fmt::format("too short to fit: {} usable sizes (need {}){}", pts.size(), opt.minPoints,
+                          wrongRows ? fmt::format(", {} rows with wrong data left out", wrongRows) : "");
+    return out;
+  }
+  const std::size_t m = pts.size();
+  const int mps = opt.minPointsPerSegment;
+  // Try every split into 1..maxSegments contiguous segments; keep the lowest BIC.
+  struct Best {
+    double bic = std::numeric_limits<double>::infinity();
+    std::vector<std::size_t> cuts;  // segment starts, plus m
+    std::vector<SegFit> fits;
+  } best;
+  std::vector<std::vector<SegFit>> cache(m + 1, std::vector<SegFit>(m + 1));
+  std::vector<std::vector<bool>> done(m + 1, std::vector<bool>(m + 1, false));
+  auto seg = [&](std::size_t a, std::size_t b) -> const SegFit& {
+    if (!done[a][b]) {
+      cache[a][b] = solveSegment(pts, a, b);
+      done[a][b] = true;
+    }
+    return cache[a][b];
+  };
+  auto consider = [&](const std::vector<std::size_t>& cuts) {
+    double rss = 0;
+    std::vector<SegFit> fits;
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const auto& f = seg(cuts[k], cuts[k + 1]);
+      if (!f.ok) return;
+      rss += f.rss;
+      fits.push_back(f);
+    }
+    int k = static_cast<int>(cuts.size()) - 1;
+    double params = 2.0 * k + (k - 1);
+    double bic = m * std::log(std::max(2 * rss / m, 1e-12)) + params * std::log(static_cast<double>(m));
+    if (bic < best.bic - 1e-9) best = {bic, cuts, fits};
+  };
+  consider({0, m});
+  if (opt.maxSegments >= 2)
+    for (std::size_t c1 = mps; c1 + mps <= m; ++c1) {
+      consider({0, c1, m});
+      if (opt.maxSegments >= 3)
+        for (std::size_t c2 = c1 + mps; c2 + mps <= m; ++c2) consider({0, c1, c2, m});
+    }
+  if (best.fits.empty()) {
+    out.why = "no fit with positive latency and bandwidth terms";
+    return out;
+  }
+  for (std::size_t k = 0; k + 1 < best.cuts.size(); ++k) {
+    Segment sg;
+    sg.lo = pts[best.cuts[k]].bytes;
+    sg.hi = pts[best.cuts[k + 1] - 1].bytes;
+    sg.alphaUs = best.fits[k].a;
+    sg.betaUsPerByte = best.fits[k].b;
+    sg.points = static_cast<int>(best.cuts[k + 1] - best.cuts[k]);
+    out.segs.push_back(sg);
+  }
+  std::vector<double> errs;
+  for (std::size_t i = 0; i < m; ++i) {
+    int k = 0;
+    while (k + 1 < static_cast<int>(out.segs.size()) && i >= best.cuts[k + 1]) ++k;
+    const auto& sg = out.segs[k];
+    FitPoint fp;
+    fp.bytes = pts[i].bytes;
+    fp.measuredUs = pts[i].t;
+    fp.fittedUs = pts[i].steps * sg.alphaUs + pts[i].bytesOnHop * sg.betaUsPerByte;
+    fp.errPct = (fp.fittedUs - fp.measuredUs) / fp.measuredUs * 100;
+    fp.segment = k;
+    fp.algo = pts[i].algo;
+    errs.push_back(std::fabs(fp.errPct));
+    out.points.push_back(fp);
+  }
+  out.medianAbsErrPct = median(errs);
+  out.maxAbsErrPct = *std::max_element(errs.begin(), errs.end());
+  // Knee: size where the last segment's latency and bandwidth terms are equal (bisection in log size).
+  {
+    const auto& sg = out.segs.back();
+    Algo a = opt.forceAlgo ? *opt.forceAlgo : Algo::kRing;
+    auto diff = [&](double S) {
+      auto lc = linearCost(phases(s.coll, a, sh, S), cls);
+      return lc.steps * sg.alphaUs - lc.bytes * sg.betaUsPerByte;
+    };
+    if (sg.alphaUs <= 0) {
+      out.kneeBytes = 0;
+    } else if (sg.betaUsPerByte <= 0) {
+      out.kneeBytes = std::numeric_limits<double>::infinity();
+    } else {
+      double lo = 1, hi = 1e15;
+      for (int it = 0; it < 200; ++it) {
+        double mid = std::sqrt(lo * hi);
+        (diff(mid) > 0 ? lo : hi) = mid;
+      }
+      out.kneeBytes = lo;
+    }
+  }
+  out.usable = out.medianAbsErrPct <= opt.maxMedianErrPct;
+  if (!out.usable)
+    out.why = fmt::format("too noisy to fit: median |error| {:.1f}% > {:.0f}%", out.medianAbsErrPct,
+                          opt.maxMedianErrPct);
+  return out;
+}
+
+// ---- links -----------------------------------------------------------------------------------
+
+Link linkFromFit(const HopFit& f, const std::string& source) {
+  if (!f.usable) throw InputError(fmt::format("{}: not usable for a projection: {}", source, f.why));
+  Link l;
+  l.source = "measured: " + source;
+  l.measured = true;
+  l.segs = f.segs;
+  if (!f.why.empty()) l.notes = f.why;
+  return l;
+}
+
+Link linkFromSpec(const Spec& s, double eff, double lat) {
+  Link l;
+  double e = eff >= 0 ? eff : s.efficiency;
+  double a = lat >= 0 ? lat : s.latencyUs;
+  if (!(e > 0 && e <= 1)) throw InputError(fmt::format("spec {}: efficiency {} must be in (0, 1]", s.name, e));
+  if (!(a >= 0)) throw InputError(fmt::format("spec {}: latency {} us must be >= 0", s.name, a));
+  l.source = fmt::format("spec: {} ({}, {:.2f} GB/s x efficiency {:.2f}{}, {:.1f} us per hop{})", s.name, s.rateText,
+                         s.lineGbps, e, eff >= 0 ? " (given)" : " (default)", a, lat >= 0 ? " (given)" : " (default)");
+  l.measured = false;
+  Segment sg;
+  sg.lo = 0;
+  sg.hi = std::numeric_limits<std::size_t>::max();
+  sg.alphaUs = a;
+  sg.betaUsPerByte = 1e-3 / (s.lineGbps * e);
+  l.segs.push_back(sg);
+  if (eff < 0 || lat < 0)
+    l.notes = fmt::format("{} defaults ({}): replace with a measurement", s.name, s.defaultsSource);
+  return l;
+}
+
+// ---- projection ------------------------------------------------------------------------------
+
+double busbwFactor(const std::string& coll, int n) {
+  if (n <= 1) return coll == "p2pring" ? 1 : 0;
+  if (coll == "allreduce") return 2.0 * (n - 1) / n;
+  if (coll == "allgather" || coll == "reducescatter") return static_cast<double>(n - 1) / n;
+  return 1;
+}
+
+double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, const Inputs& in) {
+  auto ph = phases(coll, algo, sh, S);
+  double t = 0;
+  for (auto& p : ph) {
+    const Segment* si = nullptr;
+    const Segment* se = nullptr;
+    if (p.intra && !(in.intraFree && !in.intra)) {
+      if (!in.intra) throw InputError(fmt::format("{} ranks per node need an intra-node link (--intra)", sh.perNode));
+      si = &in.intra->segmentFor(S);
+    }
+    if (p.inter) {
+      if (!in.inter) throw InputError(fmt::format("{} nodes need an inter-node link (--inter)", sh.nodes));
+      se = &in.inter->segmentFor(S);
+    }
+    if (si && se && in.pipelined) {
+      double lat = (1 - p.interShare) * si->alphaUs + p.interShare * se->alphaUs;
+      double bwt = std::max(p.chunk * si->betaUsPerByte, p.chunk * p.interScale * se->betaUsPerByte);
+      t += p.count * (lat + bwt);
+      continue;
+    }
+    double step = 0;
+    if (si) step = std::max(step, si->alphaUs + p.chunk * si->betaUsPerByte);
+    if (se) step = std::max(step, se->alphaUs + p.chunk * p.interScale * se->betaUsPerByte);
+    t += p.count * step;
+  }
+  return t;
+}
+
+Projection project(const std::string& coll, const Shape& sh, double S, const Inputs& in, std::optional<Algo> force) {
+  if (sh.nodes < 1) throw InputError("N = 0 nodes: a projection needs at least 1 node");
+  if (sh.perNode < 1) throw InputError("G = 0 ranks per node: a projection needs at least 1");
+  if (!(S > 0)) throw InputError("size must be > 0 bytes");
+  Projection pr;
+  pr.coll = coll;
+  pr.shape = sh;
+  pr.bytes = S;
+  std::vector<Algo> cands = force ? std::vector<Algo>{*force} : candidateAlgos(coll, sh);
+  double best = std::numeric_limits<double>::infinity();
+  for (Algo a : cands) {
+    double t = timeOf(coll, a, sh, S, in);
+    pr.candidates.push_back({a, t});
+    if (t < best) {
+      best = t;
+      pr.algo = a;
+    }
+  }
+  pr.timeUs = best;
+  pr.algbwGBps = best > 0 ? S / (best * 1e3) : 0;
+  pr.busbwGBps = pr.algbwGBps * busbwFactor(coll, sh.ranks());
+  std::string inputs;
+  if (sh.perNode > 1 && in.intra) inputs += "intra: " + in.intra->source;
+  if (sh.nodes > 1 && in.inter) inputs += std::string(inputs.empty() ? "" : "; ") + "inter: " + in.inter->source;
+  pr.inputs = inputs;
+  return pr;
+}
+
+}  // namespace fb::model

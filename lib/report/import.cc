@@ -1,0 +1,425 @@
+#include "report/import.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "report/result_sink.h"
+
+namespace fb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  std::string t;
+  while (in >> t) w.push_back(t);
+  return w;
+}
+
+bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+bool toDouble(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(v);
+}
+bool toSize(const std::string& s, std::size_t& v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+bool isNumberStart(const std::string& l) {
+  auto t = trim(l);
+  return !t.empty() && t[0] >= '0' && t[0] <= '9';
+}
+
+std::string collFromBinary(const std::string& bin) {
+  static const std::map<std::string, std::string> m = {
+      {"all_reduce_perf", "allreduce"},     {"all_gather_perf", "allgather"},
+      {"reduce_scatter_perf", "reducescatter"}, {"sendrecv_perf", "p2pring"},
+      {"alltoall_perf", "alltoall"},        {"broadcast_perf", "broadcast"},
+      {"reduce_perf", "reduce"},            {"gather_perf", "gather"},
+      {"scatter_perf", "scatter"},          {"hypercube_perf", "hypercube"}};
+  auto it = m.find(bin);
+  return it == m.end() ? "" : it->second;
+}
+
+std::string dtypeName(const std::string& t) {
+  static const std::map<std::string, std::string> m = {
+      {"float", "float32"}, {"half", "float16"},  {"double", "float64"}, {"bfloat16", "bfloat16"},
+      {"int8", "int8"},     {"uint8", "uint8"},   {"int32", "int32"},    {"uint32", "uint32"},
+      {"int64", "int64"},   {"uint64", "uint64"}, {"f8e4m3", "fp8e4m3"}, {"f8e5m2", "fp8e5m2"}};
+  auto it = m.find(t);
+  return it == m.end() ? t : it->second;
+}
+
+// "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB"; "via SHM/direct/direct" -> "SHM".
+std::string transportOf(const std::string& line) {
+  auto p = line.find(" via ");
+  if (p == std::string::npos) return "";
+  std::string t = words(line.substr(p + 5)).empty() ? "" : words(line.substr(p + 5))[0];
+  auto parts = [&] {
+    std::vector<std::string> v;
+    std::string cur;
+    for (char c : t) {
+      if (c == '/') {
+        v.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    v.push_back(cur);
+    return v;
+  }();
+  if (parts.empty() || parts[0].empty()) return "";
+  if (parts[0] == "SHM") return "SHM";
+  if (parts.size() >= 2) return parts[0] + "/" + parts[1];
+  return parts[0];
+}
+
+}  // namespace
+
+InputKind sniffInput(const std::string& text) {
+  if (startsWith(text, "size_bytes,count,")) return InputKind::kTableCsv;
+  if (text.find("# nccl-tests version") != std::string::npos ||
+      text.find("# Collective test starting:") != std::string::npos ||
+      (text.find("out-of-place") != std::string::npos && text.find("#wrong") != std::string::npos))
+    return InputKind::kNcclTests;
+  if (text.find("#bytes") != std::string::npos &&
+      (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||
+       text.find("t_typical") != std::string::npos))
+    return InputKind::kPerftest;
+  return InputKind::kUnknown;
+}
+
+std::vector<Sample> parseNcclTests(const std::string& text, const std::string& source) {
+  auto ls = lines(text);
+  std::string version, ncclVersion, coll, binary;
+  std::vector<std::string> transports;
+  std::set<std::string> hosts;
+  std::set<int> ranks;
+  std::string graphType;
+  int nThread = 0, nGpus = 0;
+  struct Pending {
+    std::vector<std::string> w;
+    std::size_t line;
+    std::string coll, binary;
+  };
+  std::vector<Pending> rows;
+  bool headerSeen = false;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
+    if (startsWith(l, "# nccl-tests version")) {
+      auto w = words(l);
+      if (w.size() >= 4) version = w[3];
+    } else if (startsWith(l, "# Collective test starting:")) {
+      binary = trim(l.substr(std::string("# Collective test starting:").size()));
+      coll = collFromBinary(binary);
+      if (coll.empty())
+        throw InputError(fmt::format("{}: line {}: unknown nccl-tests binary '{}'", source, i + 1, binary));
+    } else if (startsWith(l, "# nThread")) {
+      auto w = words(l);
+      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
+        if (w[k] == "nThread") nThread = std::atoi(w[k + 1].c_str());
+        if (w[k] == "nGpus") nGpus = std::atoi(w[k + 1].c_str());
+      }
+    } else if (startsWith(l, "#  Rank") || startsWith(l, "#   Rank")) {
+      // "#  Rank  0 Group  0 Pid    635 on         vm device  0 [0000:00:06] NVIDIA H200"
+      auto w = words(l);
+      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
+        if (w[k] == "Rank") ranks.insert(std::atoi(w[k + 1].c_str()));
+        if (w[k] == "on") hosts.insert(w[k + 1]);
+      }
+    } else if (l.find("#wrong") != std::string::npos && startsWith(l, "#")) {
+      headerSeen = true;
+    } else if (l.find("NCCL INFO") != std::string::npos) {
+      auto p = l.find("NCCL version ");
+      if (p != std::string::npos && ncclVersion.empty()) {
+        auto w = words(l.substr(p + 13));
+        if (!w.empty()) ncclVersion = w[0];
+      }
+      auto t = transportOf(l);
+      if (!t.empty() && std::find(transports.begin(), transports.end(), t) == transports.end())
+        transports.push_back(t);
+      auto q = l.find(", type ");
+      if (q != std::string::npos && graphType.empty()) {
+        auto w = words(l.substr(q + 7));
+        if (!w.empty()) graphType = w[0];
+        if (!graphType.empty() && graphType.back() == ',') graphType.pop_back();
+      }
+    } else if (isNumberStart(l) && !startsWith(trim(l), "#")) {
+      if (!headerSeen)
+        throw InputError(fmt::format("{}: line {}: a data row before the nccl-tests column header", source, i + 1));
+      if (coll.empty())
+        throw InputError(fmt::format("{}: line {}: a data row before '# Collective test starting:'", source, i + 1));
+      rows.push_back({words(l), i + 1, coll, binary});
+    }
+  }
+  if (rows.empty()) throw InputError(fmt::format("{}: no nccl-tests result rows found", source));
+  int nRanks = ranks.empty() ? (nThread > 0 && nGpus > 0 ? nThread * nGpus : 0) : static_cast<int>(ranks.size());
+  if (nRanks <= 0) throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown", source));
+  int nNodes = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+  std::string path;
+  for (auto& t : transports) path += (path.empty() ? "" : "+") + t;
+  if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
+  if (!graphType.empty()) path += " " + graphType;
+
+  std::vector<Sample> out;
+  for (auto& pr : rows) {
+    const auto& w = pr.w;
+    // size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+    if (w.size() != 13)
+      throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
+                                   "busbw #wrong out-of-place and in-place), got {}",
+                                   source, pr.line, w.size()));
+    std::size_t bytes = 0, count = 0;
+    if (!toSize(w[0], bytes) || !toSize(w[1], count))
+      throw InputError(fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
+    for (int place = 0; place < 2; ++place) {
+      std::size_t b = 5 + place * 4;
+      double t = 0, alg = 0, bus = 0;
+      if (!toDouble(w[b], t) || !toDouble(w[b + 1], alg) || !toDouble(w[b + 2], bus) || t <= 0)
+        throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers", source,
+                                     pr.line, w[b], w[b + 1], w[b + 2]));
+      Sample s;
+      s.coll = pr.coll;
+      s.impl = "nccl-tests";
+      s.path = path;
+      s.dtype = dtypeName(w[2]);
+      s.inPlace = place == 1;
+      s.bytes = bytes;
+      s.count = count;
+      s.nRanks = nRanks;
+      s.nNodes = nNodes;
+      s.timeUs = t;
+      s.timer = "host";     // nccl-tests: host clock around the launched batch
+      s.rankTime = "avg";   // nccl-tests averages over ranks by default (-a 1)
+      // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
+      s.algBwGBps = static_cast<double>(bytes) / (t * 1e3);
+      s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
+      if (alg <= 0) {
+        double f = 1;
+        int n = nRanks;
+        if (pr.coll == "allreduce") f = 2.0 * (n - 1) / n;
+        else if (pr.coll == "allgather" || pr.coll == "reducescatter" || pr.coll == "alltoall") f = double(n - 1) / n;
+        s.busBwGBps = s.algBwGBps * f;
+      }
+      std::size_t wrong = 0;
+      s.wrong = w[b + 3] == "N/A" ? -1 : (toSize(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
+      if (s.wrong == -2)
+        throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
+      s.extra = {{"tool", "nccl-tests" + (version.empty() ? std::string() : " " + version)},
+                 {"binary", pr.binary},
+                 {"source", source}};
+      if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
+      if (!transports.empty()) s.extra.push_back({"transports", path});
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+std::vector<Sample> parsePerftest(const std::string& text, const std::string& source) {
+  auto ls = lines(text);
+  std::string test, device, linkType, transportType;
+  std::vector<std::string> header;
+  std::vector<Sample> out;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
+    auto t = trim(l);
+    if (t.find(" BW Test") != std::string::npos || t.find(" Latency Test") != std::string::npos) {
+      test = t;
+    } else if (t.find("Device") != std::string::npos && t.find(':') != std::string::npos) {
+      // " Dual-port       : OFF		Device         : rxe0"
+      auto p = t.find("Device");
+      auto c = t.find(':', p);
+      auto w = words(t.substr(c + 1));
+      if (!w.empty()) device = w[0];
+    }
+    if (startsWith(t, "Link type")) {
+      auto w = words(t.substr(t.find(':') + 1));
+      if (!w.empty()) linkType = w[0];
+    }
+    if (startsWith(t, "#bytes")) {
+      // Column names may contain spaces ("99% percentile[usec]"): split on runs of 2+ spaces or tabs.
+      header.clear();
+      std::string cur;
+      int spaces = 0;
+      for (char c : t) {
+        if (c == ' ' || c == '\t') {
+          spaces += c == '\t' ? 2 : 1;
+          continue;
+        }
+        if (spaces >= 2 || (spaces == 1 && !cur.empty() && (cur.back() == ']' || cur.front() == '#'))) {
+          header.push_back(cur);
+          cur.clear();
+        } else if (spaces == 1) {
+          cur += ' ';
+        }
+        spaces = 0;
+        cur += c;
+      }
+      if (!cur.empty()) header.push_back(cur);
+      continue;
+    }
+    if (!header.empty() && isNumberStart(l)) {
+      auto w = words(l);
+      auto col = [&](const std::string& prefix) -> int {
+        for (std::size_t k = 0; k < header.size(); ++k)
+          if (startsWith(header[k], prefix)) return static_cast<int>(k);
+        return -1;
+      };
+      if (w.size() < header.size())
+        throw InputError(fmt::format("{}: line {}: {} columns, the header has {}", source, i + 1, w.size(),
+                                     header.size()));
+      std::size_t bytes = 0;
+      if (!toSize(w[0], bytes) || bytes == 0)
+        throw InputError(fmt::format("{}: line {}: #bytes '{}' is not a positive whole number", source, i + 1, w[0]));
+      Sample s;
+      s.impl = "perftest";
+      s.timer = "host";
+      s.rankTime = "rank0";  // one client reports
+      s.dtype = "bytes";
+      s.bytes = bytes;
+      s.count = bytes;
+      s.nRanks = 2;
+      s.nNodes = 2;
+      std::size_t iters = 0;
+      int ci = col("#iterations");
+      if (ci >= 0 && toSize(w[ci], iters)) s.iters = static_cast<int>(iters);
+      int bwc = col("BW average");
+      int tc = col("t_avg");
+      if (tc < 0) tc = col("t_typical");
+      if (bwc >= 0) {
+        double mbs = 0;
+        if (!toDouble(w[bwc], mbs) || mbs <= 0)
+          throw InputError(fmt::format("{}: line {}: BW average '{}' is not a positive number (a failed clock "
+                                       "calibration prints inf/nan)",
+                                       source, i + 1, w[bwc]));
+        s.coll = "write_bw";
+        s.busBwGBps = s.algBwGBps = mbs * 1048576.0 / 1e9;  // perftest MB/sec: 2^20 bytes per second
+        s.timeUs = static_cast<double>(bytes) / (s.algBwGBps * 1e3);
+      } else if (tc >= 0) {
+        double us = 0;
+        if (!toDouble(w[tc], us) || us <= 0)
+          throw InputError(fmt::format("{}: line {}: latency '{}' is not a positive number", source, i + 1, w[tc]));
+        s.coll = "write_lat";
+        s.timeUs = us;
+        s.algBwGBps = s.busBwGBps = static_cast<double>(bytes) / (us * 1e3);
+      } else {
+        throw InputError(fmt::format("{}: line {}: the header has neither 'BW average' nor 't_avg'/'t_typical'",
+                                     source, i + 1));
+      }
+      s.path = "perftest " + std::string(s.coll == "write_bw" ? "ib_write_bw" : "ib_write_lat") +
+               (device.empty() ? "" : " " + device) + (linkType.empty() ? "" : " " + linkType);
+      s.extra = {{"tool", "perftest"}, {"test", test}, {"source", source}};
+      if (!device.empty()) s.extra.push_back({"device", device});
+      if (!linkType.empty()) s.extra.push_back({"link_type", linkType});
+      s.extra.push_back({"note", "one pair of processes; busbw = perftest's BW average (not a collective)"});
+      out.push_back(std::move(s));
+    }
+  }
+  if (out.empty()) throw InputError(fmt::format("{}: no perftest result rows found", source));
+  return out;
+}
+
+RunData loadRunAny(const std::string& arg) {
+  fs::path p(arg);
+  std::error_code ec;
+  RunData r;
+  fs::path csv, json;
+  if (fs::is_directory(p, ec)) {
+    csv = p / "table.csv";
+    json = p / "run.json";
+    r.dir = p.string();
+  } else if (fs::is_regular_file(p, ec)) {
+    r.dir = p.parent_path().string();
+    if (r.dir.empty()) r.dir = ".";
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    auto kind = sniffInput(text);
+    if (kind == InputKind::kNcclTests || kind == InputKind::kPerftest) {
+      r.rows = kind == InputKind::kNcclTests ? parseNcclTests(text, arg) : parsePerftest(text, arg);
+      r.label = p.stem().string();
+      std::string tool = kind == InputKind::kNcclTests ? "nccl-tests" : "perftest";
+      for (auto& [k, v] : r.rows.front().extra)
+        if (k == "tool") tool = v;
+      r.runJson = {{"run_id", r.label},
+                   {"command_line", fmt::format("({} output imported from {})", tool, arg)},
+                   {"imported_from", arg},
+                   {"tool", tool},
+                   {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
+      return r;
+    }
+    if (kind != InputKind::kTableCsv)
+      throw InputError(fmt::format("'{}' is not a run folder, a fabricbench table.csv, nccl-tests output or perftest "
+                                   "output",
+                                   arg));
+    csv = p;
+    json = p.parent_path() / "run.json";
+  } else {
+    throw InputError(fmt::format("'{}' is neither a run folder nor a file", arg));
+  }
+  if (!fs::exists(csv)) throw InputError(fmt::format("'{}' has no table.csv", arg));
+  try {
+    r.rows = readCsv(csv.string());
+  } catch (const Error& e) {
+    throw InputError(e.what());
+  }
+  if (fs::exists(json)) {
+    std::ifstream in(json);
+    try {
+      r.runJson = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "fabricbench: warning: %s is not valid JSON (%s); using table.csv only\n", json.c_str(),
+                   e.what());
+    }
+  } else {
+    std::fprintf(stderr, "fabricbench: warning: %s missing; no fingerprint for this run\n", json.c_str());
+  }
+  if (r.runJson.is_object() && r.runJson.contains("run_id") && r.runJson["run_id"].is_string() &&
+      !r.runJson["run_id"].get<std::string>().empty())
+    r.label = r.runJson["run_id"].get<std::string>();
+  else
+    r.label = fs::path(r.dir).filename().string();
+  if (r.label.empty() || r.label == ".") r.label = fs::absolute(r.dir).filename().string();
+  return r;
+}
+
+}  // namespace fb

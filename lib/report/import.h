@@ -1,0 +1,42 @@
+// Other tools' output as series beside our own runs: nccl-tests logs (all_reduce_perf,
+// all_gather_perf, reduce_scatter_perf, sendrecv_perf; out-of-place and in-place columns) and
+// perftest output (ib_write_bw, ib_write_lat). Rows keep the tool's own numbers; the impl names
+// the tool ("nccl-tests", "perftest") and extras say which version, transports and devices.
+// Used by fabricbench-report and fabricbench-model; both take a run folder, a table.csv or a log.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/sample.h"
+#include "report/summary.h"
+
+namespace fb {
+
+// Bad input file (missing, malformed, not a format we read): the tools print one line, exit 2.
+class InputError : public ConfigError {
+  using ConfigError::ConfigError;
+};
+
+enum class InputKind { kRunFolder, kTableCsv, kNcclTests, kPerftest, kUnknown };
+
+// What a file holds, from its first lines (no full parse).
+InputKind sniffInput(const std::string& text);
+
+// nccl-tests stdout (with or without NCCL_DEBUG=INFO lines). nRanks = the "Rank" lines, nNodes =
+// distinct host names among them; path = the transports NCCL's INFO lines name ("P2P/CUMEM", "SHM",
+// "NET/Socket"), else "transport not logged". Throws InputError on a malformed row, no rows, or a
+// log that is not nccl-tests output. `source` names the file in messages.
+std::vector<Sample> parseNcclTests(const std::string& text, const std::string& source);
+
+// perftest client or server output of ib_write_bw (coll "write_bw": busbw = BW average, MB/sec as
+// perftest prints it = 2^20 bytes/s, converted to GB = 1e9) or ib_write_lat (coll "write_lat": time =
+// t_avg, or t_typical when t_avg is absent). Throws InputError as above.
+std::vector<Sample> parsePerftest(const std::string& text, const std::string& source);
+
+// A run folder (table.csv + run.json), a table.csv, or a log of another tool: the rows and the run
+// metadata (for logs: run.json is synthesised with run_id = file name, tool, command line unknown).
+// Throws InputError with one line of why.
+RunData loadRunAny(const std::string& arg);
+
+}  // namespace fb

@@ -1,0 +1,23 @@
+set terminal pngcairo size 1000,700 noenhanced
+set output 'results/model-fit-h200x2-nvlink-cuda/plots/fit_11_p2pring_cuda.png'
+set title 'others-cuda-vs-nccl: p2pring cuda/CUDA IPC P2P (NVLink: native atomics) [out] 2 ranks x 1 nodes'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set xlabel 'size (bytes)'
+set ylabel 'time (us)'
+set key top left
+set grid
+$m << EOD
+1024 6.177600100636481 6.15442547200271
+4096 6.195199862122537 6.224333442256571
+16384 6.510400027036668 6.503965323272011
+65536 6.691200286149979 6.581431871275729
+262144 7.016000151634216 7.166574108195857
+1048576 9.540800005197525 9.507143055876371
+4194304 18.982400000095364 18.869418846598425
+16777216 56.03359937667847 56.31852200948664
+67108864 206.8543910980225 206.1149346610395
+268435456 803.6191940307618 805.300585267251
+EOD
+plot $m using 1:3 with lines lw 2 title 'fitted', $m using 1:2 with points pt 7 title 'measured'

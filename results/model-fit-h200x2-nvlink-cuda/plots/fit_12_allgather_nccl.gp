@@ -1,0 +1,23 @@
+set terminal pngcairo size 1000,700 noenhanced
+set output 'results/model-fit-h200x2-nvlink-cuda/plots/fit_12_allgather_nccl.png'
+set title 'others-cuda-vs-nccl: allgather nccl/nvlink P2P/CUMEM x32ch [out] 2 ranks x 1 nodes'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set xlabel 'size (bytes)'
+set ylabel 'time (us)'
+set key top left
+set grid
+$m << EOD
+1024 6.468799710273742 7.341105475675093
+4096 8.88959988951683 7.351014870554469
+16384 7.350400090217591 7.39065245007197
+65536 8.158399909734726 7.549202768141976
+262144 7.876800000667573 8.183404040422
+1048576 10.793600231409073 10.720209129542091
+4194304 25.95199942588806 26.326658684657218
+16777216 53.305602073669434 51.90031796843814
+67108864 156.95199966430664 154.19495510356182
+268435456 548.2831954956055 563.3735036440565
+EOD
+plot $m using 1:3 with lines lw 2 title 'fitted', $m using 1:2 with points pt 7 title 'measured'

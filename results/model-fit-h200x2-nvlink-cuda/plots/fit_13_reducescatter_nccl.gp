@@ -1,0 +1,23 @@
+set terminal pngcairo size 1000,700 noenhanced
+set output 'results/model-fit-h200x2-nvlink-cuda/plots/fit_13_reducescatter_nccl.png'
+set title 'others-cuda-vs-nccl: reducescatter nccl/nvlink P2P/CUMEM x32ch [out] 2 ranks x 1 nodes'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set xlabel 'size (bytes)'
+set ylabel 'time (us)'
+set key top left
+set grid
+$m << EOD
+1024 10.06079986691475 9.047639780492858
+4096 9.337600320577621 9.054681634046535
+16384 7.529599964618683 9.08284904826124
+65536 10.897599905729294 9.19551870512006
+262144 8.195199817419052 9.646197332555344
+1048576 13.48160058259964 11.44891184229648
+4194304 24.17919933795929 18.659769881261028
+16777216 50.45920014381409 47.50320203711921
+67108864 158.6351990699768 162.87693066055192
+268435456 560.7232093811035 624.3718451542828
+EOD
+plot $m using 1:3 with lines lw 2 title 'fitted', $m using 1:2 with points pt 7 title 'measured'

@@ -1,0 +1,23 @@
+set terminal pngcairo size 1000,700 noenhanced
+set output 'results/model-fit-h200x2-nvlink-cuda/plots/fit_14_p2pring_nccl.png'
+set title 'others-cuda-vs-nccl: p2pring nccl/nvlink P2P/CUMEM x32ch [out] 2 ranks x 1 nodes'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set xlabel 'size (bytes)'
+set ylabel 'time (us)'
+set key top left
+set grid
+$m << EOD
+1024 7.662399858236314 7.814081284394423
+4096 8.331199735403061 8.107055338923324
+16384 9.223999828100204 9.278951557038924
+65536 9.337600320577621 9.336848616323627
+262144 9.883199632167814 10.305613544895264
+1048576 15.471999347209932 14.180673259181813
+4194304 28.787198662757874 29.68091211632801
+16777216 86.00000143051147 85.91776305400683
+67108864 244.67840194702148 245.51050840956304
+268435456 886.0639572143555 883.8814898317879
+EOD
+plot $m using 1:3 with lines lw 2 title 'fitted', $m using 1:2 with points pt 7 title 'measured'

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# model-lab-runs.sh - the measured runs that fabricbench-model's lab validation fits and checks:
+# tcp + mpi AllReduce/AllGather/ReduceScatter on the namespace/Slurm lab (tests/slurm/lab_up.sh)
+# with every node's "NIC" shaped by tc to RATE, one run folder per nodes x ranks-per-node shape.
+#
+#   flock /work/locks/lab scripts/model-lab-runs.sh RATE OUTDIR PREFIX [SHAPES]
+#   e.g. flock /work/locks/lab scripts/model-lab-runs.sh 1gbit results 20261201-lab "2x1 3x1 4x1 1x2 2x2 3x2 4x2"
+#
+# Writes OUTDIR/PREFIX-RATE-<N>x<G>/ (table.csv, run.json, report.md: fabricbench's own folders,
+# launched with sbatch --wait slurm/collectives.sbatch). Then fit and check with, for example:
+#   fabricbench-model validate --fit OUTDIR/PREFIX-RATE-2x1 --check OUTDIR/PREFIX-RATE-3x1 ...
+# Knobs (environment): FB_SIZES (-b 4K -e 64M -f 2), FB_ITERS (3), FB_WARMUP (1),
+# FB_TRANSPORTS (tcp,mpi), FB_BIN (build/benchmarks/fabricbench). Needs root (exit 77 without).
+# Exit: 0 every run passed; 1 a run failed; 2 bad arguments; 77 the lab cannot run here.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/.." && pwd)
+LAB=$SRC/tests/slurm
+RATE=${1:-}
+OUTDIR=${2:-}
+PREFIX=${3:-}
+SHAPES=${4:-"2x1 3x1 4x1"}
+[ -n "$RATE" ] && [ -n "$OUTDIR" ] && [ -n "$PREFIX" ] || { echo "usage: $0 RATE OUTDIR PREFIX [\"2x1 3x1 ...\"]" >&2; exit 2; }
+case "$RATE" in *[0-9]*bit) ;; *) echo "model-lab-runs: bad rate '$RATE' (e.g. 1gbit, 200mbit)" >&2; exit 2 ;; esac
+maxn=1
+for s in $SHAPES; do
+  [[ "$s" =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]] || { echo "model-lab-runs: bad shape '$s' (NxG, e.g. 3x1)" >&2; exit 2; }
+  [ "${BASH_REMATCH[1]}" -gt "$maxn" ] && maxn=${BASH_REMATCH[1]}
+done
+[ "$maxn" -ge 2 ] || maxn=2
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the lab uses network namespaces and tc)"; exit 77; }
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+export FB_HOME=$SRC FB_BIN=${FB_BIN:-$SRC/build/benchmarks/fabricbench} FB_RESULTS_DIR=$OUTDIR FB_TCP_IF=eth0
+export FB_LAUNCHER=${FB_LAUNCHER:-srun} FB_TRANSPORTS=${FB_TRANSPORTS:-tcp,mpi}
+export FB_SIZES=${FB_SIZES:-"-b 4K -e 64M -f 2"} FB_ITERS=${FB_ITERS:-3} FB_WARMUP=${FB_WARMUP:-1}
+export FB_EXTRA_ARGS="--placement out"
+export FBLAB_NODES=$maxn
+WORK=$(mktemp -d /tmp/fb-model-lab.XXXXXX)
+cleanup() { "$LAB/lab_down.sh" >/dev/null 2>&1 || echo "model-lab-runs: lab_down.sh failed" >&2; rm -rf "$WORK"; }
+trap cleanup EXIT
+trap 'exit 1' TERM INT HUP
+rc=0; FBLAB_RATE=$RATE "$LAB/lab_up.sh" > "$WORK/env.sh" || rc=$?
+[ "$rc" = 77 ] && { echo "SKIP: the lab cannot run here (see above)"; exit 77; }
+[ "$rc" = 0 ] || { echo "model-lab-runs: lab_up.sh exited $rc" >&2; exit 1; }
+source "$WORK/env.sh"
+"$LAB/lab_shape.sh" show
+failed=0
+for s in $SHAPES; do
+  n=${s%x*} g=${s#*x}
+  id=$PREFIX-$RATE-$s
+  rm -rf "${OUTDIR:?}/$id"
+  t0=$SECONDS
+  echo "== $id: $n node(s) x $g rank(s), $FB_TRANSPORTS, $FB_SIZES, -n $FB_ITERS -w $FB_WARMUP"
+  (cd "$SRC" && FB_RUN_ID=$id timeout 1500 sbatch --wait --time=25 -N "$n" --ntasks-per-node="$g" \
+     -o "$WORK/%x-%j.out" slurm/collectives.sbatch allreduce,allgather,reducescatter) > "$WORK/sbatch.out" 2>&1
+  jrc=$?
+  grep -hE '^(\+ |fabricbench job)' "$WORK"/*.out 2>/dev/null | tail -2
+  if [ "$jrc" != 0 ]; then
+    echo "model-lab-runs: $id FAILED (sbatch exit $jrc)" >&2
+    tail -n 30 "$WORK"/*.out >&2
+    failed=1
+  else
+    echo "== $id: $(($(wc -l < "$OUTDIR/$id/table.csv") - 1)) rows in $((SECONDS - t0)) s"
+  fi
+  rm -f "$WORK"/*.out
+done
+exit $failed
