@@ -414,6 +414,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
+                   {"rotate_buffers", o.coll.rotateBuffers},
                    {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
                    {"average", static_cast<int>(o.runner.rankTime)},
                    {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},

@@ -12,8 +12,10 @@
 
 #include "core/config.h"
 #include "backends.h"
+#include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transport/progress.h"
 
 namespace fb {
 namespace {
@@ -176,6 +178,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                  "nccl-tests' -G: 1 = --graph (the timed batch of -n operations launched as one graph), 0 = off");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
+  app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
+               "nccl: each operation of a batch uses the next of several buffer copies (512 MiB in all), so "
+               "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host')");
@@ -366,6 +371,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
@@ -378,7 +385,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.transport.verbsDevice, fmt::join(o.gb.given, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging) +
                 fmt::format("|{}|{}|{}|{}", o.resume, o.overwrite, o.reduceOp, o.progressSeconds);
-  o.canonical += fmt::format("|doctor={}", o.doctor);
+  o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   return o;
 }
 

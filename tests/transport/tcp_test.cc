@@ -106,7 +106,7 @@ TEST_CASE("tcp: path() on lo", "[tcp]") {
   });
   REQUIRE(paths.size() == 2);
   for (auto& p : paths) {
-    CHECK(p.label == "tcp lo 127.0.0.1");
+    CHECK(p.label == "tcp lo 127.0.0.1 same host (loopback path)");  // both ranks on this host
     CHECK(pathDetail(p, "interface") == "lo");
     CHECK(pathDetail(p, "address") == "127.0.0.1");
     CHECK(pathDetail(p, "mtu") == tcp::readFirstLine("/sys/class/net/lo/mtu"));

@@ -19,6 +19,7 @@
 #include "bootstrap/agree.h"
 #include "core/error.h"
 #include "topology/nic_rate.h"
+#include "transport/progress.h"
 
 namespace fb::tcp {
 namespace {
@@ -151,7 +152,9 @@ class TcpTransport final : public Transport {
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
     // Busy-poll for a short while before sleeping in poll(): waking a sleeping thread costs tens
     // of microseconds (more in VMs), which would dominate small-message latency.
-    const auto spinEnd = Clock::now() + kSpin;
+    // With more ranks than cores on this node (progress.h), sleep at once: spinning would take the
+    // core from the rank we wait for.
+    const auto spinEnd = spin_ ? Clock::now() + kSpin : Clock::now();
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
@@ -402,6 +405,7 @@ class TcpTransport final : public Transport {
   std::vector<pollfd> fds_;
   std::vector<Peer*> fdPeer_;
   PathInfo path_;
+  bool spin_ = true;  // progress.h: spin kSpin before sleeping in poll()
   bool dead_ = false;
   std::string deadReason_;
 };
@@ -663,6 +667,9 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
+  ProgressChoice progress = chooseProgress(bs);
+  spin_ = progress.spin;
+  d.emplace_back("progress", progress.why);
   // % of nominal: the NIC's rate (tc-shaped where a tbf caps it); none through loopback.
   topo::NicRate nominal;
   if (size_ > 1 && local == size_ - 1) {

@@ -21,6 +21,8 @@
 // Environment: FB_TCP_SOCKBUF = bytes requested for SO_SNDBUF/SO_RCVBUF (default 4M;
 // 0 = leave the kernel's autotuning alone). It is applied only when net.core.{w,r}mem_max
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
+// FB_PROGRESS=auto|spin|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
+// poll() only while the node's ranks have a core each; oversubscribed, it sleeps at once.
 #pragma once
 #include <array>
 #include <cstddef>
