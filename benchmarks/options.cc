@@ -20,13 +20,12 @@
 namespace fb {
 namespace {
 
-std::vector<std::string> splitList(const std::vector<std::string>& in) {
+// Elements of a comma-separated list flag; an empty element ("", "a,,b", ",") is bad input.
+std::vector<std::string> splitList(const std::string& flag, const std::vector<std::string>& in) {
   std::vector<std::string> out;
   for (const auto& item : in) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty()) out.push_back(part);
+    if (item.empty()) throw ConfigError(flag + ": empty value (give a comma-separated list without empty elements)");
+    out.push_back(item);
   }
   return out;
 }
@@ -131,6 +130,20 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   std::vector<std::string> ours = argsIn;
   o.gb = takeBenchmarkFlags(ours);
 
+  // List flags: an empty element (--collective '', "a,,b", a lone ",") is refused here, before
+  // CLI11 drops it or takes the next flag as the value.
+  static const std::vector<std::string> listFlags = {"--collective", "--transport", "--dtype", "--counts", "--require"};
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    for (const auto& f : listFlags) {
+      std::string v;
+      if (ours[i] == f && i + 1 < ours.size()) v = ours[i + 1];
+      else if (ours[i].rfind(f + "=", 0) == 0) v = ours[i].substr(f.size() + 1);
+      else continue;
+      if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos)
+        throw ConfigError(f + ": empty element in '" + v + "' (give a comma-separated list without empty elements)");
+    }
+  }
+
   CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
                "CUDA peer memory and MPI, with nccl-tests' definitions and flags.\nLaunch with mpirun/srun "
                "(one rank per GPU). Google Benchmark's --benchmark_filter, _list_tests, _format, _out, "
@@ -151,7 +164,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-i,--stepbytes", stepB, "add this many bytes between rows instead of -f");
   std::vector<std::string> counts;
   app.add_option("--counts", counts, "explicit element counts per rank (e.g. 0,1,3,1000003) instead of -b/-e/-f")
-      ->delimiter(',');
+      ->delimiter(',')->allow_extra_args(false);
   app.add_option("-n,--iters", o.runner.iters, "timed operations per size")->capture_default_str();
   app.add_option("-w,--warmup,--warmup_iters", o.runner.warmupIters, "untimed operations per size first")
       ->capture_default_str();
@@ -163,12 +176,12 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     collHelp += fmt::format("\n  {:<14} {}", d->name, d->summary);
   for (const auto& e : backendTable())
     transportHelp += fmt::format("\n  {:<6} {}{}", e.name, e.help, e.built ? "" : " [" + e.notBuilt + "]");
-  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->capture_default_str();
+  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("-d,--dtype,--datatype", dtypes,
                  "float32,float64,int32,float16,bfloat16 or all (nccl-tests' float, double, int, half too)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("-o,--op", o.reduceOp, "reduction operator of allreduce/reducescatter (nccl-tests' -o): sum")
       ->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
@@ -219,6 +232,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--progress", o.progressSeconds,
                  "seconds between 'k/N rows, elapsed, ETA' lines on stderr (0 = off; a bar when stderr is a terminal)")
       ->capture_default_str();
+  app.add_flag("--force", o.force, "run a sweep of more than " + std::to_string(kMaxRowsWithoutForce) +
+                                      " rows per backend (refused without it: e.g. -i 1 -e 1M is a million rows)");
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
   app.add_flag("--doctor", o.doctor,
                "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
@@ -237,7 +252,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   };
   for (std::size_t i = 0; i < std::size(kUnsupported); ++i)
     if (!taken(kUnsupported[i].names))
-      unsupported.emplace_back(app.add_option(kUnsupported[i].names, unsupportedValues[i])->group(""), &kUnsupported[i]);
+      unsupported.emplace_back(app.add_option(kUnsupported[i].names, unsupportedValues[i])->expected(0, 1)->group(""),
+                               &kUnsupported[i]);
   // getopt's rule for a repeated flag: the last one wins (wrapper scripts append overrides).
   for (CLI::Option* opt : app.get_options())
     if (opt->get_items_expected_max() <= 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -281,8 +297,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   o.minBytes = sizeFlag("--minbytes", minB);
   o.maxBytes = sizeFlag("--maxbytes", maxB);
   o.stepBytes = sizeFlag("--stepbytes", stepB);
-  sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);  // validates
-  for (const auto& c : counts) {
+  // Validates, and counts the sizes without building a sweep of a billion entries.
+  o.sweepSizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes, kMaxRowsWithoutForce + 1).size();
+  for (const auto& c : splitList("--counts", counts)) {
     std::size_t v = 0;
     auto [ptr, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
     if (ec != std::errc() || ptr != c.data() + c.size())
@@ -310,7 +327,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
   o.runner.timeout = std::chrono::seconds(timeoutS);
 
-  for (const auto& c : splitList(colls)) {
+  for (const auto& c : splitList("--collective", colls)) {
     if (c == "all") {
       o.colls = allCollKinds();
       continue;
@@ -323,7 +340,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
     o.colls.push_back(*k);
   }
-  for (const auto& t : splitList(transports)) {
+  for (const auto& t : splitList("--transport", transports)) {
     if (t == "auto") {
       o.transportsAuto = true;
       continue;
@@ -334,14 +351,14 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     o.transports.push_back(t);
     o.namedTransports.push_back(t);
   }
-  for (const auto& r : splitList(required)) {
+  for (const auto& r : splitList("--require", required)) {
     bool known = r == "gpu";
     for (const auto& k : knownTransports()) known = known || k == r;
     if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));
     o.required.push_back(r);
   }
   if (o.transportsAuto) o.transports = knownTransports();
-  for (const auto& d : splitList(dtypes)) {
+  for (const auto& d : splitList("--dtype", dtypes)) {
     if (d == "all") {
       o.dtypes = allDataTypes();
       continue;
@@ -360,6 +377,12 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     if (e.validate) e.validate(o);
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
+  for (const auto* v : {&o.runId, &o.resultsDir})
+    for (unsigned char ch : *v)
+      if (ch < 0x20 || ch == 0x7f)
+        throw ConfigError(std::string(v == &o.runId ? "--run-id" : "--results-dir") +
+                          " contains a control character (a newline, tab, ...): give a plain name");
+  if (o.resultsDir.empty()) throw ConfigError("--results-dir is empty (give a folder, or --no-files)");
   if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
@@ -385,6 +408,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.transport.verbsDevice, fmt::join(o.gb.given, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging) +
                 fmt::format("|{}|{}|{}|{}", o.resume, o.overwrite, o.reduceOp, o.progressSeconds);
+  // ... and every other flag: ranks started with different flags (an MPMD launch) are refused
+  // whatever the flag, --list included.
+  o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
+                             o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
   o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   return o;
 }
