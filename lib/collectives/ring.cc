@@ -118,6 +118,8 @@ class RingCollective final : public HostCollective {
         if (s_.inPlace && C) std::memcpy(out, dst, C * elt_);
         return;
       }
+      default:
+        FB_THROW(Error, "no host ring algorithm for ", collName(kind_));
     }
   }
 
