@@ -4,6 +4,7 @@
 //   reducescatter MPI_Reduce_scatter_block      (MPI_IN_PLACE: MPI leaves the result at offset 0,
 //                                                 not at rank·count as NCCL does; checked there)
 //   p2pring       MPI_Sendrecv right/left       (MPI_Sendrecv_replace when in-place)
+//   alltoall      MPI_Alltoall                  (out-of-place only)
 // float16/bfloat16 travel as MPI_UINT16_T with user-defined sum operators.
 // MPI calls block without a deadline of their own; a lost peer is handled by the MPI runtime
 // (mpirun kills the job and names the process that died).
@@ -155,6 +156,9 @@ class MpiCollective final : public Collective {
         break;
       case CollKind::kReduceScatter:
         FB_MPI_CHECK(MPI_Reduce_scatter_block(send, b_, count, type_, op(), MPI_COMM_WORLD));
+        break;
+      case CollKind::kAllToAll:
+        FB_MPI_CHECK(MPI_Alltoall(a_, count, type_, b_, count, type_, MPI_COMM_WORLD));
         break;
       case CollKind::kP2PRing: {
         int right = (rank_ + 1) % n, left = (rank_ - 1 + n) % n;

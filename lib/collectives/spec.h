@@ -19,7 +19,7 @@
 
 namespace fb {
 
-enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kP2PRing };
+enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kP2PRing, kAllToAll };
 
 using ReduceOp = verify::Op;
 std::string_view opName(ReduceOp op);  // "sum", "prod", "min", "max", "avg"

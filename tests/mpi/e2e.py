@@ -18,7 +18,8 @@ import uuid
 COLUMNS_MIN = ["size_bytes", "count", "type", "coll", "impl", "path", "placement", "nranks", "time_us",
                "algbw_GBps", "busbw_GBps", "wrong"]
 DTYPES = ["float32", "float64", "int32", "float16", "bfloat16"]
-COLLS = ["allreduce", "allgather", "reducescatter", "p2pring"]
+COLLS = ["allreduce", "allgather", "reducescatter", "p2pring", "alltoall"]
+OUT_OF_PLACE_ONLY = {"p2pring", "alltoall"}
 
 
 def env():
@@ -63,9 +64,9 @@ def case_correct(a):
         if p.returncode != 0:
             fail(f"exit code {p.returncode}")
         rows = read_rows(os.path.join(d, "t"))
-        # p2pring runs out-of-place only (an in-place ring exchange is a data race on GPU backends).
-        expected = 2 * (len(COLLS) - 1 + 0.5) * len(DTYPES) * 2 * len(counts)
-        expected = int(expected)
+        # p2pring and alltoall run out-of-place only (their descriptors say why).
+        placements = sum(1 if c in OUT_OF_PLACE_ONLY else 2 for c in COLLS)
+        expected = 2 * placements * len(DTYPES) * len(counts)
         if len(rows) != expected:
             fail(f"{len(rows)} rows, expected {expected}")
         seen = set()
@@ -82,8 +83,8 @@ def case_correct(a):
         meta = json.load(open(os.path.join(d, "t", "run.json")))
         if not meta.get("summary", {}).get("ok"):
             fail(f"run.json summary not ok: {meta.get('summary')}")
-    print(f"PASS: np={n}: {expected} rows (tcp+mpi x 4 collectives x 5 dtypes x in/out-of-place "
-          f"(p2pring out only) x counts {counts}), wrong=0")
+    print(f"PASS: np={n}: {expected} rows (tcp+mpi x {len(COLLS)} collectives x 5 dtypes x in/out-of-place "
+          f"({', '.join(sorted(OUT_OF_PLACE_ONLY))} out only) x counts {counts}), wrong=0")
 
 
 def case_corrupt(a):

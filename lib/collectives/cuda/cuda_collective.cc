@@ -441,6 +441,24 @@ class CudaIpcCollective final : public Collective {
         ringBytes = c * es;
         break;
       }
+      case CollKind::kAllToAll: {
+        // Every rank pulls block r of every peer's input (peers' inputs are not written during a
+        // batch), its own block locally: n copies, two per step (identical step count everywhere).
+        const std::size_t c = shape_.paramCount;
+        std::vector<std::pair<char*, const char*>> copies;
+        for (int s = 0; s < n; ++s) {
+          const int q = ((r - s) % n + n) % n;
+          copies.emplace_back(recv + q * c * es, (q == r ? send : peerSend(q)) + r * c * es);
+        }
+        for (std::size_t i = 0; i < copies.size(); i += 2) {
+          if (i + 1 < copies.size())
+            add(copies[i].first, copies[i].second, nullptr, c, copies[i + 1].first, copies[i + 1].second, c);
+          else
+            add(copies[i].first, copies[i].second, nullptr, c);
+        }
+        ringBytes = 2 * c * es;
+        break;
+      }
       case CollKind::kP2PRing: {
         const std::size_t c = shape_.paramCount;
         if (n == 1) {

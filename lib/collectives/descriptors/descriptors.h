@@ -9,4 +9,5 @@ extern const CollDescriptor kAllReduce;
 extern const CollDescriptor kAllGather;
 extern const CollDescriptor kReduceScatter;
 extern const CollDescriptor kP2PRing;
+extern const CollDescriptor kAllToAll;
 }  // namespace fb::coll

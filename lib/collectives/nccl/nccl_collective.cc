@@ -286,6 +286,17 @@ class NcclCollective : public Collective {
       case CollKind::kReduceScatter:
         FB_NCCL_CHECK(ncclReduceScatter(sendPtr_, recvPtr_, count, t, ncclSum, c, stream_), c);
         break;
+      case CollKind::kAllToAll: {  // as nccl-tests: one send and one receive per peer, in one group
+        const int n = bs_.size();
+        const std::size_t blockBytes = count * dtypeSize(shape_.dtype);
+        FB_NCCL_CHECK(ncclGroupStart());
+        for (int p = 0; p < n; ++p) {
+          FB_NCCL_CHECK(ncclSend(static_cast<const char*>(sendPtr_) + p * blockBytes, count, t, p, c, stream_), c);
+          FB_NCCL_CHECK(ncclRecv(static_cast<char*>(recvPtr_) + p * blockBytes, count, t, p, c, stream_), c);
+        }
+        FB_NCCL_CHECK(ncclGroupEnd(), c);
+        break;
+      }
       case CollKind::kP2PRing: {
         const int n = bs_.size(), r = bs_.rank();
         FB_NCCL_CHECK(ncclGroupStart());
