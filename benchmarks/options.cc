@@ -106,6 +106,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
       ->delimiter(',')->capture_default_str();
   app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->capture_default_str();
+  std::vector<std::string> opNames{"sum"};
+  app.add_option("-o,--op", opNames, "reduction operators of allreduce/reducescatter: sum,prod,min,max,avg or all "
+                                     "(nccl-tests' -o; avg is NCCL's ncclAvg)")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
@@ -224,6 +229,16 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     if (!t) throw ConfigError("unknown dtype '" + d + "' (choose float32, float64, int32, float16, bfloat16)");
     o.dtypes.push_back(*t);
   }
+  for (const auto& name : splitList(opNames)) {
+    if (name == "all") {
+      o.ops = allReduceOps();
+      continue;
+    }
+    auto op = parseReduceOp(name);
+    if (!op) throw ConfigError("unknown -o/--op '" + name + "' (choose sum, prod, min, max, avg or all)");
+    if (std::find(o.ops.begin(), o.ops.end(), *op) == o.ops.end()) o.ops.push_back(*op);
+  }
+  if (o.root < 0) throw ConfigError(fmt::format("--root must be >= 0 (got {})", o.root));
   if (placement == "out") o.placements = {false};
   else if (placement == "in") o.placements = {true};
   else if (placement == "both") o.placements = {false, true};
@@ -255,6 +270,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging);
   o.canonical += fmt::format("|doctor={}", o.doctor);
+  o.canonical += fmt::format("|ops={}|root={}", fmt::join(opNames, ","), o.root);
   return o;
 }
 

@@ -1,6 +1,8 @@
 // Ring algorithms over any Transport, on host memory (tcp, verbs). n ranks, right = r+1,
 // left = r-1, the buffer split into n chunks (chunk k = elements [k·C/n, (k+1)·C/n)).
 //
+// Reductions use the shape's operator (sum, prod, min, max; avg = sum, divided by n once at the
+// end of the reduce-scatter: hostFinish).
 // AllReduce = reduce-scatter then all-gather, 2(n-1) steps:
 //   RS step s (0..n-2): send chunk (r-s) (own input at s = 0, the partial sum made at s-1 after),
 //                       receive chunk (r-s-1) from the left, out[k] = in[k] + received.
@@ -72,9 +74,11 @@ class RingCollective final : public HostCollective {
           std::size_t rStart = chunkStart(rk, C);
           pipelinedExchange(src, chunkCount(sk, C), tmp_.data(), chunkCount(rk, C), deadline,
                             [&](std::size_t o, std::size_t c) {
-                              hostSum(at(out, rStart + o), at(in, rStart + o), at(tmp_.data(), o), c, s_.dtype);
+                              hostReduce(at(out, rStart + o), at(in, rStart + o), at(tmp_.data(), o), c, s_.dtype, s_.op);
                             });
         }
+        // Rank r now holds the full reduction of chunk r+1 (avg: divide it once, before it travels).
+        hostFinish(at(out, chunkStart(mod(r + 1), C)), chunkCount(mod(r + 1), C), s_.dtype, s_.op, n);
         for (int s = 0; s < n - 1; ++s) {
           int sk = mod(r + 1 - s), rk = mod(r - s);
           pipelinedExchange(at(out, chunkStart(sk, C)), chunkCount(sk, C), at(out, chunkStart(rk, C)),
@@ -105,10 +109,11 @@ class RingCollective final : public HostCollective {
           std::byte* dst = last ? out : work_[s % 2].data();
           const std::byte* mine = at(in, static_cast<std::size_t>(rk) * c);
           pipelinedExchange(src, c, tmp_.data(), c, deadline, [&](std::size_t o, std::size_t cnt) {
-            hostSum(at(dst, o), at(const_cast<std::byte*>(mine), o), at(tmp_.data(), o), cnt, s_.dtype);
+            hostReduce(at(dst, o), at(const_cast<std::byte*>(mine), o), at(tmp_.data(), o), cnt, s_.dtype, s_.op);
           });
           src = dst;
         }
+        hostFinish(out, c, s_.dtype, s_.op, n);
         return;
       }
       case CollKind::kP2PRing: {

@@ -111,6 +111,7 @@ class CudaIpcCollective final : public Collective {
     PathInfo p;
     p.label = pathLabel_.empty() ? "cuda-ipc" : pathLabel_;
     p.details = pathDetails_;
+    if (!nominalBasis_.empty()) p.setNominal(nominal_, nominalBasis_);
     p.details.emplace_back("algorithm", lastAlgo_);
     return p;
   }
@@ -319,12 +320,8 @@ class CudaIpcCollective final : public Collective {
       for (int q : {left, right})
         if (q != rank_) neighbours.push_back(buses[q]);
       auto nominal = topo::gpuPeerNominal(topo::localTopology(), bus, neighbours);
-      if (nominal.gbps > 0) {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
-        pathDetails_.emplace_back("nominal_GBps", buf);
-      }
-      pathDetails_.emplace_back("nominal_basis", nominal.basis);
+      nominal_ = nominal.gbps;
+      nominalBasis_ = nominal.basis;
     }
     // Native peer atomics are an NVLink property on current GPUs (PCIe P2P has none).
     pathLabel_ = n_ == 1 ? "cuda local" : allAtomics ? "CUDA IPC P2P (NVLink: native atomics)" : "CUDA IPC P2P";
@@ -459,6 +456,17 @@ class CudaIpcCollective final : public Collective {
         ringBytes = 2 * c * es;
         break;
       }
+      case CollKind::kBroadcast: {
+        // Every rank pulls the root's input (not written during a batch); one step on every rank
+        // (an empty one on an in-place root), so the neighbours' step flags stay in lock step.
+        const std::size_t c = shape_.paramCount;
+        const int root = shape_.root;
+        if (r != root) add(recv, peerSend(root), nullptr, c);
+        else if (!shape_.inPlace) add(recv, send, nullptr, c);
+        else add(recv, recv, nullptr, 0);
+        ringBytes = c * es;
+        break;
+      }
       case CollKind::kP2PRing: {
         const std::size_t c = shape_.paramCount;
         if (n == 1) {
@@ -591,6 +599,8 @@ class CudaIpcCollective final : public Collective {
   std::string pathLabel_;
   std::vector<std::pair<std::string, std::string>> pathDetails_;
   std::string lastAlgo_ = "none";
+  double nominal_ = -1;        // typed nominal rate (set in describePath)
+  std::string nominalBasis_;
 
   CollShape shape_{};
   k::ElemType type_ = k::ElemType::kFloat32;
@@ -614,6 +624,8 @@ std::string whyNot(const CollRequest& r) {
   if (r.dtype != DataType::kFloat32 && r.dtype != DataType::kFloat16 && r.dtype != DataType::kBFloat16)
     return "not supported: the cuda kernels move and reduce float32, float16 and bfloat16, not " +
            std::string(dtypeName(r.dtype));
+  if (describe(r.kind).reduces && r.op != ReduceOp::kSum)
+    return "not supported yet: the cuda reduction kernels sum only (-o " + std::string(opName(r.op)) + ")";
   return {};
 }
 

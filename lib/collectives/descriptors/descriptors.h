@@ -10,4 +10,5 @@ extern const CollDescriptor kAllGather;
 extern const CollDescriptor kReduceScatter;
 extern const CollDescriptor kP2PRing;
 extern const CollDescriptor kAllToAll;
+extern const CollDescriptor kBroadcast;
 }  // namespace fb::coll
