@@ -20,6 +20,12 @@
 #endif
 
 namespace fb {
+
+std::vector<std::weak_ptr<Transport>>& openTransports() {
+  static std::vector<std::weak_ptr<Transport>> t;
+  return t;
+}
+
 namespace {
 
 std::vector<std::string> oneVariant(Bootstrap&, const Options&) { return {""}; }
@@ -32,6 +38,7 @@ CollFactory openRing(Bootstrap& bs, const Options& o, const std::string& name) {
   agree(bs, name, [&] { transport = makeTransport(name, bs, o.coll.transport); });
   // While a rank waits in the bootstrap, a closed connection names the peer that died.
   bs.addLivenessProbe([transport] { transport->checkPeersAlive(); });
+  openTransports().push_back(transport);
   std::shared_ptr<DeviceStaging> staging;
   if (o.coll.gpuStaging) {
 #if defined(FB_BUILD_CUDA_COLL)

@@ -11,6 +11,7 @@
 //   options     the backend's own command-line options, and their validation
 // A backend absent from this build has an entry too (built = false, with the reason).
 #pragma once
+#include <memory>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -48,5 +49,8 @@ struct BackendEntry {
 
 const std::vector<BackendEntry>& backendTable();
 const BackendEntry* findBackend(std::string_view name);
+// Transports the run opened (tcp, verbs), so a failing rank can close its connections at once
+// (Transport::abandon): peers blocked on it learn it now, not at their deadline.
+std::vector<std::weak_ptr<Transport>>& openTransports();
 
 }  // namespace fb

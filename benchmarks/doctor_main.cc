@@ -48,7 +48,6 @@ void addVersionsToFingerprint(const std::map<std::string, std::string>& v, nlohm
 int runDoctorCommand(Bootstrap& bs, const Options& o, const std::string& runId, const std::string& commandLine) {
   doctor::Hooks hooks;
   hooks.versions = linkedVersions();
-  hooks.tcpInterface = o.coll.transport.tcpInterface;
 #if defined(FB_BUILD_CUDA_COLL)
   hooks.p2p = [] {
     doctor::Hooks::P2P out;

@@ -12,9 +12,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <csignal>
 #include <ctime>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -35,6 +39,8 @@
 #include "doctor_main.h"
 #include "options.h"
 #include "report/fingerprint.h"
+#include "shutdown.h"
+#include "validate.h"
 #include "report/result_sink.h"
 #include "report/verdict.h"
 #include "transport/transport.h"
@@ -114,26 +120,123 @@ bool filterMatches(const std::vector<std::string>& benchmarkArgs, const std::str
   return negate ? !hit : hit;
 }
 
+// The run's rows and where they go. Rank 0 holds the sinks: the console table, and the result
+// files (table.csv, run.json, report.md). The signal thread may end the run at any time, so every
+// call takes the lock. When writing a result file fails (disk full, folder gone), the files stop
+// (the last good run.json stays, a marker WRITING-STOPPED.txt says why when it can be written)
+// and the run stops at the end of the row, on every rank (stopRequested() is agreed per row).
 struct RunState {
-  std::vector<std::unique_ptr<ResultSink>> sinks;
+  std::timed_mutex mu;
+  std::unique_ptr<ResultSink> console;
+  std::unique_ptr<ResultSink> csv, json, md;  // result files (rank 0, unless --no-files)
+  std::string resultDir;
+  bool begun = false, ended = false;
+  std::string writeError;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
   std::vector<std::string> notes;
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
+
   void add(const Sample& s, const std::string& backend) {
+    std::lock_guard<std::timed_mutex> lk(mu);
+    if (ended) return;
     if (std::find(measured.begin(), measured.end(), backend) == measured.end()) measured.push_back(backend);
     ++rows;
     if (s.wrong > 0) {
       ++badRows;
       wrongTotal += s.wrong;
     }
-    for (auto& k : sinks) k->add(s);
+    if (console) console->add(s);
+    if (csv) {
+      try {
+        csv->add(s);
+        json->add(s);
+        md->add(s);
+      } catch (const std::exception& e) {
+        stopWriting(e.what(), rows - 1);
+      }
+    }
+  }
+  bool hasFiles() const { return csv != nullptr; }
+  void openFiles(const std::string& dir, const RunMeta& meta) {
+    resultDir = dir;
+    csv = makeCsvSink(dir + "/table.csv");
+    json = makeJsonSink(dir + "/run.json");
+    md = makeMarkdownSink(dir + "/report.md");
+    csv->begin(meta);
+    json->begin(meta);
+    md->begin(meta);
+  }
+  void dropFiles() { csv.reset(), json.reset(), md.reset(); }
+  // run.json and report.md as they would be if the run ended now with `sum`, without closing
+  // anything: a later row rewrites run.json as "running", the end rewrites both (SIGCONT).
+  void checkpoint(RunSummary sum, std::chrono::milliseconds wait) {
+    bool locked = mu.try_lock_for(wait);
+    if (begun && !ended && json && writeError.empty()) {
+      sum.notes = notes;
+      try {
+        json->end(sum);
+        md->end(sum);
+      } catch (const std::exception&) {
+      }
+    }
+    if (locked) mu.unlock();
+  }
+  bool stopRequested() {
+    std::lock_guard<std::timed_mutex> lk(mu);
+    return !writeError.empty();
   }
   void end(RunSummary sum) {
-    sum.notes = notes;
-    for (auto& k : sinks) k->end(sum);
-    sinks.clear();
+    std::lock_guard<std::timed_mutex> lk(mu);
+    endLocked(std::move(sum));
   }
+  // For the signal thread: waits at most `wait` for a row being written, then ends anyway (each
+  // file is replaced atomically, so two writers never leave a torn file).
+  void endSoon(RunSummary sum, std::chrono::milliseconds wait) {
+    bool locked = mu.try_lock_for(wait);
+    endLocked(std::move(sum));
+    if (locked) mu.unlock();
+  }
+
+ private:
+  void endLocked(RunSummary sum) {
+    if (ended || !begun) return;
+    ended = true;
+    sum.notes = notes;
+    if (!writeError.empty()) sum.notes.push_back("writing result files stopped: " + writeError);
+    if (csv) {
+      try {
+        csv->end(sum);
+        json->end(sum);  // run.json first: the status matters most when time is short
+        md->end(sum);
+      } catch (const std::exception& e) {
+        stopWriting(e.what(), rows);
+      }
+    }
+    dropFiles();
+    if (console) console->end(sum);
+  }
+  void stopWriting(const std::string& why, std::int64_t written) {
+    writeError = why;
+    dropFiles();
+    std::string marker = resultDir + "/WRITING-STOPPED.txt";
+    std::string text = fmt::format("Writing the result files stopped after {} rows: {}\n"
+                                   "run.json and table.csv hold the rows written before that.\n", written, why);
+    int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ssize_t w = ::write(fd, text.data(), text.size());
+      (void)w;
+      ::close(fd);
+    }
+    std::cerr << "fabricbench: error: writing results stopped: " << why << "; " << resultDir
+              << "/run.json keeps the rows written before (marker WRITING-STOPPED.txt); the run stops\n"
+              << std::flush;
+  }
+};
+
+// The run stops on every rank (agreed at the end of a row): rank 0 could not write its files.
+class RunStopped : public Error {
+  using Error::Error;
 };
 
 // What "time" means in this run, for run.json.
@@ -184,26 +287,91 @@ void printList(Bootstrap& bs, const Options& o) {
   }
 }
 
-int realMain(int argc, char** argv, MpiBootstrap& bs) {
-  // 1. Flags, checked on every rank, agreed before any communication of data.
+// Ends the job after a failure that not every rank may know about (a lost or stuck peer, a
+// time-out, an error on one rank). Never returns.
+//   1. This rank closes its connections, so peers blocked on it learn it now.
+//   2. Every rank that is still there tells the others what it saw and hears theirs, for 3 s
+//      (point-to-point, MpiBootstrap::exchangeFailureReports); a rank that says nothing is
+//      lost or stuck, and it is the one named, whatever the others' errors say about each other.
+//   3. The lowest rank still there prints the verdict (one line); rank 0, when there, finalises
+//      run.json and report.md with it; then the job is ended (MPI_Abort: the runtime also ends a
+//      stopped rank).
+[[noreturn]] void failJob(MpiBootstrap& bs, RunState* state, const std::exception& e) {
+  for (auto& w : openTransports())
+    if (auto t = w.lock()) t->abandon();
+  std::string mine;
+  if (dynamic_cast<const PeerFailedError*>(&e)) mine = "P|";  // joined because another rank failed
+  else if (auto* io = dynamic_cast<const IoError*>(&e)) mine = "L" + std::to_string(io->peer()) + "|";
+  else if (dynamic_cast<const TimeoutError*>(&e)) mine = "T|";
+  else mine = "E|";
+  mine += e.what();
+  auto reports = bs.exchangeFailureReports(mine, std::chrono::seconds(3));
+  std::vector<int> silent;
+  for (int r = 0; r < bs.size(); ++r)
+    if (!reports[r]) silent.push_back(r);
+  std::string verdict;
+  if (!silent.empty()) {
+    verdict = silent.size() == 1 ? "lost or stuck: rank " : "lost or stuck: ranks ";
+    for (std::size_t i = 0; i < silent.size(); ++i)
+      verdict += fmt::format("{}{} ({})", i ? ", " : "", silent[i], bs.describeRank(silent[i]));
+    verdict += " stopped answering";
+    // What a surviving rank saw of it, when one says so.
+    for (int r = 0; r < bs.size(); ++r) {
+      if (!reports[r] || (*reports[r])[0] == 'P') continue;
+      const std::string& t = *reports[r];
+      bool namesSilent = false;
+      for (int x : silent) namesSilent = namesSilent || t.rfind("L" + std::to_string(x) + "|", 0) == 0;
+      if (namesSilent || (t[0] == 'T' && t.find("rank " + std::to_string(silent[0])) != std::string::npos)) {
+        verdict += "; rank " + std::to_string(r) + " saw: " + t.substr(t.find('|') + 1);
+        break;
+      }
+    }
+  } else {
+    for (int r = 0; r < bs.size() && verdict.empty(); ++r)
+      if (reports[r] && (*reports[r])[0] != 'P') verdict = "rank " + std::to_string(r) + ": " + reports[r]->substr(reports[r]->find('|') + 1);
+    if (verdict.empty()) verdict = e.what();
+  }
+  int leader = 0;
+  while (leader < bs.size() && !reports[leader]) ++leader;
+  if (bs.rank() == leader) std::cerr << "fabricbench: error: " << verdict << "\n" << std::flush;
+  if (state && bs.rank() == 0) {
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = "aborted: " + verdict;
+    state->end(sum);
+  }
+  std::cout << std::flush;
+  if (bs.rank() == leader) bs.abortJob(1);
+  // The leader ends the job; should it not, leave anyway.
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  std::_Exit(1);
+}
+
+int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int startupTimeout) {
+  // 1. Flags, checked on every rank (the form of each flag, then what needs this machine:
+  // interfaces, memory, the result folder), and agreed in the first exchange before any other
+  // communication: a bad flag on any rank, or ranks started with different flags (any flag,
+  // --help and --list included), end every rank with one line and exit 2.
   std::vector<std::string> args(argv + 1, argv + argc);
   std::optional<Options> parsed;
   std::string err;
+  bool info = false;  // --help: printed by rank 0 once every rank agrees
   try {
-    parsed = parseOptions(args, bs.rank() == 0);
-    if (!parsed) return 0;  // --help
-    if (bs.rank() == 0 && !parsed->list && parsed->writeFiles && !parsed->runId.empty()) {
-      auto dir = std::filesystem::path(parsed->resultsDir) / parsed->runId;
-      if (std::filesystem::exists(dir))
-        throw ConfigError("result folder " + dir.string() + " already exists (choose another --run-id)");
-    }
+    parsed = parseOptions(args, false);
+    if (!parsed) info = true;
+    else validateOnThisRank(*parsed, bs.size(), bs.rank(), bs.hostname());
   } catch (const ConfigError& e) {
+    err = e.what();
+  } catch (const std::exception& e) {  // a check that failed in an unexpected way is still bad input
     err = e.what();
   }
   // What each rank was told: its normalized flags, and its raw arguments for the message.
   std::string raw;
   for (auto& a : args) raw += (raw.empty() ? "" : " ") + a;
-  auto all = bs.allGatherStrings(err.empty() ? "OK" + parsed->canonical + '\x1f' + raw : "ER" + err);
+  bs.setTimeout(std::chrono::seconds(startupTimeout));
+  auto all = bs.allGatherStrings(!err.empty() ? "ER" + err
+                                 : info       ? "HP" + raw + '\x1f' + raw
+                                              : "OK" + parsed->canonical + '\x1f' + raw);
   auto canonicalOf = [](const std::string& s) { return s.substr(0, s.find('\x1f')); };
   auto rawOf = [](const std::string& s) { return s.substr(s.find('\x1f') + 1); };
   for (int r = 0; r < bs.size(); ++r) {
@@ -221,6 +389,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                   << "', rank " << r << ": '" << rawOf(all[r]) << "')\n";
       return kExitBadInput;
     }
+  }
+  if (info) {
+    if (bs.rank() == 0) parseOptions(args, true);
+    return 0;
   }
   Options& o = *parsed;
   bs.setTimeout(o.runner.timeout);
@@ -267,8 +439,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
-  RunState state;
-  std::string resultDir;
+  // The result folder is created here, by rank 0, after every check passed. Should that fail
+  // (the disk filled up since the check), every rank hears it with the folder's name and ends
+  // with exit 1, no abort.
+  std::string resultDir, beginError;
   if (bs.rank() == 0) {
     RunMeta meta;
     meta.runId = runId;
@@ -284,6 +458,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
                    {"ops", [&] { std::vector<std::string> v; for (auto op : o.ops) v.emplace_back(opName(op)); return v; }()},
                    {"root", o.root},
+                   {"rotate_buffers", o.coll.rotateBuffers},
                    {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
                    {"average", static_cast<int>(o.runner.rankTime)},
                    {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
@@ -291,13 +466,36 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
                    {"time", timeDefinition(o.runner)}};
     if (o.writeFiles) resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
     meta.resultDir = resultDir;
-    state.sinks.push_back(makeRunSinks(resultDir));  // console + table.csv, run.json, report.md
-    for (auto& k : state.sinks) k->begin(meta);
+    std::lock_guard<std::timed_mutex> lk(state.mu);
+    state.resultDir = resultDir;
+    state.console = makeRunSinks("", true);
+    if (!resultDir.empty()) {
+      try {
+        state.openFiles(resultDir, meta);  // table.csv, run.json, report.md
+      } catch (const std::exception& e) {
+        beginError = e.what();
+        state.dropFiles();
+        std::error_code ec;
+        std::filesystem::remove_all(resultDir, ec);
+      }
+    }
+    if (beginError.empty()) {
+      state.console->begin(meta);
+      state.begun = true;
+    }
   }
   // Every rank saves its backend logs (NCCL's INFO output) next to the results.
   {
-    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(resultDir.data(), resultDir.size())));
-    resultDir.assign(reinterpret_cast<const char*>(b.data()), b.size());
+    std::string msg = beginError.empty() ? "D" + resultDir : "E" + beginError;
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(msg.data(), msg.size())));
+    msg.assign(reinterpret_cast<const char*>(b.data()), b.size());
+    if (msg[0] == 'E') {
+      if (bs.rank() == 0)
+        std::cerr << "fabricbench: error: cannot create the result files in " << (std::filesystem::path(o.resultsDir) / runId).string()
+                  << ": " << msg.substr(1) << "\n" << std::flush;
+      return 1;
+    }
+    resultDir = msg.substr(1);
   }
   o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
 
@@ -389,6 +587,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
               st.counters["busbw_GBps"] = s.busBwGBps;
               st.counters["wrong"] = static_cast<double>(s.wrong);
               state.add(s, label);
+              // Rank 0 could not write its files: everyone stops here, together.
+              if (bs.allReduceSum(state.stopRequested() ? 1 : 0) > 0)
+                throw RunStopped("writing the result files stopped on rank 0");
             }
           })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
         }
@@ -454,14 +655,17 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
     benchmark::ClearRegisteredBenchmarks();
     bs.clearLivenessProbes();
     return 1;
-  } catch (const std::exception& e) {
+  } catch (const RunStopped& e) {
+    // Agreed by every rank at the end of a row: a clean end, exit 1. Rank 0 said why already.
     RunSummary sum;
     sum.ok = false;
-    sum.status = std::string("aborted: ") + e.what();
-    std::cerr << e.what() << "\n" << std::flush;
+    sum.status = "failed: writing the result files stopped after " + std::to_string(state.rows) + " rows";
     state.end(sum);
-    bs.abortJob(1);
-    return 1;  // abortJob does not return
+    benchmark::ClearRegisteredBenchmarks();
+    bs.clearLivenessProbes();
+    return 1;
+  } catch (const std::exception& e) {
+    failJob(bs, &state, e);
   }
 }
 
@@ -469,12 +673,50 @@ int realMain(int argc, char** argv, MpiBootstrap& bs) {
 }  // namespace fb
 
 int main(int argc, char** argv) {
-  // Google Benchmark reads its own flags; ours are parsed by CLI11 in parseOptions.
+  // Signals first (every thread MPI starts inherits the mask), then a watchdog over MPI_Init and
+  // the bootstrap's first collective: a rank stuck there (a stopped peer) ends with one line
+  // within --timeout instead of hanging without a word.
+  fb::shutdown::installSignalThread();
+  const int startupTimeout = fb::shutdown::timeoutFromArgs(argc, argv, 45);
+  fb::shutdown::armStartupWatchdog(std::chrono::seconds(startupTimeout));
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
-    fb::MpiBootstrap bs;
+    fb::MpiBootstrap bs;  // collective: pids and hosts of every rank
+    fb::shutdown::disarmStartupWatchdog();
     fb::setIdentity(bs.hostname(), bs.rank());
+    fb::RunState state;
+    // SIGCONT (the launcher is about to end the job, or it was resumed): rank 0 writes run.json
+    // and report.md as interrupted now, while there is time; the run goes on if it may.
+    fb::shutdown::onContinue([&bs, &state] {
+      if (bs.rank() != 0 || !state.begun) return;
+      fb::RunSummary sum;
+      sum.ok = false;
+      sum.status = fmt::format("interrupted (signal SIGCONT: the launcher is ending the job) after {} finished rows",
+                               state.rows);
+      fb::setDurableWrites(false);
+      state.checkpoint(sum, std::chrono::milliseconds(300));
+      fb::setDurableWrites(true);
+    });
+    // SIGTERM/SIGINT/SIGHUP: rank 0 finalises run.json and report.md with the finished rows.
+    fb::shutdown::onSignal([&bs, &state](int sig) {
+      if (bs.rank() != 0) return;
+      std::string name = fb::shutdown::signalName(sig);
+      std::int64_t rows = state.rows;
+      if (state.begun) {
+        fb::setDurableWrites(false);
+        fb::RunSummary sum;
+        sum.ok = false;
+        sum.status = fmt::format("interrupted (signal {}) after {} finished rows", name, rows);
+        state.endSoon(sum, std::chrono::milliseconds(300));
+      }
+      std::string dir = state.resultDir;
+      std::string line = "fabricbench: interrupted by " + name +
+                         (state.begun && !dir.empty()
+                              ? fmt::format(": {} finished rows kept in {}/ (run.json, report.md)", rows, dir)
+                              : std::string(": no result files were written")) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    });
     std::vector<char*> gbArgs{argv[0]};
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -488,14 +730,15 @@ int main(int argc, char** argv) {
     int gbArgc = static_cast<int>(gbArgs.size());
     benchmark::Initialize(&gbArgc, gbArgs.data());
     try {
-      rc = fb::realMain(argc, argv, bs);
+      rc = fb::realMain(argc, argv, bs, state, startupTimeout);
     } catch (const fb::ConfigError& e) {
       if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
       rc = 2;
     } catch (const std::exception& e) {
-      std::cerr << e.what() << "\n" << std::flush;
-      bs.abortJob(1);
+      fb::failJob(bs, state.begun ? &state : nullptr, e);
     }
+    fb::shutdown::onSignal(nullptr);
+    fb::shutdown::onContinue(nullptr);
     benchmark::Shutdown();
   }
   MPI_Finalize();

@@ -9,19 +9,20 @@
 #include <sstream>
 
 #include "backends.h"
+#include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transport/progress.h"
 
 namespace fb {
 namespace {
 
-std::vector<std::string> splitList(const std::vector<std::string>& in) {
+// Elements of a comma-separated list flag; an empty element ("", "a,,b", ",") is bad input.
+std::vector<std::string> splitList(const std::string& flag, const std::vector<std::string>& in) {
   std::vector<std::string> out;
   for (const auto& item : in) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ','))
-      if (!part.empty()) out.push_back(part);
+    if (item.empty()) throw ConfigError(flag + ": empty value (give a comma-separated list without empty elements)");
+    out.push_back(item);
   }
   return out;
 }
@@ -76,6 +77,20 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
   }
 
+  // List flags: an empty element (--collective '', "a,,b", a lone ",") is refused here, before
+  // CLI11 drops it or takes the next flag as the value.
+  static const std::vector<std::string> listFlags = {"--collective", "--transport", "--dtype", "--counts", "--require"};
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    for (const auto& f : listFlags) {
+      std::string v;
+      if (ours[i] == f && i + 1 < ours.size()) v = ours[i + 1];
+      else if (ours[i].rfind(f + "=", 0) == 0) v = ours[i].substr(f.size() + 1);
+      else continue;
+      if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos)
+        throw ConfigError(f + ": empty element in '" + v + "' (give a comma-separated list without empty elements)");
+    }
+  }
+
   CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
                "CUDA peer memory and MPI, with nccl-tests' definitions.\nLaunch with mpirun/srun; "
                "Google Benchmark flags (--benchmark_filter=allreduce/tcp, --benchmark_out=...) pass through.",
@@ -91,7 +106,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-i,--stepbytes", stepB, "add this many bytes between rows instead of -f");
   std::vector<std::string> counts;
   app.add_option("--counts", counts, "explicit element counts per rank (e.g. 0,1,3,1000003) instead of -b/-e/-f")
-      ->delimiter(',');
+      ->delimiter(',')->allow_extra_args(false);
   app.add_option("-n,--iters", o.runner.iters, "timed operations per size")->capture_default_str();
   app.add_option("-w,--warmup", o.runner.warmupIters, "untimed operations per size first")->capture_default_str();
   app.add_option("-c,--check", o.runner.checkRounds,
@@ -102,20 +117,23 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     collHelp += fmt::format("\n  {:<14} {}", d->name, d->summary);
   for (const auto& e : backendTable())
     transportHelp += fmt::format("\n  {:<6} {}{}", e.name, e.help, e.built ? "" : " [" + e.notBuilt + "]");
-  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->capture_default_str();
+  app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
-      ->delimiter(',')->capture_default_str();
-  app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->capture_default_str();
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->allow_extra_args(false)->capture_default_str();
   std::vector<std::string> opNames{"sum"};
   app.add_option("-o,--op", opNames, "reduction operators of allreduce/reducescatter: sum,prod,min,max,avg or all "
                                      "(nccl-tests' -o; avg is NCCL's ncclAvg)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
+  app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
+               "nccl: each operation of a batch uses the next of several buffer copies (512 MiB in all), so "
+               "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
@@ -145,6 +163,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--results-dir", o.resultsDir, "parent folder of results/<run-id>/")->capture_default_str();
   app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
   app.add_flag("!--no-files", o.writeFiles, "print the table only; write no result folder");
+  app.add_flag("--force", o.force, "run a sweep of more than " + std::to_string(kMaxRowsWithoutForce) +
+                                      " rows per backend (refused without it: e.g. -i 1 -e 1M is a million rows)");
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
   app.add_flag("--doctor", o.doctor,
                "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
@@ -166,8 +186,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   o.minBytes = sizeFlag("--minbytes", minB);
   o.maxBytes = sizeFlag("--maxbytes", maxB);
   o.stepBytes = sizeFlag("--stepbytes", stepB);
-  sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);  // validates
-  for (const auto& c : counts) {
+  // Validates, and counts the sizes without building a sweep of a billion entries.
+  o.sweepSizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes, kMaxRowsWithoutForce + 1).size();
+  for (const auto& c : splitList("--counts", counts)) {
     std::size_t v = 0;
     auto [ptr, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
     if (ec != std::errc() || ptr != c.data() + c.size())
@@ -193,7 +214,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
   o.runner.timeout = std::chrono::seconds(timeoutS);
 
-  for (const auto& c : splitList(colls)) {
+  for (const auto& c : splitList("--collective", colls)) {
     if (c == "all") {
       o.colls = allCollKinds();
       continue;
@@ -206,7 +227,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
     o.colls.push_back(*k);
   }
-  for (const auto& t : splitList(transports)) {
+  for (const auto& t : splitList("--transport", transports)) {
     if (t == "auto") {
       o.transportsAuto = true;
       continue;
@@ -217,19 +238,19 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     o.transports.push_back(t);
     o.namedTransports.push_back(t);
   }
-  for (const auto& r : splitList(required)) {
+  for (const auto& r : splitList("--require", required)) {
     bool known = r == "gpu";
     for (const auto& k : knownTransports()) known = known || k == r;
     if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));
     o.required.push_back(r);
   }
   if (o.transportsAuto) o.transports = knownTransports();
-  for (const auto& d : splitList(dtypes)) {
+  for (const auto& d : splitList("--dtype", dtypes)) {
     auto t = parseDataType(d);
     if (!t) throw ConfigError("unknown dtype '" + d + "' (choose float32, float64, int32, float16, bfloat16)");
     o.dtypes.push_back(*t);
   }
-  for (const auto& name : splitList(opNames)) {
+  for (const auto& name : splitList("-o/--op", opNames)) {
     if (name == "all") {
       o.ops = allReduceOps();
       continue;
@@ -247,6 +268,12 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     if (e.validate) e.validate(o);
   if (!o.runId.empty() && (o.runId.find('/') != std::string::npos || o.runId == "." || o.runId == ".."))
     throw ConfigError("--run-id '" + o.runId + "' must be a plain folder name");
+  for (const auto* v : {&o.runId, &o.resultsDir})
+    for (unsigned char ch : *v)
+      if (ch < 0x20 || ch == 0x7f)
+        throw ConfigError(std::string(v == &o.runId ? "--run-id" : "--results-dir") +
+                          " contains a control character (a newline, tab, ...): give a plain name");
+  if (o.resultsDir.empty()) throw ConfigError("--results-dir is empty (give a folder, or --no-files)");
   if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
@@ -258,6 +285,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       throw ConfigError("--fb-test-corrupt wants RANK:INDEX (got '" + corrupt + "')");
     }
   }
+  validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
@@ -269,7 +298,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
                             o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
                             o.coll.gpuStaging);
-  o.canonical += fmt::format("|doctor={}", o.doctor);
+  // ... and every other flag: ranks started with different flags (an MPMD launch) are refused
+  // whatever the flag, --list included.
+  o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
+                             o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
+  o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   o.canonical += fmt::format("|ops={}|root={}", fmt::join(opNames, ","), o.root);
   return o;
 }

@@ -35,11 +35,17 @@ struct Options {
   std::string runId;
   bool writeFiles = true;
   bool list = false;
+  bool force = false;                    // --force: sweeps over kMaxRowsWithoutForce rows per backend
+  std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
 };
+
+// A sweep of more rows than this per backend (sizes x collectives x dtypes x placements) needs
+// --force: a typo such as -i 1 -e 1M would otherwise start a million-row run.
+constexpr std::size_t kMaxRowsWithoutForce = 5000;
 
 // Every implementation name --transport accepts, in the order "auto" runs them.
 const std::vector<std::string>& knownTransports();

@@ -34,6 +34,21 @@ using fb::Series;
 
 namespace {
 
+// Output folders this process created: removed again when the run ends in bad input, so a rejected
+// command leaves no result folder behind.
+std::vector<std::string> gCreated;
+void makeOutDir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) gCreated.push_back(dir);
+  fs::create_directories(dir);
+}
+void removeCreated() {
+  for (auto& d : gCreated) {
+    std::error_code ec;
+    fs::remove_all(d, ec);
+  }
+}
+
 std::string human(double b) {
   const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int k = 0;
@@ -177,7 +192,7 @@ struct Plotter {
     }
     have = true;
     if (fb::runCommand({"gnuplot", "-e", "set terminal pngcairo"}, std::chrono::seconds(30)).ok()) terminal = "pngcairo";
-    fs::create_directories(dir);
+    makeOutDir(dir);
   }
   // Returns the png path relative to the report ("plots/x.png") or "" when not drawn.
   std::string draw(const std::string& name, const std::string& body) {
@@ -233,7 +248,7 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
   std::vector<Loaded> ls;
   for (auto& r : runs) ls.push_back(load(r));
   std::string dir = out.empty() ? (fs::path(ls[0].run.dir) / "model").string() : out;
-  fs::create_directories(dir);
+  makeOutDir(dir);
   Plotter pl(dir, !noPlots);
   std::string md = "# fabricbench-model: fitted latency-bandwidth curves\n\n";
   md += "Per-hop model: a collective of S bytes on n ranks = hops x alpha + bytes on the hop x beta (see the formulas in "
@@ -320,7 +335,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
   std::optional<Algo> force;
   if (!algo.empty()) force = parseAlgo(algo);
   std::string dir = out;
-  fs::create_directories(dir);
+  makeOutDir(dir);
   Plotter pl(dir, !noPlots);
 
   std::string cmd = "fabricbench-model validate";
@@ -673,7 +688,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     tm.computeMs = a.computeMs;
     tm.overlap = a.overlap;
   }
-  fs::create_directories(a.out);
+  makeOutDir(a.out);
   Plotter pl(a.out, !a.noPlots);
 
   std::string md = "# fabricbench-model: PROJECTED collective times\n\n";
@@ -952,9 +967,11 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const fb::InputError& e) {
+    removeCreated();
     std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
     return 2;
   } catch (const fb::ConfigError& e) {
+    removeCreated();
     std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -1,8 +1,13 @@
 #include "bootstrap/mpi_bootstrap.h"
 
 #include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "core/units.h"
@@ -19,6 +24,89 @@ MpiBootstrap::MpiBootstrap() {
   int len = 0;
   FB_MPI_CHECK(MPI_Get_processor_name(name, &len));
   host_.assign(name, len);
+  // Failure reports travel on a communicator of their own, and an error there (a peer that is
+  // gone) is returned, not fatal. Every rank's pid and host, for naming a lost or stuck rank.
+  FB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &failComm_));
+  FB_MPI_CHECK(MPI_Comm_set_errhandler(failComm_, MPI_ERRORS_RETURN));
+  long pid = static_cast<long>(::getpid());
+  pids_.resize(size_);
+  FB_MPI_CHECK(MPI_Allgather(&pid, 1, MPI_LONG, pids_.data(), 1, MPI_LONG, failComm_));
+  std::vector<char> names(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+  std::memset(name + len, 0, MPI_MAX_PROCESSOR_NAME - len);
+  FB_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                             failComm_));
+  for (int r = 0; r < size_; ++r) hosts_.emplace_back(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+}
+
+namespace {
+constexpr int kFailTag = 7411;
+constexpr int kFailMsg = 2048;  // bytes of one failure report (longer ones are cut)
+}  // namespace
+
+void MpiBootstrap::checkFailureReports() {
+  if (failComm_ == MPI_COMM_NULL) return;
+  int flag = 0;
+  MPI_Status st;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, kFailTag, failComm_, &flag, &st) == MPI_SUCCESS && flag)
+    throw PeerFailedError("rank " + std::to_string(st.MPI_SOURCE) + " reported a failure", st.MPI_SOURCE);
+}
+
+std::vector<std::optional<std::string>> MpiBootstrap::exchangeFailureReports(const std::string& mine,
+                                                                             std::chrono::milliseconds grace) {
+  std::vector<std::optional<std::string>> out(size_);
+  out[rank_] = mine;
+  if (failComm_ == MPI_COMM_NULL || size_ == 1) return out;
+  static std::vector<char> sendBuf;  // sends may still be in flight when the process ends
+  sendBuf.assign(kFailMsg, '\0');
+  std::memcpy(sendBuf.data(), mine.data(), std::min<std::size_t>(mine.size(), kFailMsg - 1));
+  std::vector<std::vector<char>> recv(size_, std::vector<char>(kFailMsg, '\0'));
+  std::vector<MPI_Request> rreq(size_, MPI_REQUEST_NULL);
+  static std::vector<MPI_Request> sreq;
+  sreq.assign(size_, MPI_REQUEST_NULL);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Irecv(recv[r].data(), kFailMsg, MPI_CHAR, r, kFailTag, failComm_, &rreq[r]);
+    MPI_Isend(sendBuf.data(), kFailMsg, MPI_CHAR, r, kFailTag, failComm_, &sreq[r]);
+  }
+  const Deadline deadline = Deadline::in(grace);
+  int pending = size_ - 1;
+  while (pending > 0 && !deadline.expired()) {
+    for (int r = 0; r < size_; ++r) {
+      if (rreq[r] == MPI_REQUEST_NULL || out[r]) continue;
+      int done = 0;
+      if (MPI_Test(&rreq[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        rreq[r] = MPI_REQUEST_NULL;  // the peer is gone: it stays silent
+        --pending;
+        continue;
+      }
+      if (done) {
+        out[r] = std::string(recv[r].data());
+        --pending;
+      }
+    }
+    for (int r = 0; r < size_; ++r) {  // drive the sends too
+      int done = 0;
+      if (sreq[r] != MPI_REQUEST_NULL) MPI_Test(&sreq[r], &done, MPI_STATUS_IGNORE);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // Receives that never completed are left posted: the job ends right after this.
+  return out;
+}
+
+std::string MpiBootstrap::describeRank(int r) const {
+  if (r < 0 || r >= size_ || pids_.empty()) return "";
+  std::string who = "pid " + std::to_string(pids_[r]) + " on " + hosts_[r];
+  if (hosts_[r] != host_) return who;
+  if (::kill(static_cast<pid_t>(pids_[r]), 0) != 0 && errno == ESRCH) return who + ": exited";
+  std::ifstream f("/proc/" + std::to_string(pids_[r]) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  auto close = line.rfind(')');
+  char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+  if (state == 'T' || state == 't') return who + ": stopped (SIGSTOP or a debugger)";
+  if (state == 'Z' || state == 'X' || line.empty()) return who + ": exited";
+  return who + ": running";
 }
 
 void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
@@ -35,6 +123,7 @@ void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
     if (now < spinUntil) continue;
     if (now >= nextProbe) {
       try {
+        checkFailureReports();
         runLivenessProbes();
       } catch (...) {
         // A peer that finished this very call first may already have closed its connections:

@@ -2,6 +2,9 @@
 #pragma once
 #include <mpi.h>
 
+#include <chrono>
+#include <optional>
+
 #include "bootstrap/bootstrap.h"
 #include "core/error.h"
 
@@ -18,6 +21,16 @@
 
 namespace fb {
 
+// Another rank reported a failure while this rank waited in the bootstrap.
+class PeerFailedError : public Error {
+ public:
+  PeerFailedError(const std::string& what, int peer) : Error(what), peer_(peer) {}
+  int peer() const { return peer_; }
+
+ private:
+  int peer_;
+};
+
 class MpiBootstrap : public Bootstrap {
  public:
   MpiBootstrap();
@@ -30,13 +43,29 @@ class MpiBootstrap : public Bootstrap {
   std::int64_t allReduceSum(std::int64_t v) override;
   [[noreturn]] void abortJob(int code) override;
 
+  // ---- After a failure (a lost peer, a time-out): who is still there ----
+  // This rank tells every other rank `mine` and collects what they tell, for at most `grace`:
+  // point-to-point on a communicator of its own, never a collective (a lost rank would block it).
+  // Returns one entry per rank: its report, or nullopt when it said nothing in time (lost or
+  // stuck); this rank's entry is `mine`. Ranks waiting in a bootstrap call notice a report within
+  // ~0.2 s and throw PeerFailedError, so they join the exchange.
+  std::vector<std::optional<std::string>> exchangeFailureReports(const std::string& mine,
+                                                                 std::chrono::milliseconds grace);
+  // What this host can tell about rank r: "pid 123 on node1: stopped (SIGSTOP)", "... exited",
+  // "... running", or "on node2" for a rank on another host.
+  std::string describeRank(int r) const;
+
  private:
   // Polls req until done: spins for the first milliseconds (so ranks leave a barrier together,
   // which matters for small-message timing), then backs off, running the liveness probes, and
   // throws TimeoutError after timeout().
   void waitRequest(void* req, const char* what);
+  void checkFailureReports();  // throws PeerFailedError when a report is waiting
   int rank_ = 0, size_ = 1;
   std::string host_;
+  MPI_Comm failComm_ = MPI_COMM_NULL;  // failure reports only (MPI_ERRORS_RETURN)
+  std::vector<long> pids_;             // every rank's pid, by rank
+  std::vector<std::string> hosts_;     // every rank's processor name, by rank
 };
 
 // "Open MPI v4.1.4, ..." from MPI_Get_library_version, first line.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/host_algorithms.h"
 
 namespace fb {
 
@@ -47,7 +48,7 @@ class HostCollective : public Collective {
   virtual void runOnce(Deadline deadline) = 0;
 
   // Send `sendElems` from sendBuf to `to` while receiving `recvElems` from `from` into recvBuf, in
-  // pieces of kPieceBytes all posted at once; after each received piece, onPiece(offset, count)
+  // pieces of kPieceBytes all posted at once (exchangePieces, host_algorithms.h); after each received piece, onPiece(offset, count)
   // runs (e.g. a reduction), so it overlaps the wire. to/from -1: that direction is idle.
   template <typename OnPiece>
   void pipelinedExchange(int to, const std::byte* sendBuf, std::size_t sendElems, int from, std::byte* recvBuf,
@@ -65,7 +66,7 @@ class HostCollective : public Collective {
   int mod(int a) const { return ((a % s_.nRanks) + s_.nRanks) % s_.nRanks; }
   int rank() const { return t_->rank(); }
 
-  static constexpr std::size_t kPieceBytes = 1 << 20;
+  static constexpr std::size_t kPieceBytes = kHostPieceBytes;
 
   std::shared_ptr<Transport> t_;
   CollShape s_{};
@@ -80,7 +81,7 @@ class HostCollective : public Collective {
   void fillInput(int seed);
 
   std::vector<void*> registered_;
-  std::vector<Request> recvReqs_, sendReqs_;
+  std::vector<Request> reqs_;
   std::shared_ptr<DeviceStaging> stage_;
   std::byte* devSend_ = nullptr;
   std::byte* devRecv_ = nullptr;
@@ -91,31 +92,8 @@ template <typename OnPiece>
 void HostCollective::pipelinedExchange(int to, const std::byte* sendBuf, std::size_t sendElems, int from,
                                        std::byte* recvBuf, std::size_t recvElems, Deadline deadline,
                                        OnPiece&& onPiece) {
-  const std::size_t pieceElems = std::max<std::size_t>(1, kPieceBytes / elt_);
-  recvReqs_.clear();
-  sendReqs_.clear();
-  if (from >= 0) {
-    for (std::size_t off = 0; off < recvElems || (off == 0 && recvElems == 0); off += pieceElems) {
-      std::size_t c = std::min(pieceElems, recvElems - off);
-      recvReqs_.push_back(t_->irecv(from, recvBuf + off * elt_, c * elt_));
-      if (recvElems == 0) break;
-    }
-  }
-  if (to >= 0) {
-    for (std::size_t off = 0; off < sendElems || (off == 0 && sendElems == 0); off += pieceElems) {
-      std::size_t c = std::min(pieceElems, sendElems - off);
-      sendReqs_.push_back(t_->isend(to, sendBuf + off * elt_, c * elt_));
-      if (sendElems == 0) break;
-    }
-  }
-  std::size_t off = 0;
-  for (auto& req : recvReqs_) {
-    t_->wait(req, deadline);
-    std::size_t c = std::min(pieceElems, recvElems - off);
-    if (c) onPiece(off, c);
-    off += c;
-  }
-  for (auto& req : sendReqs_) t_->wait(req, deadline);
+  exchangePieces(*t_, to, sendBuf, sendElems * elt_, from, recvBuf, recvElems * elt_, elt_, deadline, reqs_,
+                 [&](std::size_t off, std::size_t bytes) { onPiece(off / elt_, bytes / elt_); });
 }
 
 std::unique_ptr<Collective> makeHostAllToAll(std::shared_ptr<Transport> transport,

@@ -1,4 +1,8 @@
-// Ring algorithms over any Transport, on host memory (tcp, verbs). n ranks, right = r+1,
+// Host algorithms for the four patterns over any Transport, on host memory (tcp, verbs): the
+// algorithm is chosen per shape (host_algorithms.h: recursive doubling, Rabenseifner, Bruck,
+// recursive halving below their switch points, chosen in scratchFor/prepare; the row's
+// 'algorithm' detail names it), and the ring, below, for large sizes.
+// Ring: n ranks, right = r+1,
 // left = r-1, the buffer split into n chunks (chunk k = elements [k·C/n, (k+1)·C/n)).
 //
 // Reductions use the shape's operator (sum, prod, min, max; avg = sum, divided by n once at the
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/host_algorithms.h"
 #include "collectives/host_collective.h"
 #include "collectives/host_reduce.h"
 #include "core/error.h"
@@ -32,10 +37,26 @@ class RingCollective final : public HostCollective {
   RingCollective(CollKind kind, std::shared_ptr<Transport> t, std::shared_ptr<DeviceStaging> staging)
       : HostCollective(std::move(t), std::move(staging)), kind_(kind) {}
 
+  PathInfo path() const override {
+    PathInfo p = HostCollective::path();
+    p.details.emplace_back("algorithm", std::string(hostAlgoName(algo_)));
+    return p;
+  }
+
+  void prepare(const CollShape& shape) override {
+    // The size-chosen algorithms sum; another operator (-o) runs the ring, which has them all.
+    algo_ = shape.op == ReduceOp::kSum ? chooseHostAlgo(kind_, shape.bytes, shape.nRanks) : HostAlgo::kRing;
+    HostCollective::prepare(shape);
+  }
+
  private:
   Scratch scratchFor(const CollShape& s) const override {
     const std::size_t elt = dtypeSize(s.dtype);
     Scratch sc;
+    if (algo_ != HostAlgo::kRing) {
+      HostScratch need = hostAlgoScratch(algo_, s);
+      return {need.recv, need.acc};
+    }
     switch (kind_) {
       case CollKind::kAllReduce: {
         // The largest chunk any step receives.
@@ -61,6 +82,10 @@ class RingCollective final : public HostCollective {
     const int n = s_.nRanks, r = rank();
     std::byte* in = sendPtr_;
     std::byte* out = recvPtr_;
+    if (algo_ != HostAlgo::kRing) {
+      runHostAlgo(algo_, HostOp{*t_, s_, in, out, tmp_.data(), work_[0].data(), deadline});
+      return;
+    }
     switch (kind_) {
       case CollKind::kAllReduce: {
         const std::size_t C = s_.recvCount;
@@ -129,6 +154,7 @@ class RingCollective final : public HostCollective {
   }
 
   CollKind kind_;
+  HostAlgo algo_ = HostAlgo::kRing;  // chosen per shape in prepare()
 };
 
 }  // namespace

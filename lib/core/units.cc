@@ -47,7 +47,7 @@ std::string formatSize(std::size_t bytes) {
 }
 
 std::vector<std::size_t> sizeSweep(std::size_t minBytes, std::size_t maxBytes, double factor,
-                                   std::size_t increment) {
+                                   std::size_t increment, std::size_t limit) {
   if (minBytes > maxBytes)
     throw ConfigError("min size " + std::to_string(minBytes) + " B is larger than max size " +
                       std::to_string(maxBytes) + " B");
@@ -57,9 +57,10 @@ std::vector<std::size_t> sizeSweep(std::size_t minBytes, std::size_t maxBytes, d
   std::size_t s = minBytes;
   while (true) {
     out.push_back(s);
+    if (out.size() >= limit) break;
     std::size_t next;
     if (increment) {
-      next = s + increment;
+      next = s > SIZE_MAX - increment ? SIZE_MAX : s + increment;
     } else {
       double n = std::floor(static_cast<double>(s) * factor);
       next = n > static_cast<double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(n);

@@ -18,9 +18,10 @@ std::size_t parseSize(std::string_view text);
 std::string formatSize(std::size_t bytes);
 
 // nccl-tests' sweep: from min to max multiplying by factor (>1), or adding increment when
-// factor == 0. Both ends included when reached.
+// factor == 0. Both ends included when reached. At most `limit` sizes are returned (callers that
+// only count a sweep, to refuse a huge one, pass a small limit).
 std::vector<std::size_t> sizeSweep(std::size_t minBytes, std::size_t maxBytes, double factor,
-                                   std::size_t increment = 0);
+                                   std::size_t increment = 0, std::size_t limit = SIZE_MAX);
 
 using Clock = std::chrono::steady_clock;
 // Every wait in the suite has one of these.

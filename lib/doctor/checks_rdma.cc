@@ -80,6 +80,13 @@ std::string mappedIpv4(const std::string& g) {
            c = std::stoul(g.substr(35, 2), nullptr, 16), d = std::stoul(g.substr(37, 2), nullptr, 16);
   return std::to_string(a) + "." + std::to_string(b) + "." + std::to_string(c) + "." + std::to_string(d);
 }
+// not IPv4-mapped, not link-local (fe80::/10), not ::1
+bool globalIpv6(const std::string& g) {
+  if (g.size() < 39 || !mappedIpv4(g).empty() || startsWith(g, "0000:0000:0000:0000:0000:ffff:")) return false;
+  unsigned first = std::stoul(g.substr(0, 4), nullptr, 16);
+  if ((first & 0xffc0) == 0xfe80) return false;
+  return g != "0000:0000:0000:0000:0000:0000:0000:0001";
+}
 bool routable(const std::string& ip) {
   return !ip.empty() && !startsWith(ip, "0.") && !startsWith(ip, "127.") && !startsWith(ip, "169.254.");
 }
@@ -190,31 +197,40 @@ void checkRdma(const Machine& m, NodeReport& r) {
         continue;
       }
       auto gs = gids(m, p);
+      // the rule of fabricbench's verbs backend (and NCCL's auto choice): the first RoCEv2 GID on a
+      // routable IPv4 address, else the first RoCEv2 GID on a global IPv6 address
       const Gid* best = nullptr;
       for (const auto& g : gs)
         if (g.type == "RoCE v2" && routable(mappedIpv4(g.gid))) {
           best = &g;
           break;
         }
+      if (!best)
+        for (const auto& g : gs)
+          if (g.type == "RoCE v2" && globalIpv6(g.gid)) {
+            best = &g;
+            break;
+          }
       std::string list;
       for (const auto& g : gs)
         list += (list.empty() ? "" : ", ") + std::to_string(g.index) + " " + (g.type.empty() ? "?" : g.type) +
                 (mappedIpv4(g.gid).empty() ? "" : " " + mappedIpv4(g.gid)) + (g.netdev.empty() ? "" : " " + g.netdev);
       if (!best) {
-        bad.push_back(p.name() + ": no RoCEv2 GID bound to a routable IPv4 address (GIDs: " +
+        bad.push_back(p.name() + ": no RoCEv2 GID bound to a routable IPv4 or global IPv6 address (GIDs: " +
                       (list.empty() ? "none" : list) + ")");
         continue;
       }
       r.facts["gid_index." + p.name()] = std::to_string(best->index);
       r.factSources["gid_index." + p.name()] = "first RoCE v2 GID with a routable IPv4 (sysfs gid_attrs)";
-      std::string t = p.name() + ": RoCEv2 GID " + std::to_string(best->index) + " " + mappedIpv4(best->gid) +
+      std::string addr = mappedIpv4(best->gid).empty() ? best->gid : mappedIpv4(best->gid);
+      std::string t = p.name() + ": RoCEv2 GID " + std::to_string(best->index) + " " + addr +
                       (best->netdev.empty() ? "" : " (" + best->netdev + ")");
       if (want) {
         int w = std::atoi(want->c_str());
         const Gid* chosen = nullptr;
         for (const auto& g : gs)
           if (g.index == w) chosen = &g;
-        if (!chosen || chosen->type != "RoCE v2" || !routable(mappedIpv4(chosen->gid))) {
+        if (!chosen || chosen->type != "RoCE v2" || !(routable(mappedIpv4(chosen->gid)) || globalIpv6(chosen->gid))) {
           bad.push_back(p.name() + ": NCCL_IB_GID_INDEX=" + *want + " is " +
                         (chosen ? std::string(chosen->type) + " " + (mappedIpv4(chosen->gid).empty() ? chosen->gid : mappedIpv4(chosen->gid))
                                 : std::string("not populated")) +

@@ -47,9 +47,6 @@ struct Hooks {
   std::function<std::pair<bool, std::string>(const std::string& device)> dmabuf;
   // Versions the binary links or loads: "cuda_driver", "cuda_runtime", "nccl", "mpi".
   std::map<std::string, std::string> versions;
-  // The interface the tcp transport would use here when NCCL_SOCKET_IFNAME is not set
-  // ("" = the address the node name resolves to).
-  std::string tcpInterface;
 };
 
 struct NodeReport {

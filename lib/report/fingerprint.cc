@@ -287,7 +287,8 @@ json readGit(const FingerprintOptions& o) {
     auto rev = runCommand({"git", "-C", FB_SOURCE_DIR, "rev-parse", "HEAD"}, o.commandTimeout);
     if (rev.ok() && !trim(rev.out).empty()) {
       g["rev"] = trim(rev.out);
-      auto st = runCommand({"git", "-C", FB_SOURCE_DIR, "status", "--porcelain", "--untracked-files=no"},
+      // --no-optional-locks: a git status killed by the time-out must not leave .git/index.lock behind
+      auto st = runCommand({"git", "--no-optional-locks", "-C", FB_SOURCE_DIR, "status", "--porcelain", "--untracked-files=no"},
                            o.commandTimeout);
       g["dirty"] = st.ok() ? json(!trim(st.out).empty()) : json();
       g["source"] = "git";

@@ -59,6 +59,10 @@ std::vector<Sample> readCsv(const std::string& path);
 
 // Write `content` to `path` atomically (temp file in the same folder + fsync + rename).
 void writeFileAtomic(const std::string& path, const std::string& content);
+// false: writeFileAtomic leaves out the fsyncs (the rename is still atomic for every reader).
+// For a signal handler that must finish before the launcher's SIGKILL: on a busy disk one
+// fsync can take longer than mpirun's 1 s.
+void setDurableWrites(bool on);
 
 // ---- additions (report helper) ----
 

@@ -48,14 +48,19 @@ class CsvSink : public ResultSink {
       ssize_t w = ::write(fd_, line.data() + off, line.size() - off);
       if (w < 0) {
         if (errno == EINTR) continue;
-        throw IoError("write " + path_ + ": " + std::strerror(errno));
+        int e = errno;
+        // A line cut short (disk full) is taken back: the file keeps whole rows only.
+        if (off > 0 && ::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::lseek(fd_, static_cast<off_t>(size_), SEEK_SET);
+        throw IoError("write " + path_ + ": " + std::strerror(e));
       }
       off += static_cast<std::size_t>(w);
     }
-    ::fsync(fd_);
+    if (::fsync(fd_) != 0) throw IoError("fsync " + path_ + ": " + std::strerror(errno));
+    size_ += line.size();
   }
   std::string path_;
   int fd_ = -1;
+  std::size_t size_ = 0;  // bytes of whole lines written
 };
 
 class MarkdownSink : public ResultSink {

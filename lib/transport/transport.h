@@ -67,6 +67,9 @@ class Transport {
   // consuming data; a no-op where the backend cannot tell. Registered as a Bootstrap liveness
   // probe, so a rank waiting in a barrier learns at once that a node died.
   virtual void checkPeersAlive() {}
+  // This rank has failed and the job is ending: close every connection now, so peers blocked on
+  // this rank see it at once (and join the failure verdict) instead of at their deadline.
+  virtual void abandon() {}
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -4,20 +4,57 @@
 # --repeat 3 (median and spread per row) and --per-op (p50/p99 from events between operations), once
 # with --timer gpu (events per rank, max over ranks: -a 3) and once with --timer host (nccl-tests' method:
 # barrier, host clock until the stream is synchronised, average over ranks: -a 1). Then fabricbench-report
-# puts the two runs side by side (busbw per size, host / gpu ratio) in $OUT/results/timers-cmp/.
-# Check: both runs exit 0, wrong = 0; every row says timer=gpu/rank_time=max resp. timer=host/avg with
-# repeats=3; comparison.md has the host / gpu ratios. Expected ~60-120 s on 2xH200.
+# puts the two runs side by side in $OUT/results/<stamp>-h200x2-timers-cmp/, and a table (log only) gives
+# per collective and size both busbw medians with their spread, host / gpu and p50/p99: README's table.
+# Check: both runs exit 0, wrong = 0; console headers say timer=gpu rank_time=max resp. timer=host
+# rank_time=avg, repeats=3; % of nominal on every row (NVLink links x rate); the third run's rows have
+# buffers=rotated over N copies in run.json's extra. Expected ~90-150 s on 2xH200.
 set -u
 stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}
 common=(--transport nccl --path nvlink --collective allreduce,allgather,reducescatter,p2pring
-        -b 8 -e 8G -f 2 --placement out -n 20 -w 5 --repeat 3 --per-op --results-dir "$OUT/results")
+        -b 8 -f 2 --placement out -n 20 -w 5 --repeat 3 --per-op --results-dir "$OUT/results")
 rc=0
-$MPI $B/benchmarks/fabricbench "${common[@]}" --timer gpu --run-id "$stamp-h200x2-timer-gpu" || rc=$?
+$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer gpu --run-id "$stamp-h200x2-timer-gpu" || rc=$?
 echo "timer gpu: exit $rc"
 rc2=0
-$MPI $B/benchmarks/fabricbench "${common[@]}" --timer host --run-id "$stamp-h200x2-timer-host" || rc2=$?
+$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer host --run-id "$stamp-h200x2-timer-host" || rc2=$?
 echo "timer host: exit $rc2"
+# nccl-tests also moves its buffers by one size per iteration, so no operation finds its data in L2
+# (60 MB on H200): --rotate-buffers does the same. Up to 256 MiB only (above, nothing fits in L2 anyway).
+rc3=0
+$MPI $B/benchmarks/fabricbench "${common[@]}" -e 256M --timer host --rotate-buffers \
+  --run-id "$stamp-h200x2-timer-host-rotate" || rc3=$?
+echo "timer host, rotated buffers: exit $rc3"
+# Side by side (busbw per size, both runs as columns) by the report tool.
 $B/tools/fabricbench-report "$OUT/results/$stamp-h200x2-timer-gpu" "$OUT/results/$stamp-h200x2-timer-host" \
-  -o "$OUT/results/$stamp-h200x2-timers-cmp" --baseline "$stamp-h200x2-timer-gpu" || echo "fabricbench-report: exit $?"
-[ -f "$OUT/results/$stamp-h200x2-timers-cmp/comparison.md" ] && sed -n '1,400p' "$OUT/results/$stamp-h200x2-timers-cmp/comparison.md"
-exit $(( rc != 0 ? rc : rc2 ))
+  -o "$OUT/results/$stamp-h200x2-timers-cmp" --no-plots || echo "fabricbench-report: exit $?"
+# The README table: per collective and size, busbw median [slowest-fastest batch] of each timer, host / gpu,
+# and the time per operation (log only).
+python3 - "$OUT/results/$stamp-h200x2-timer-gpu/table.csv" "$OUT/results/$stamp-h200x2-timer-host/table.csv" \
+  "$OUT/results/$stamp-h200x2-timer-host-rotate/table.csv" <<'PY' || echo "table: python3 failed"
+import csv, sys
+def load(p):
+    return {(r["coll"], int(r["size_bytes"])): r for r in csv.DictReader(open(p))}
+g, h = load(sys.argv[1]), load(sys.argv[2])
+try:
+    rot = load(sys.argv[3])
+except OSError:
+    rot = {}
+def bw(r):
+    return f'{float(r["busbw_GBps"]):.2f} [{float(r["busbw_min_GBps"] or 0):.2f}-{float(r["busbw_max_GBps"] or 0):.2f}]'
+def us(r):
+    return f'{float(r["time_us"]):.2f} [{float(r["time_us_min"] or 0):.2f}-{float(r["time_us_max"] or 0):.2f}]'
+def pct(r):
+    return "/".join(f'{float(r[k]):.2f}' if r[k] else "-" for k in ("p50_us", "p99_us"))
+def ratio(a, b):
+    return f'{float(b["busbw_GBps"]) / float(a["busbw_GBps"]):.3f}' if a and b and float(a["busbw_GBps"]) > 0 else "-"
+print("| coll | size | gpu -a 3: busbw GB/s [min-max] | host -a 1: busbw [min-max] | host / gpu | host -a 1 rotated: busbw [min-max] | rotated / gpu | time us gpu [min-max] | time us host [min-max] | p50/p99 us gpu | p50/p99 us host |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for k in sorted(g, key=lambda k: (k[0], k[1])):
+    if k not in h:
+        continue
+    a, b, c = g[k], h[k], rot.get(k)
+    print(f'| {k[0]} | {k[1]} | {bw(a)} | {bw(b)} | {ratio(a, b)} | {bw(c) if c else "-"} | {ratio(a, c)} '
+          f'| {us(a)} | {us(b)} | {pct(a)} | {pct(b)} |')
+PY
+exit $(( rc != 0 ? rc : rc2 != 0 ? rc2 : rc3 ))

@@ -34,7 +34,7 @@ void expect(const NodeReport& r, const std::string& id, Verdict v, const std::st
 }  // namespace
 
 TEST_CASE("every check runs on every fixture and says how it read") {
-  for (const char* name : {"h200x2", "rtx4090x2", "a100_mig", "roce_ok", "roce_bad", "ib_down"}) {
+  for (const char* name : {"h200x2", "rtx4090x2", "a100_mig", "roce_ok", "roce_bad", "roce_v6", "ib_down"}) {
     auto r = node(name);
     std::set<std::string> ids;
     for (const auto& f : r.findings) {
@@ -136,7 +136,7 @@ TEST_CASE("broken RoCE node: GID, MTU, flow control, old ConnectX-6 firmware, li
   expect(r, "rdma.port", Verdict::kWarn, "not ACTIVE/LinkUp: mlx5_1/1");
   expect(r, "rdma.mtu", Verdict::kWarn, "mlx5_0/1 active 1024 (max 4096), eth2 MTU 1500");
   CHECK(find(r, "rdma.mtu").fix.find("mtu 9000") != std::string::npos);
-  expect(r, "rdma.gid", Verdict::kFail, "mlx5_0/1: no RoCEv2 GID bound to a routable IPv4 address");
+  expect(r, "rdma.gid", Verdict::kFail, "mlx5_0/1: no RoCEv2 GID bound to a routable IPv4 or global IPv6 address");
   expect(r, "rdma.flow_control", Verdict::kWarn, "ECN off on every priority, PFC off");
   expect(r, "rdma.firmware", Verdict::kFail, "ConnectX-6 below firmware 20.31.1014");
   expect(r, "limits.memlock", Verdict::kFail, "memlock 64 KiB");
@@ -158,6 +158,12 @@ TEST_CASE("NCCL_IB_GID_INDEX naming a link-local GID fails; naming the RoCEv2 on
   NodeReport ok;
   checkRdma(m, ok);
   expect(ok, "rdma.gid", Verdict::kPass, "(NCCL_IB_GID_INDEX=3)");
+}
+
+TEST_CASE("RoCE with a global IPv6 RoCEv2 GID only: usable (after the IPv4 rule)") {
+  auto r = node("roce_v6");
+  expect(r, "rdma.gid", Verdict::kPass, "mlx5_0/1: RoCEv2 GID 4 2001:0db8:0000:0000:0000:0000:0000:0005 (eth2)");
+  CHECK(r.facts.at("gid_index.mlx5_0/1") == "4");
 }
 
 TEST_CASE("InfiniBand port down, no /dev/shm") {

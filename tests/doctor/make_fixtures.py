@@ -13,6 +13,7 @@ tree plus _commands/ (command outputs), _env, _statvfs, _interfaces, _uid.
   roce_bad   RoCE without a routable GID, MTU 1024/1500, ECN/PFC off, ConnectX-6 fw below
              20.31.1014, a second port down, memlock 64 KiB, cgroup rdma.max limit, 64 MiB
              /dev/shm, variables naming a missing interface and HCA, NCCL_P2P_DISABLE/NCCL_NET=Socket
+  roce_v6    roce_ok with a global IPv6 RoCEv2 GID only
   ib_down    an InfiniBand HCA whose only port is down, no /dev/shm
 """
 import os, shutil, struct, sys
@@ -216,6 +217,17 @@ def roce_bad(root):
                                               ("mlx5_1", "20.28.1002", [(1, "PORT_DOWN (1)", 4096, 1024, "Ethernet")])]))
 
 
+def roce_v6(root):
+    """roce_ok with IPv6 only: the RoCEv2 GID on a global IPv6 address is the usable one."""
+    roce_ok(root)
+    d = "sys/class/infiniband/mlx5_0/ports/1/"
+    for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        for i in ("2", "3"):
+            os.remove(os.path.join(root, d, sub, i))
+    rdma_port(root, "mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "100 Gb/sec (4X EDR)", "Ethernet",
+              [(4, "2001:0db8:0000:0000:0000:0000:0000:0005", "RoCE v2", "eth2")], "eth2")
+
+
 def ib_down(root):
     common(root, shm=None)
     rdma_dev(root, "mlx5_0", "28.39.1002", "MT4129", "MT_0000000838", ["0000:00:03.0", "0000:41:00.0"])
@@ -223,7 +235,7 @@ def ib_down(root):
 
 
 for name, fn in [("h200x2", h200x2), ("rtx4090x2", rtx4090x2), ("a100_mig", a100_mig), ("roce_ok", roce_ok),
-                 ("roce_bad", roce_bad), ("ib_down", ib_down)]:
+                 ("roce_bad", roce_bad), ("roce_v6", roce_v6), ("ib_down", ib_down)]:
     root = os.path.join(OUT, name)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)

@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -195,8 +196,12 @@ TEST_CASE("ring program without peers runs its steps in order (local reduce, cop
   const std::size_t count = 12345;
   for (ElemType t : {ElemType::kFloat32, ElemType::kFloat16, ElemType::kBFloat16}) {
     const std::size_t es = fb::kernels::elemSize(t);
-    Dev a(count * es), b(count * es), x(count * es + 4), y(count * es), sync(8 * ipc::kMaxBlocks);
+    // x holds the step-0 result at an offset of 2 elements (unaligned), then a guard of 2 elements
+    // that no step may write (compute-sanitizer memcheck found the old size, count * es + 4, 4 bytes short).
+    const std::size_t xBytes = (count + 4) * es, guardAt = (count + 2) * es;
+    Dev a(count * es), b(count * es), x(xBytes), y(count * es), sync(8 * ipc::kMaxBlocks);
     CUDA_OK(cudaMemset(sync.p, 0, 8 * ipc::kMaxBlocks));
+    CUDA_OK(cudaMemset(x.p, 0xAB, xBytes));
     CUDA_OK(ipc::fillPattern(t, a.p, count, 0, 1, nullptr));
     CUDA_OK(ipc::fillPattern(t, b.p, count, 1, 1, nullptr));
     ipc::RingProgram p{};
@@ -229,6 +234,9 @@ TEST_CASE("ring program without peers runs its steps in order (local reduce, cop
     CUDA_OK(cudaMemcpy(hy.data(), y.p, hy.size(), cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(hr.data(), ref.p, hr.size(), cudaMemcpyDeviceToHost));
     CHECK(std::memcmp(hy.data(), hr.data(), hy.size()) == 0);
+    std::vector<unsigned char> guard(xBytes - guardAt);
+    CUDA_OK(cudaMemcpy(guard.data(), x.c() + guardAt, guard.size(), cudaMemcpyDeviceToHost));
+    CHECK(std::count(guard.begin(), guard.end(), 0xAB) == static_cast<std::ptrdiff_t>(guard.size()));
     (void)sum;
     // Counters advanced by 2 steps per launch for the blocks that ran (block 0 ran 3 times).
     unsigned long long c0 = 0;

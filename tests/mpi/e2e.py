@@ -276,13 +276,11 @@ def case_ops(a):
 
 def verdicts(stderr):
     """Each rank's 'verdict:' line (printed when FB_TEST_FAIL is set), by rank."""
+    # mpirun may interleave the ranks' lines: find every "[host:R] verdict: TEXT" wherever it starts.
+    import re
     out = {}
-    for line in stderr.splitlines():
-        if " verdict: " not in line or not line.startswith("["):
-            continue
-        who, text = line.split(" verdict: ", 1)
-        rank = int(who.rstrip("]").split(":")[-1])
-        out.setdefault(rank, []).append(text)
+    for m in re.finditer(r"\[[^\[\]\s]*:(\d+)\] verdict: (.*?\(FB_TEST_FAIL\)[^\[\n]*|[^\[\n]*)", stderr):
+        out.setdefault(int(m.group(1)), []).append(m.group(2).strip())
     return out
 
 

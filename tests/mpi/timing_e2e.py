@@ -223,6 +223,16 @@ def case_gpu(a):
             if nv and not all(r["pct_nominal"] for r in nv):
                 fail("nccl NVLink rows without % of nominal")
             print(f"  ok: --timer {timer}: {len(rows)} rows on {gpu}, p50/p99 from events, spread of 3 batches")
+        if "nccl" in gpu:  # --rotate-buffers: the rows say so, and the data still check
+            p = mpirun(a, 2, ["--transport", "nccl", "--timer", "host", "--rotate-buffers", "--collective", "all",
+                              "-b", "8", "-e", "16M", "-f", "64", "-n", "10", "--results-dir", d, "--run-id", "rot"],
+                       timeout=300, environ=e)
+            if p.returncode != 0:
+                fail(f"--rotate-buffers: exit {p.returncode}")
+            rows, _ = load(d, "rot")
+            if not rows or any(int(r["wrong"]) != 0 or "rotated over" not in r["extra"] for r in rows):
+                fail("--rotate-buffers rows: wrong elements or no 'buffers=rotated over N copies'")
+            print(f"  ok: --rotate-buffers: {len(rows)} rows, wrong = 0, labelled")
         p = mpirun(a, 2, ["--transport", "auto", "--collective", "allreduce", "-b", "8", "-e", "1M", "-f", "64",
                           "--no-files"], timeout=300, environ=e)
         line = final_line(p.stdout)

@@ -106,7 +106,7 @@ TEST_CASE("tcp: path() on lo", "[tcp]") {
   });
   REQUIRE(paths.size() == 2);
   for (auto& p : paths) {
-    CHECK(p.label == "tcp lo 127.0.0.1");
+    CHECK(p.label == "tcp lo 127.0.0.1 same host (loopback path)");  // both ranks on this host
     CHECK(pathDetail(p, "interface") == "lo");
     CHECK(pathDetail(p, "address") == "127.0.0.1");
     CHECK(pathDetail(p, "mtu") == tcp::readFirstLine("/sys/class/net/lo/mtu"));
@@ -165,6 +165,82 @@ TEST_CASE("tcp: strangers on the listening port are dropped and the job still co
   // Every stranger's connection is closed by now (dropped, or the listener is gone).
   for (int r = 0; r < n; ++r)
     for (auto& s : strangers[r]) CHECK(closedByServer(s.fd(), 2000));
+}
+
+TEST_CASE("tcp: 100 idle strangers per rank never take a peer's place", "[tcp]") {
+  // More silent connections than the 64 the listener keeps waiting: the oldest are closed, the
+  // real peers (which say hello at once) still connect, and the ring moves correct data.
+  constexpr int n = 3, kIdle = 100;
+  std::mutex mu;
+  std::vector<tcp::Socket> strangers[n];
+  std::vector<std::string> problems;
+  auto hook = [&](Bootstrap& bs, const tcp::SetupInfo& info) {
+    // Non-blocking connects: the listen backlog is smaller than kIdle, and nothing accepts until
+    // this hook returns, so a blocking connect would wait for the kernel's SYN retries.
+    std::vector<tcp::Socket> mine;
+    for (int i = 0; i < kIdle; ++i) {
+      tcp::Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+      sockaddr_in sa = info.endpoints[info.rank].sockaddr();
+      ::connect(s.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa));  // EINPROGRESS
+      mine.push_back(std::move(s));
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      strangers[info.rank] = std::move(mine);
+    }
+    bs.barrier();
+  };
+  runRanks(n, [&](Bootstrap& bs) {
+    TransportOptions o;
+    o.connectTimeout = 10s;
+    auto t = tcp::createTransport(bs, o, hook);
+    int me = bs.rank();
+    Buffer send(*t, 4099), recv(*t, 4099);
+    fillPattern(send.data(), send.size(), me, (me + 1) % n, 3);
+    t->ringExchange(send.data(), send.size(), recv.data(), recv.size(), Deadline::in(10s));
+    std::size_t wrong = countWrong(recv.data(), recv.size(), (me + n - 1) % n, me, 3);
+    std::lock_guard<std::mutex> lk(mu);
+    if (wrong) problems.push_back("rank " + std::to_string(me) + ": " + std::to_string(wrong) + " wrong bytes");
+  });
+  for (auto& p : problems) UNSCOPED_INFO(p);
+  CHECK(problems.empty());
+  // Every stranger that got through is closed by now (dropped, or the listener is gone); one
+  // still in the backlog when the listener closed is reset.
+  int open = 0;
+  for (int r = 0; r < n; ++r)
+    for (auto& s : strangers[r]) {
+      pollfd p{s.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 2000) <= 0) ++open;
+    }
+  CHECK(open == 0);
+}
+
+TEST_CASE("tcp: an accepted connection that says no hello is closed within its hello deadline", "[tcp]") {
+  // Rank 1 shows up 5 s late; meanwhile a silent stranger on rank 0's port must be closed after
+  // about 3 s (the hello deadline), long before the set-up ends.
+  std::atomic<double> closedAfter{-1};
+  std::thread watcher;
+  tcp::Socket stranger;
+  auto hook = [&](Bootstrap& bs, const tcp::SetupInfo& info) {
+    if (bs.rank() == 0) {
+      stranger = dial(info.endpoints[0]);
+      double t0 = now();
+      int fd = stranger.fd();
+      watcher = std::thread([&closedAfter, fd, t0] {
+        if (closedByServer(fd, 9000)) closedAfter = now() - t0;
+      });
+    }
+    if (bs.rank() == 1) std::this_thread::sleep_for(5s);
+  };
+  runRanks(2, [&](Bootstrap& bs) {
+    TransportOptions o;
+    o.connectTimeout = 15s;
+    tcp::createTransport(bs, o, hook);
+  });
+  if (watcher.joinable()) watcher.join();
+  INFO("stranger closed after " << closedAfter.load() << " s");
+  CHECK(closedAfter.load() > 2.5);
+  CHECK(closedAfter.load() < 4.5);
 }
 
 TEST_CASE("tcp: a rank that never shows up is a TimeoutError naming it", "[tcp]") {

@@ -53,10 +53,11 @@ collectives() {
     -b 8 -e 1M -f 8 -n 3 -w 1 -c 1 --placement both --timeout 60 --no-files > "$log" 2>&1
   rc=$?
   cat "$log"
-  # data rows: "size count type coll impl/path... place time algbw busbw wrong %nominal"
+  # data rows: "size count type coll impl/path... place time algbw busbw wrong %nominal t_min t_max"
+  # (the path has spaces: wrong is counted from the end; no --per-op here, so no p50/p99 columns)
   local rows bad colls
   rows=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {n++} END {print n+0}' "$log")
-  bad=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// && $(NF-1) != "0" {n++} END {print n+0}' "$log")
+  bad=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// && $(NF-3) != "0" {n++} END {print n+0}' "$log")
   colls=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {print $4}' "$log" | sort -u | tr '\n' ' ')
   rm -f "$log"
   echo "np=$np: exit $rc, $rows verbs rows, collectives: $colls, rows with wrong != 0 (or unchecked): $bad"

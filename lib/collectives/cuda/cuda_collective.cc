@@ -240,6 +240,7 @@ class CudaIpcCollective final : public Collective {
         FB_CUDA_CHECK(k::corruptElement(recv_, kdtype(), *corrupt_, stream_));
       corrupt_.reset();
     }
+    FB_CUDA_CHECK(cudaMemsetAsync(wrongDev(), 0, sizeof(unsigned long long), stream_));
     FB_CUDA_CHECK(k::countWrong(recv_, verifySpec(shape_, rank_, seed), wrongDev(), stream_));
     FB_CUDA_CHECK(cudaMemcpyAsync(hostWrong_, wrongDev(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
     if (!waitStream(stream_, deadline)) FB_THROW(TimeoutError, "cuda: counting wrong elements timed out");

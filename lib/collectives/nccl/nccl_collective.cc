@@ -169,15 +169,27 @@ class NcclCollective : public Collective {
     dropGraphs();
     shape_ = shape;
     const std::size_t elt = dtypeSize(shape.dtype);
+    // --rotate-buffers: operation i of a batch uses copy i % slots_ of the buffers, so that
+    // consecutive operations never find their data in the GPU's L2 cache (nccl-tests shifts its
+    // buffers by one size per iteration for the same reason). The check uses copy 0.
+    auto align = [](std::size_t b) { return (std::max<std::size_t>(b, 1) + 255) / 256 * 256; };
+    std::size_t footprint = shape.inPlace ? align(std::max(shape.sendCount, shape.recvCount) * elt)
+                                          : align(shape.sendCount * elt) + align(shape.recvCount * elt);
+    slots_ = opts_.rotateBuffers
+                 ? static_cast<int>(std::clamp<std::size_t>((kRotateSpan + footprint - 1) / footprint, 1, kMaxSlots))
+                 : 1;
     if (shape.inPlace) {
       std::size_t n = std::max(shape.sendCount, shape.recvCount);
-      ensure(&recv_, &recvCap_, n * elt);
+      sendStride_ = recvStride_ = align(n * elt);
+      ensure(&recv_, &recvCap_, recvStride_ * slots_);
       base_ = recv_;
       sendPtr_ = static_cast<char*>(recv_) + shape.sendInPlaceOffset(bs_.rank()) * elt;
       recvPtr_ = static_cast<char*>(recv_) + shape.recvInPlaceOffset(bs_.rank()) * elt;
     } else {
-      ensure(&send_, &sendCap_, shape.sendCount * elt);
-      ensure(&recv_, &recvCap_, shape.recvCount * elt);
+      sendStride_ = align(shape.sendCount * elt);
+      recvStride_ = align(shape.recvCount * elt);
+      ensure(&send_, &sendCap_, sendStride_ * slots_);
+      ensure(&recv_, &recvCap_, recvStride_ * slots_);
       sendPtr_ = send_;
       recvPtr_ = recv_;
     }
@@ -188,6 +200,9 @@ class NcclCollective : public Collective {
     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     comm_->wait(stop_, Deadline::in(kSetupTimeout), "nccl warm-up");
     attest();
+    if (slots_ > 1)
+      path_.details.emplace_back("buffers", "rotated over " + std::to_string(slots_) +
+                                                " copies, one per operation (--rotate-buffers, as nccl-tests)");
   }
 
   double runBatch(int iters, Deadline deadline) override {
@@ -199,7 +214,7 @@ class NcclCollective : public Collective {
       FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     } else {
       FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      for (int i = 0; i < iters; ++i) enqueue();
+      for (int i = 0; i < iters; ++i) enqueue(i);
       FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     }
     comm_->checkAsync("nccl batch");
@@ -223,7 +238,7 @@ class NcclCollective : public Collective {
       for (auto& e : ev) FB_CUDA_CHECK(cudaEventCreate(&e));
       FB_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
       for (int i = 0; i < iters; ++i) {
-        enqueue();
+        enqueue(i);
         FB_CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream_));
       }
       comm_->checkAsync("nccl per-op batch");
@@ -271,6 +286,7 @@ class NcclCollective : public Collective {
     *buf = nullptr;
     *cap = 0;
     FB_CUDA_CHECK(cudaMalloc(buf, bytes));
+    FB_CUDA_CHECK(cudaMemset(*buf, 0, bytes));  // copies other than 0 (--rotate-buffers) hold zeros
     *cap = bytes;
   }
 
@@ -283,39 +299,42 @@ class NcclCollective : public Collective {
     FB_CUDA_CHECK(kernels::fillPattern(sendPtr_, kt, shape_.sendCount, bs_.rank(), seed, stream_, shape_.op));
   }
 
-  void enqueue() {
+  void enqueue(int i = 0) {
+    const std::size_t slot = static_cast<std::size_t>(i % slots_);
+    void* sp = static_cast<char*>(sendPtr_) + slot * sendStride_;
+    void* rp = static_cast<char*>(recvPtr_) + slot * recvStride_;
     ncclComm_t c = comm_->get();
     ncclDataType_t t = ncclType(shape_.dtype);
     const std::size_t count = shape_.paramCount;
     switch (kind_) {
       case CollKind::kAllReduce:
-        FB_NCCL_CHECK(ncclAllReduce(sendPtr_, recvPtr_, count, t, ncclOp(shape_.op), c, stream_), c);
+        FB_NCCL_CHECK(ncclAllReduce(sp, rp, count, t, ncclOp(shape_.op), c, stream_), c);
         break;
       case CollKind::kAllGather:
-        FB_NCCL_CHECK(ncclAllGather(sendPtr_, recvPtr_, count, t, c, stream_), c);
+        FB_NCCL_CHECK(ncclAllGather(sp, rp, count, t, c, stream_), c);
         break;
       case CollKind::kReduceScatter:
-        FB_NCCL_CHECK(ncclReduceScatter(sendPtr_, recvPtr_, count, t, ncclOp(shape_.op), c, stream_), c);
+        FB_NCCL_CHECK(ncclReduceScatter(sp, rp, count, t, ncclOp(shape_.op), c, stream_), c);
         break;
       case CollKind::kAllToAll: {  // as nccl-tests: one send and one receive per peer, in one group
         const int n = bs_.size();
         const std::size_t blockBytes = count * dtypeSize(shape_.dtype);
         FB_NCCL_CHECK(ncclGroupStart());
         for (int p = 0; p < n; ++p) {
-          FB_NCCL_CHECK(ncclSend(static_cast<const char*>(sendPtr_) + p * blockBytes, count, t, p, c, stream_), c);
-          FB_NCCL_CHECK(ncclRecv(static_cast<char*>(recvPtr_) + p * blockBytes, count, t, p, c, stream_), c);
+          FB_NCCL_CHECK(ncclSend(static_cast<const char*>(sp) + p * blockBytes, count, t, p, c, stream_), c);
+          FB_NCCL_CHECK(ncclRecv(static_cast<char*>(rp) + p * blockBytes, count, t, p, c, stream_), c);
         }
         FB_NCCL_CHECK(ncclGroupEnd(), c);
         break;
       }
       case CollKind::kBroadcast:
-        FB_NCCL_CHECK(ncclBroadcast(sendPtr_, recvPtr_, count, t, shape_.root, c, stream_), c);
+        FB_NCCL_CHECK(ncclBroadcast(sp, rp, count, t, shape_.root, c, stream_), c);
         break;
       case CollKind::kP2PRing: {
         const int n = bs_.size(), r = bs_.rank();
         FB_NCCL_CHECK(ncclGroupStart());
-        FB_NCCL_CHECK(ncclSend(sendPtr_, count, t, (r + 1) % n, c, stream_), c);
-        FB_NCCL_CHECK(ncclRecv(recvPtr_, count, t, (r - 1 + n) % n, c, stream_), c);
+        FB_NCCL_CHECK(ncclSend(sp, count, t, (r + 1) % n, c, stream_), c);
+        FB_NCCL_CHECK(ncclRecv(rp, count, t, (r - 1 + n) % n, c, stream_), c);
         FB_NCCL_CHECK(ncclGroupEnd(), c);
         break;
       }
@@ -328,7 +347,7 @@ class NcclCollective : public Collective {
     cudaGraph_t g = nullptr;
     FB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      for (int i = 0; i < iters; ++i) enqueue();
+      for (int i = 0; i < iters; ++i) enqueue(i);
     } catch (...) {
       cudaStreamEndCapture(stream_, &g);
       if (g) cudaGraphDestroy(g);
@@ -447,6 +466,10 @@ class NcclCollective : public Collective {
   std::size_t sendCap_ = 0, recvCap_ = 0;
   void* sendPtr_ = nullptr;
   void* recvPtr_ = nullptr;
+  int slots_ = 1;                          // buffer copies (--rotate-buffers)
+  std::size_t sendStride_ = 0, recvStride_ = 0;
+  static constexpr std::size_t kRotateSpan = std::size_t(512) << 20;  // >> any GPU's L2 (H200: 60 MB)
+  static constexpr std::size_t kMaxSlots = 1024;  // operation i uses copy i % slots (nccl-tests: i % steps)
   CollShape shape_{};
   std::map<int, cudaGraphExec_t> graphs_;
   PathInfo path_;

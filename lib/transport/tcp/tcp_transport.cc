@@ -19,6 +19,7 @@
 #include "bootstrap/agree.h"
 #include "core/error.h"
 #include "topology/nic_rate.h"
+#include "transport/progress.h"
 
 namespace fb::tcp {
 namespace {
@@ -27,7 +28,10 @@ constexpr std::uint32_t kMsgMagic = 0x46425431;    // "FBT1": data message heade
 constexpr std::uint32_t kHelloMagic = 0x4642544b;  // "FBTK": connection hello
 constexpr std::size_t kDefaultSockBuf = 4u << 20;
 constexpr int kMaxIov = 64;  // iovec entries per sendmsg/readv (IOV_MAX is 1024)
-constexpr int kMaxStrangers = 64;
+constexpr int kMaxStrangers = 64;  // inbound connections waiting for their hello, at most
+// An accepted connection must deliver its 24-byte hello within this time (a real peer sends it
+// right after connecting); an idle one is closed, so strangers never hold a peer's place.
+constexpr auto kHelloDeadline = std::chrono::seconds(3);
 
 struct Header {
   std::uint32_t magic;
@@ -46,6 +50,8 @@ static_assert(sizeof(Hello) == 24);
 
 std::string bytesText(std::size_t n) { return std::to_string(n) + " B"; }
 
+}  // namespace
+
 std::size_t sockBufFromEnv() {
   const char* e = std::getenv("FB_TCP_SOCKBUF");
   if (!e || !*e) return kDefaultSockBuf;
@@ -55,6 +61,14 @@ std::size_t sockBufFromEnv() {
     FB_THROW(ConfigError, "FB_TCP_SOCKBUF='", e, "' is not a size (e.g. 4M, 0 = kernel autotuning)");
   }
 }
+
+void checkOptions(const TransportOptions& options, const std::string& hostname) {
+  sockBufFromEnv();
+  std::string how;
+  chooseInterface(options.tcpInterface, hostname, &how);
+}
+
+namespace {
 
 // One posted send or receive. `done` counts header + payload bytes already moved.
 struct Op {
@@ -140,6 +154,15 @@ class TcpTransport final : public Transport {
     }
   }
 
+  // Shut every connection down at once: peers blocked on this rank see the connection close now
+  // instead of at their deadline (used when this rank has failed and the job is ending).
+  void abandon() override {
+    for (Peer& p : peers_)
+      if (p.rank != rank_ && p.sock.valid()) ::shutdown(p.sock.fd(), SHUT_RDWR);
+    dead_ = true;
+    if (deadReason_.empty()) deadReason_ = "abandoned after a failure";
+  }
+
   void wait(Request& req, Deadline deadline) override {
     if (!req) return;
     if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
@@ -151,7 +174,9 @@ class TcpTransport final : public Transport {
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
     // Busy-poll for a short while before sleeping in poll(): waking a sleeping thread costs tens
     // of microseconds (more in VMs), which would dominate small-message latency.
-    const auto spinEnd = Clock::now() + kSpin;
+    // With more ranks than cores on this node (progress.h), sleep at once: spinning would take the
+    // core from the rank we wait for.
+    const auto spinEnd = spin_ ? Clock::now() + kSpin : Clock::now();
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
@@ -402,6 +427,7 @@ class TcpTransport final : public Transport {
   std::vector<pollfd> fds_;
   std::vector<Peer*> fdPeer_;
   PathInfo path_;
+  bool spin_ = true;  // progress.h: spin kSpin before sleeping in poll()
   bool dead_ = false;
   std::string deadReason_;
 };
@@ -435,6 +461,7 @@ struct Pending {
   std::size_t got = 0;
   Clock::time_point retryAt{};
   std::string lastError{};  // outbound: why the last attempt failed
+  Clock::time_point acceptedAt{};  // inbound: when accepted (its hello deadline runs from here)
 };
 
 std::string configureSocket(int fd, std::size_t sockBuf) {
@@ -525,9 +552,10 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
     pend.push_back(std::move(c));
   }
   auto drop = [&](Pending& c, const std::string& why) {
-    ++dropped;
-    std::fprintf(stderr, "%s tcp: dropped a connection from %s: %s\n", identity().c_str(), c.remote.str().c_str(),
-                 why.c_str());
+    // The first few are said on stderr; path() counts them all.
+    if (++dropped <= 3)
+      std::fprintf(stderr, "%s tcp: dropped a connection from %s: %s%s\n", identity().c_str(), c.remote.str().c_str(),
+                   why.c_str(), dropped == 3 ? " (further drops are only counted)" : "");
     c.sock.reset();
   };
   std::vector<pollfd> fds;
@@ -613,6 +641,10 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
       established[c.peer] = true;
       --missing;
     }
+    // Inbound connections that did not say hello in time are strangers (or dead): closed.
+    for (auto& c : pend)
+      if (!c.outbound && c.sock.valid() && Clock::now() - c.acceptedAt > kHelloDeadline)
+        drop(c, "no hello within " + std::to_string(kHelloDeadline.count()) + " s");
     // Forget finished or dropped inbound attempts (outbound ones without a socket retry).
     std::erase_if(pend, [](const Pending& c) { return !c.sock.valid() && (!c.outbound || c.peer < 0); });
     std::erase_if(pend, [&](const Pending& c) { return c.outbound && established[c.peer]; });
@@ -627,11 +659,19 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
           break;  // EAGAIN: backlog drained
         }
         Pending c{Pending::State::kAwaitHello, Socket(fd), -1, false, Endpoint{from.sin_addr.s_addr, ntohs(from.sin_port)}};
+        c.acceptedAt = Clock::now();
         setNoDelay(fd);
-        int inbound = static_cast<int>(std::count_if(pend.begin(), pend.end(), [](auto& p) { return !p.outbound; }));
-        if (inbound >= kMaxStrangers + size_) {
-          drop(c, "too many connections without a hello");
-          continue;
+        // At the cap, the OLDEST connection still without a hello goes, not the new one: a real
+        // peer sends its hello at once, so it is never the oldest for long, while idle strangers
+        // age; they can delay a peer by a poll round but never take its place.
+        auto inboundWaiting = [&] {
+          return std::count_if(pend.begin(), pend.end(), [](auto& p) { return !p.outbound && p.sock.valid(); });
+        };
+        if (inboundWaiting() >= kMaxStrangers) {
+          Pending* oldest = nullptr;
+          for (auto& p : pend)
+            if (!p.outbound && p.sock.valid() && (!oldest || p.acceptedAt < oldest->acceptedAt)) oldest = &p;
+          if (oldest) drop(*oldest, "too many connections without a hello (the oldest is closed)");
         }
         pend.push_back(std::move(c));
       }
@@ -663,6 +703,9 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
+  ProgressChoice progress = chooseProgress(bs);
+  spin_ = progress.spin;
+  d.emplace_back("progress", progress.why);
   // % of nominal: the NIC's rate (tc-shaped where a tbf caps it); none through loopback.
   topo::NicRate nominal;
   if (size_ > 1 && local == size_ - 1) {

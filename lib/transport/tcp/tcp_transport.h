@@ -11,7 +11,9 @@
 // (ip, port, host) → rank r connects to every rank below it and sends a hello
 // {magic, rank, token}; the accepting rank checks token and rank (strangers, wrong tokens,
 // unexpected or duplicate ranks are closed and it keeps waiting) and answers with its own
-// hello, which the connecting rank checks the same way. Everything under connectTimeout.
+// hello, which the connecting rank checks the same way. Everything under connectTimeout. Each
+// accepted connection must say hello within 3 s, and at most 64 wait at once (the oldest goes
+// first), so idle strangers never take a peer's place.
 //
 // Wire format per message: a 16-byte header {magic, message index, payload bytes} then the
 // payload. The receiver checks the header against what it posted (a size mismatch is an
@@ -21,6 +23,8 @@
 // Environment: FB_TCP_SOCKBUF = bytes requested for SO_SNDBUF/SO_RCVBUF (default 4M;
 // 0 = leave the kernel's autotuning alone). It is applied only when net.core.{w,r}mem_max
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
+// FB_PROGRESS=auto|spin|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
+// poll() only while the node's ranks have a core each; oversubscribed, it sleeps at once.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -37,6 +41,10 @@ namespace fb::tcp {
 // Collective: every rank calls it at the same point.
 std::unique_ptr<Transport> createTransport(Bootstrap& bootstrap, const TransportOptions& options);
 BackendStatus probe(const TransportOptions& options);
+// Bad-input checks of the tcp settings without opening anything (--tcp-if, FB_TCP_SOCKBUF):
+// throws ConfigError. fabricbench calls it on every rank before the first exchange.
+void checkOptions(const TransportOptions& options, const std::string& hostname);
+std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 4M); ConfigError when malformed
 
 // ---- For tests (tests/transport): a look inside the set-up. ----
 constexpr std::size_t kTokenBytes = 16;

@@ -30,6 +30,7 @@
 
 #include "bootstrap/agree.h"
 #include "core/error.h"
+#include "transport/progress.h"
 #include "transport/verbs/gpudirect.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
@@ -157,6 +158,7 @@ class VerbsTransport final : public Transport {
   Channel channel_;
   Cq cq_;
   bool armed_ = false;
+  ProgressChoice progress_;  // progress.h: spin kSpinUs first, or sleep on the channel at once
   std::vector<CtlMsg> ctl_;  // recv slots, then send slots, then scratch
   CtlMsg* ctlBase_ = nullptr;
   Mr ctlMr_;
@@ -176,6 +178,7 @@ class VerbsTransport final : public Transport {
 VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel)
     : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
   gpuDirectAsked_ = o.gpuDirect;
+  progress_ = chooseProgress(bs);
   if (o.gpuDirect) {  // agreeOnSelection already refused the run when it is not possible
     gdr_ = probeGpuDirect(sel_.device.name);
     gpuDirect_ = gdr_.possible;
@@ -674,7 +677,8 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       armed_ = false;
       continue;
     }
-    if (++idle < 64) continue;
+    // More ranks than cores on this node: no spinning (it takes the core from the rank we wait for).
+    if (++idle < 64 && progress_.spin) continue;
     auto now = Clock::now();
     if (idle == 64) idleSince = now;
     const Op& op = it->second;
@@ -689,7 +693,7 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       if (!pr.failed && !pr.probeOut && pr.sqUsed < kSqAlloc - 2 && now - pr.lastProbe > std::chrono::seconds(1))
         postProbe(op.peer);
     }
-    if (now - idleSince < std::chrono::microseconds(kSpinUs)) {
+    if (progress_.spin && now - idleSince < std::chrono::microseconds(kSpinUs)) {
       if ((idle & 15) == 0) sched_yield();
       continue;
     }
@@ -730,7 +734,8 @@ PathInfo VerbsTransport::path() const {
                {"gpudirect", gpuDirect_ ? gdr_.text()
                              : gpuDirectAsked_ ? "no: " + gdr_.text()
                                                : std::string("no (host memory; --gpu-memory not given)")},
-               {"why", sel_.why}};
+               {"why", sel_.why},
+               {"progress", progress_.why}};
   // % of nominal: the port's rate (lanes x lane rate, Gb/s) in GB/s.
   if (sel_.port.gbps > 0) {
     char buf[32];

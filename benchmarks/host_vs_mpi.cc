@@ -1,0 +1,167 @@
+// host_vs_mpi: the host baseline (tcp, or verbs) against Open MPI's own collectives, interleaved
+// point by point so both see the same machine load (a benchmark, not a test; driven by
+// benchmarks/host_vs_mpi.sh, which launches it with `mpirun --mca btl tcp,self`).
+//
+// For every collective and size: prepare both implementations, check both element by element
+// (wrong elements are printed; a wrong element fails the run), warm up, pick an operation count
+// per batch from a timed probe (about --batch-ms per batch), then --rounds rounds; a round is
+// --pairs batches of each implementation, alternating (T M, M T, ...), and gives each its best
+// batch (and, in extra columns, its median batch). Time per op of a batch = max over ranks of each rank's batch time / ops, as
+// fabricbench's Runner measures it. The point's times are the medians over the rounds.
+// Output (rank 0, one line per point, whitespace separated, after a '#' header):
+//   np coll bytes algo ops tcp_us×rounds mpi_us×rounds tcp_us mpi_us ratio
+//   tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi
+// tcp_us×rounds = each round's best batch; tcp_us = their median; ratio = tcp_us / mpi_us;
+// the *_medbatch columns use each round's median batch instead of its best (load shows there).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bootstrap/mpi_bootstrap.h"
+#include "collectives/collective.h"
+#include "core/error.h"
+#include "core/units.h"
+
+using namespace fb;
+
+namespace {
+std::string loadAvg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  {
+    MpiBootstrap bs;
+    try {
+      std::string transport = "tcp", minB = "8", maxB = "64M";
+      std::vector<std::string> collNames{"all"};
+      double factor = 2, batchMs = 3;
+      int rounds = 3, pairs = 9, maxOps = 1000;
+      TransportOptions topt;
+      CLI::App app("host baseline vs MPI, interleaved");
+      app.add_option("--transport", transport, "tcp or verbs")->capture_default_str();
+      app.add_option("--collective", collNames, "allreduce,allgather,reducescatter,p2pring or all")->delimiter(',');
+      app.add_option("-b,--minbytes", minB)->capture_default_str();
+      app.add_option("-e,--maxbytes", maxB)->capture_default_str();
+      app.add_option("-f,--stepfactor", factor)->capture_default_str();
+      app.add_option("--rounds", rounds, "rounds per point (each gives one time per implementation)")->capture_default_str();
+      app.add_option("--pairs", pairs, "alternating batches of each implementation per round")->capture_default_str();
+      app.add_option("--batch-ms", batchMs, "about this long per batch (at least one operation)")->capture_default_str();
+      app.add_option("--max-ops", maxOps, "at most this many operations per batch")->capture_default_str();
+      app.add_option("--tcp-if", topt.tcpInterface, "tcp: interface");
+      try {
+        app.parse(argc, argv);
+      } catch (const CLI::ParseError& e) {
+        if (bs.rank() == 0) app.exit(e);
+        MPI_Finalize();
+        return e.get_exit_code() == 0 ? 0 : 2;
+      }
+      std::vector<CollKind> kinds;
+      for (auto& c : collNames) {
+        if (c == "all") {
+          kinds = allCollKinds();
+          break;
+        }
+        auto k = parseCollKind(c);
+        if (!k) throw ConfigError("unknown collective '" + c + "'");
+        kinds.push_back(*k);
+      }
+      auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
+      std::shared_ptr<Transport> t = makeTransport(transport, bs, topt);
+      const int n = bs.size();
+      auto dl = [] { return Deadline::in(std::chrono::seconds(120)); };
+      std::string progress = "?";
+      for (auto& [key, v] : t->path().details)
+        if (key == "progress") progress = v;
+      if (bs.rank() == 0) {
+        fmt::print("# progress: {}\n", progress);
+        fmt::print("# host_vs_mpi np={} transport={} path='{}' rounds={} pairs={} batch_ms={} load(start)={}\n", n,
+                   transport, t->path().label, rounds, pairs, batchMs, loadAvg());
+        fmt::print("# np coll bytes algo ops {} {} tcp_us mpi_us ratio tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi\n",
+                   fmt::format("tcp_us*{}", rounds), fmt::format("mpi_us*{}", rounds));
+        std::fflush(stdout);
+      }
+      std::int64_t wrongAll = 0;
+      for (CollKind k : kinds) {
+        auto host = makeRingCollective(k, t);
+        auto mpi = makeMpiCollective(k);
+        for (std::size_t bytes : sizes) {
+          CollShape shape = makeShape(k, DataType::kFloat32, bytes, n, false);
+          if (shape.bytes == 0) continue;
+          host->prepare(shape);
+          mpi->prepare(shape);
+          std::int64_t wt = bs.allReduceSum(host->check(3, dl()));
+          std::int64_t wm = bs.allReduceSum(mpi->check(3, dl()));
+          wrongAll += wt + wm;
+          host->runBatch(2, dl());
+          mpi->runBatch(2, dl());
+          bs.barrier();
+          // Operation count per batch from the best of three single-operation probes of each.
+          double probe = 1e30;
+          for (int i = 0; i < 3; ++i)
+            probe = std::min(probe, bs.allReduceMax(std::max(host->runBatch(1, dl()), mpi->runBatch(1, dl()))));
+          int ops = static_cast<int>(std::clamp(batchMs * 1e-3 / std::max(probe, 1e-7), 1.0, double(maxOps)));
+          // Each round: `pairs` short batches of each implementation, alternating (T M, M T, ...);
+          // the round's time of each = the best of its batches (a batch that lost a core to
+          // another process says nothing about either implementation), and, shown alongside, the
+          // median of its batches. The point's times = medians over the rounds.
+          std::vector<double> tt, tm, ttMed, tmMed;
+          for (int r = 0; r < rounds; ++r) {
+            std::vector<double> pt, pm;
+            for (int i = 0; i < pairs; ++i) {
+              for (int which = 0; which < 2; ++which) {
+                bool hostTurn = (which == 0) == ((r * pairs + i) % 2 == 0);
+                bs.barrier();
+                double mine = hostTurn ? host->runBatch(ops, dl()) : mpi->runBatch(ops, dl());
+                (hostTurn ? pt : pm).push_back(bs.allReduceMax(mine) / ops * 1e6);
+              }
+            }
+            tt.push_back(*std::min_element(pt.begin(), pt.end()));
+            tm.push_back(*std::min_element(pm.begin(), pm.end()));
+            ttMed.push_back(median(pt));
+            tmMed.push_back(median(pm));
+          }
+          if (bs.rank() == 0) {
+            std::string algo = host->path().label;
+            for (auto& [key, v] : host->path().details)
+              if (key == "algorithm") algo = v;
+            std::string ts, ms;
+            for (double v : tt) ts += fmt::format("{:.3f} ", v);
+            for (double v : tm) ms += fmt::format("{:.3f} ", v);
+            double a = median(tt), b = median(tm);
+            double am = median(ttMed), bm = median(tmMed);
+            fmt::print("{} {} {} {} {} {}{}{:.3f} {:.3f} {:.4f} {:.3f} {:.3f} {:.4f} {} {}\n", n, collName(k), shape.bytes,
+                       algo.empty() ? "-" : algo, ops, ts, ms, a, b, a / b, am, bm, am / bm, wt, wm);
+            std::fflush(stdout);
+          }
+        }
+      }
+      if (bs.rank() == 0) fmt::print("# load(end)={} wrong={}\n", loadAvg(), wrongAll);
+      if (wrongAll) rc = 1;
+    } catch (const ConfigError& e) {
+      if (bs.rank() == 0) std::fprintf(stderr, "host_vs_mpi: error: %s\n", e.what());
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "host_vs_mpi: %s\n", e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The host baseline against Open MPI over the same TCP loopback, side by side (a benchmark, not a
+# test: its figures depend on the machine and its load). For each rank count, one mpirun of
+# build/benchmarks/host_vs_mpi with `--mca btl tcp,self`: per collective and size, both
+# implementations are checked element by element, then measured in ROUNDS rounds (3) of PAIRS
+# alternating short batches (tcp, mpi, mpi, tcp, ...); a round's time of each is its best batch
+# (and, in the second table, its median batch); the point's time is the median of the rounds.
+# Prints the tables of tcp time / mpi time per size, collective and np (markdown), with the
+# geometric mean and the worst ratio per column, and the load average before and after.
+#
+#   bash benchmarks/host_vs_mpi.sh                 # np 2 3 4, 8 B .. 64 MiB, factor 2
+#   NPS="2 4" MAX=1M FACTOR=4 bash benchmarks/host_vs_mpi.sh
+# Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), ROUNDS (3), PAIRS (9),
+# BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), OUT (a new
+# folder under /tmp: raw output per np, the tables in table.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+NPS=${NPS:-"2 3 4"}
+MIN=${MIN:-8} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
+ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-9} BATCH_MS=${BATCH_MS:-3}
+IF=${IF:-lo} TRANSPORT=${TRANSPORT:-tcp}
+OUT=${OUT:-$(mktemp -d /tmp/host_vs_mpi.XXXXXX)}
+BIN=$BUILD/benchmarks/host_vs_mpi
+[[ -x $BIN ]] || { echo "host_vs_mpi.sh: error: $BIN not built (cmake --build $BUILD --target host_vs_mpi)" >&2; exit 2; }
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "# host_vs_mpi.sh: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
+for np in $NPS; do
+  mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include "$IF" \
+    "$BIN" --transport "$TRANSPORT" --tcp-if "$IF" -b "$MIN" -e "$MAX" -f "$FACTOR" \
+    --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" | tee "$OUT/np$np.txt" | grep '^#' || {
+    echo "host_vs_mpi.sh: np $np failed (see $OUT/np$np.txt)" >&2
+    exit 1
+  }
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$OUT" $NPS <<'EOF' | tee "$OUT/table.md"
+import math, sys
+out, nps = sys.argv[1], [int(x) for x in sys.argv[2:]]
+rows = {}  # (coll, i-th size) -> np -> (ratio, ratio_medbatch, algo); sizes differ per np
+order, shown = [], {}  # allgather/reducescatter round the size to a multiple of np
+for np_ in nps:
+    seen = {}
+    for line in open(f"{out}/np{np_}.txt"):
+        if line.startswith("#") or not line.strip():
+            continue
+        # np coll bytes algo ops tcp_us*R mpi_us*R tcp_us mpi_us ratio tcp_med mpi_med ratio_med wrong_tcp wrong_mpi
+        f = line.split()
+        coll, size, algo = f[1], int(f[2]), f[3]
+        if int(f[-2]) or int(f[-1]):
+            sys.exit(f"np {np_} {coll} {size}: wrong elements: tcp {f[-2]}, mpi {f[-1]}")
+        i = seen[coll] = seen.get(coll, -1) + 1
+        key = (coll, i)
+        if key not in rows:
+            rows[key] = {}
+            order.append(key)
+            shown[key] = size
+        rows[key][np_] = (float(f[-6]), float(f[-3]), algo)
+def fmt_size(b):
+    for u, s in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= s:
+            return f"{b / s:g} {u}"
+    return f"{b} B"
+def table(idx, title):
+    print(f"\n### {title}\n")
+    print("| collective | size (at the first np) | " + " | ".join(f"np {n} tcp/mpi (algorithm)" for n in nps) + " |")
+    print("|---|---|" + "---|" * len(nps))
+    stats = {}
+    for coll in dict.fromkeys(c for c, _ in order):
+        for key in [k for k in order if k[0] == coll]:
+            cells = []
+            for n in nps:
+                v = rows[key].get(n)
+                if v is None:
+                    cells.append("-")
+                    continue
+                r = v[0] if idx == 0 else v[1]
+                stats.setdefault((coll, n), []).append(r)
+                cells.append(f"{r:.2f}{' **>1.05**' if r > 1.05 else ''} ({v[2]})")
+            print(f"| {coll} | {fmt_size(shown[key])} | " + " | ".join(cells) + " |")
+    print("\n| collective | np | points | geometric mean | worst | points > 1.05 |")
+    print("|---|---|---|---|---|---|")
+    allr = []
+    for (coll, n), rs in stats.items():
+        allr += rs
+        g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+        print(f"| {coll} | {n} | {len(rs)} | {g:.3f} | {max(rs):.2f} | {sum(r > 1.05 for r in rs)} |")
+    g = math.exp(sum(math.log(r) for r in allr) / len(allr))
+    print(f"| all | {','.join(map(str, nps))} | {len(allr)} | {g:.3f} | {max(allr):.2f} | {sum(r > 1.05 for r in allr)} |")
+table(0, "tcp time / mpi time: median over rounds of each round's best batch")
+table(1, "tcp time / mpi time: median over rounds of each round's median batch (shows the load)")
+EOF

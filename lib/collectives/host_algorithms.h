@@ -1,0 +1,100 @@
+// Host collective algorithms chosen by size, written once over the Transport interface (tcp and
+// verbs both run them; ring.cc owns the buffers and calls runHostAlgo for everything but the ring).
+//
+//   allreduce      recursive doubling (log2 p exchanges of the whole vector; small sizes),
+//                  Rabenseifner (reduce-scatter by recursive halving, then all-gather by recursive
+//                  doubling: 2 log2 p exchanges, 2(p-1)/p · S per rank; middle sizes), ring (large)
+//   allgather      Bruck (ceil(log2 n) exchanges for any n; blocks addressed in place, no rotation),
+//                  ring (large)
+//   reducescatter  recursive halving (log2 p exchanges), ring (large)
+//   p2pring        one exchange (send right, receive left): "ring"
+// Rank counts that are not a power of two (recursive doubling/halving, Rabenseifner): with p the
+// largest power of two <= n and rem = n - p, ranks 2i and 2i+1 (i < rem) first fold: the even
+// one sends its vector to the odd one, which reduces and takes part as new rank i; ranks >= 2 rem
+// take part as new rank r - rem. At the end each odd rank hands the even one its result.
+//
+// The default switch points (hostAlgoTable in host_algorithms.cc) come from measurements on
+// loopback TCP (benchmarks/host_vs_mpi.sh); FB_HOST_ALGO overrides them:
+//   FB_HOST_ALGO=ring                       every collective uses the ring
+//   FB_HOST_ALGO=allreduce=rd,allgather=ring  per collective; others keep the default
+// Names: ring, rd (recursive-doubling), rabenseifner, bruck, rh (recursive-halving). A plain name
+// applies to the collectives it implements; `coll=name` for a collective it does not implement
+// is a ConfigError.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/spec.h"
+#include "transport/transport.h"
+
+namespace fb {
+
+enum class HostAlgo { kRing, kRecursiveDoubling, kRabenseifner, kBruck, kRecursiveHalving };
+
+std::string_view hostAlgoName(HostAlgo a);  // "ring", "recursive-doubling", ...
+// The algorithm for one point: FB_HOST_ALGO if it names one for `k`, else by size and n.
+// Throws ConfigError for a malformed FB_HOST_ALGO.
+HostAlgo chooseHostAlgo(CollKind k, std::size_t bytes, int nRanks);
+// Checks FB_HOST_ALGO without using it (for option validation before any communication).
+void validateHostAlgoEnv();
+
+// Scratch an algorithm needs besides the send and receive buffers (bytes; registered by the caller).
+struct HostScratch {
+  std::size_t recv = 0;  // landing area for received partial sums
+  std::size_t acc = 0;   // reducescatter: running sums of the whole input
+};
+HostScratch hostAlgoScratch(HostAlgo a, const CollShape& s);
+
+// One operation of `a` (not the ring: ring.cc runs that). `in` and `out` as the shape says
+// (in-place: views into one buffer, nccl-tests offsets); scratch as hostAlgoScratch asked.
+struct HostOp {
+  Transport& t;
+  const CollShape& s;
+  const std::byte* in;
+  std::byte* out;
+  std::byte* recvScratch;
+  std::byte* accScratch;
+  Deadline deadline;
+};
+void runHostAlgo(HostAlgo a, const HostOp& op);
+
+// Send `sendBytes` to `sendPeer` while receiving `recvBytes` from `recvPeer` (either -1: none),
+// cut into pieces of kHostPieceBytes (a multiple of `elt`), all posted at once; after each
+// received piece onPiece(offsetBytes, bytes) runs (a reduction overlapping later pieces).
+// `reqs` is reusable storage. Both sides cut the same way, so the pieces match.
+constexpr std::size_t kHostPieceBytes = 1 << 20;
+template <typename OnPiece>
+void exchangePieces(Transport& t, int sendPeer, const std::byte* sendBuf, std::size_t sendBytes, int recvPeer,
+                    std::byte* recvBuf, std::size_t recvBytes, std::size_t elt, Deadline deadline,
+                    std::vector<Request>& reqs, OnPiece&& onPiece) {
+  const std::size_t piece = std::max<std::size_t>(elt, kHostPieceBytes / elt * elt);
+  reqs.clear();
+  std::size_t nRecv = 0;
+  if (recvPeer >= 0) {
+    for (std::size_t off = 0;; off += piece) {
+      reqs.push_back(t.irecv(recvPeer, recvBuf + off, std::min(piece, recvBytes - off)));
+      ++nRecv;
+      if (off + piece >= recvBytes) break;
+    }
+  }
+  if (sendPeer >= 0) {
+    for (std::size_t off = 0;; off += piece) {
+      reqs.push_back(t.isend(sendPeer, sendBuf + off, std::min(piece, sendBytes - off)));
+      if (off + piece >= sendBytes) break;
+    }
+  }
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    t.wait(reqs[i], deadline);
+    if (i < nRecv) {
+      std::size_t c = std::min(piece, recvBytes - off);
+      if (c) onPiece(off, c);
+      off += c;
+    }
+  }
+}
+
+}  // namespace fb

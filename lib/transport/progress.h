@@ -1,0 +1,88 @@
+// How a host-driven transport waits for its peers (tcp, verbs): busy-poll, or sleep in the
+// kernel (poll/epoll for tcp, the completion channel for verbs).
+//
+// Spinning is the fastest wait only while every rank on the node has a core of its own: a rank
+// that spins on a shared core steals it from the rank that must send. So:
+//   FB_PROGRESS=auto (default)  spin briefly, then sleep, while ranks on this node <= usable cores;
+//                               sleep at once (no spin) when ranks on this node > usable cores
+//   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
+//   FB_PROGRESS=block           always sleep at once
+// Cores = the union of the node's ranks' CPU affinity masks, capped by a cgroup v2 cpu.max quota.
+// Header-only: tcp and verbs each include it (no library between them).
+#pragma once
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+#include "core/error.h"
+
+namespace fb {
+
+struct ProgressChoice {
+  bool spin = true;  // spin a little before sleeping
+  std::string why;   // for path() details, e.g. "block: 4 ranks on this node > 2 cores"
+};
+
+// Cores the ranks of this node may run on: the union of their CPU affinity masks (mpirun may bind
+// each rank to a core of its own: that still gives every rank a core), capped by a cgroup v2
+// cpu.max quota. Collective over the bootstrap; `ranksOnNode` receives this node's rank count.
+inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string mine;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c) mine += CPU_ISSET(c, &set) ? '1' : '0';
+  auto hosts = bs.hostnames();
+  auto masks = bs.allGatherStrings(mine);
+  std::string all;
+  int local = 0;
+  for (int r = 0; r < bs.size(); ++r) {
+    if (hosts[r] != hosts[bs.rank()]) continue;
+    ++local;
+    if (all.size() < masks[r].size()) all.resize(masks[r].size(), '0');
+    for (std::size_t c = 0; c < masks[r].size(); ++c)
+      if (masks[r][c] == '1') all[c] = '1';
+  }
+  *ranksOnNode = local;
+  int n = static_cast<int>(std::count(all.begin(), all.end(), '1'));
+  if (n <= 0) n = 1;
+  std::ifstream f("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
+  std::string quota, period;
+  if (f >> quota >> period && quota != "max") {
+    try {
+      double q = std::stod(quota) / std::stod(period);
+      if (q > 0) n = std::min(n, std::max(1, static_cast<int>(q)));
+    } catch (const std::exception&) {
+    }
+  }
+  return n;
+}
+
+// Throws ConfigError for a bad FB_PROGRESS (for option checks before any communication).
+inline void validateProgressEnv() {
+  const char* e = std::getenv("FB_PROGRESS");
+  std::string mode = e && *e ? e : "auto";
+  if (mode != "auto" && mode != "spin" && mode != "block")
+    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+}
+
+// Collective over the bootstrap. Throws ConfigError for a bad FB_PROGRESS.
+inline ProgressChoice chooseProgress(Bootstrap& bs) {
+  int ranksOnNode = 1;
+  int cores = nodeCores(bs, &ranksOnNode);
+  const char* e = std::getenv("FB_PROGRESS");
+  std::string mode = e && *e ? e : "auto";
+  std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
+                       std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
+  if (mode == "block") return {false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  validateProgressEnv();
+  if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
+  return {true, "spin, then sleep: " + counts};
+}
+
+}  // namespace fb

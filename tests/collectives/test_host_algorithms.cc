@@ -1,0 +1,191 @@
+// Every host algorithm (host_algorithms.h, forced with FB_HOST_ALGO) over the tcp Transport with
+// ranks as threads: np 1..7 (powers of two and not), in-place and out-of-place, counts 0, 1, odd,
+// not divisible by n, and one beyond a pipeline piece; checked element by element after two timed
+// operations (the check refills the input with a fresh pattern).
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "bootstrap/thread_bootstrap.h"
+#include "collectives/collective.h"
+#include "collectives/host_algorithms.h"
+#include "core/error.h"
+
+using namespace fb;
+
+namespace {
+
+struct Case {
+  CollKind kind;
+  const char* algo;
+};
+const Case kCases[] = {
+    {CollKind::kAllReduce, "rd"},     {CollKind::kAllReduce, "rabenseifner"},
+    {CollKind::kAllReduce, "ring"},   {CollKind::kAllGather, "bruck"},
+    {CollKind::kAllGather, "ring"},   {CollKind::kReduceScatter, "rh"},
+    {CollKind::kReduceScatter, "ring"}, {CollKind::kP2PRing, "ring"},
+};
+
+// Runs every case at `n` ranks over one transport; returns wrong elements per case key, and the
+// algorithm each row named (must be the forced one).
+std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<std::size_t>& counts,
+                                           std::map<std::string, std::string>* named) {
+  std::mutex mu;
+  std::map<std::string, std::int64_t> wrong;
+  runRanks(n, [&](Bootstrap& bs) {
+    TransportOptions opts;
+    opts.tcpInterface = "lo";
+    std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+    for (const Case& c : kCases) {
+      for (bool inPlace : {false, true}) {
+        if (inPlace && c.kind == CollKind::kP2PRing) continue;
+        for (std::size_t count : counts) {
+          // Every thread sets the same value before prepare(); the barrier keeps one case at a time.
+          bs.barrier();
+          if (bs.rank() == 0) ::setenv("FB_HOST_ALGO", (std::string(collName(c.kind)) + "=" + c.algo).c_str(), 1);
+          bs.barrier();
+          auto coll = makeRingCollective(c.kind, tr);
+          bool perRankTotal = c.kind == CollKind::kAllGather || c.kind == CollKind::kReduceScatter;
+          CollShape shape = makeShape(c.kind, t, count * dtypeSize(t) * (perRankTotal ? n : 1), n, inPlace);
+          coll->prepare(shape);
+          coll->runBatch(2, Deadline::in(std::chrono::seconds(60)));
+          std::int64_t w = shape.paramCount == count ? coll->check(3, Deadline::in(std::chrono::seconds(60))) : -1000000;
+          std::string key = std::string(collName(c.kind)) + "/" + c.algo + (inPlace ? "/in" : "/out") + "/count=" +
+                            std::to_string(count);
+          std::string algo;
+          for (auto& [k, v] : coll->path().details)
+            if (k == "algorithm") algo = v;
+          std::lock_guard<std::mutex> lk(mu);
+          wrong[key] += w;
+          if (named) (*named)[key] = algo;
+        }
+      }
+    }
+  });
+  ::unsetenv("FB_HOST_ALGO");
+  return wrong;
+}
+
+std::string expectedName(const std::string& algo) {
+  static const std::map<std::string, std::string> full{{"rd", "recursive-doubling"}, {"rh", "recursive-halving"}};
+  auto it = full.find(algo);
+  return it == full.end() ? algo : it->second;
+}
+
+}  // namespace
+
+TEST_CASE("every host algorithm is exact at np 1..7, odd and uneven counts, both placements", "[collectives][tcp]") {
+  for (int n = 1; n <= 7; ++n) {
+    std::vector<std::size_t> counts{0, 1, static_cast<std::size_t>(n + 1), 4099};
+    if (n == 3 || n == 6) counts.push_back(300007);  // beyond one 1 MiB piece, not divisible by n
+    std::map<std::string, std::string> named;
+    auto wrong = runAll(n, DataType::kFloat32, counts, &named);
+    REQUIRE(!wrong.empty());
+    for (auto& [key, w] : wrong) {
+      CAPTURE(n, key);
+      CHECK(w == 0);
+    }
+    for (const Case& c : kCases) {
+      std::string key = std::string(collName(c.kind)) + "/" + c.algo + "/out/count=1";
+      CAPTURE(n, key);
+      CHECK(named[key] == expectedName(c.algo));
+    }
+  }
+}
+
+TEST_CASE("host algorithms are exact for 16-bit types", "[collectives][tcp]") {
+  for (int n : {3, 4}) {
+    for (DataType t : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt32}) {
+      auto wrong = runAll(n, t, {13, 1001}, nullptr);
+      for (auto& [key, w] : wrong) {
+        CAPTURE(n, dtypeName(t), key);
+        CHECK(w == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a corrupted element is counted on the algorithm path", "[collectives][tcp]") {
+  for (const char* algo : {"allreduce=rd", "allreduce=rabenseifner", "allgather=bruck", "reducescatter=rh"}) {
+    ::setenv("FB_HOST_ALGO", algo, 1);
+    std::mutex mu;
+    std::int64_t wrong = 0;
+    CollKind kind = *parseCollKind(std::string(algo).substr(0, std::string(algo).find('=')));
+    runRanks(3, [&](Bootstrap& bs) {
+      TransportOptions opts;
+      opts.tcpInterface = "lo";
+      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      auto coll = makeRingCollective(kind, tr);
+      coll->prepare(makeShape(kind, DataType::kFloat32, 3 * 4 * 101, 3, false));
+      if (bs.rank() == 1) coll->corruptNextCheck(5);
+      std::int64_t w = coll->check(2, Deadline::in(std::chrono::seconds(60)));
+      std::lock_guard<std::mutex> lk(mu);
+      wrong += w;
+    });
+    ::unsetenv("FB_HOST_ALGO");
+    CAPTURE(algo);
+    CHECK(wrong == 1);
+  }
+}
+
+TEST_CASE("FB_HOST_ALGO: bad values are ConfigErrors, defaults depend on size", "[collectives]") {
+  for (const char* bad : {"nope", "allreduce=bruck", "allgather=rd", "bogus=ring", "ring,,rd", "allreduce="}) {
+    ::setenv("FB_HOST_ALGO", bad, 1);
+    CAPTURE(bad);
+    CHECK_THROWS_AS(validateHostAlgoEnv(), ConfigError);
+    CHECK_THROWS_AS(chooseHostAlgo(CollKind::kAllReduce, 8, 4), ConfigError);
+  }
+  ::setenv("FB_HOST_ALGO", "ring", 1);
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, 8, 4) == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 8, 4) == HostAlgo::kRing);
+  ::setenv("FB_HOST_ALGO", "rd", 1);  // a plain name applies only where it is implemented
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, std::size_t(1) << 30, 4) == HostAlgo::kRecursiveDoubling);
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 8, 4) == chooseHostAlgo(CollKind::kAllGather, 8, 4));
+  ::unsetenv("FB_HOST_ALGO");
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, 8, 4) == HostAlgo::kRecursiveDoubling);
+  CHECK(chooseHostAlgo(CollKind::kP2PRing, 8, 4) == HostAlgo::kRing);
+}
+
+TEST_CASE("FB_PROGRESS: spin and block both give exact results; the path says which; bad values refused",
+          "[collectives][tcp]") {
+  for (const char* mode : {"block", "spin"}) {
+    ::setenv("FB_PROGRESS", mode, 1);
+    std::mutex mu;
+    std::int64_t wrong = 0;
+    std::vector<std::string> said;
+    runRanks(4, [&](Bootstrap& bs) {
+      TransportOptions opts;
+      opts.tcpInterface = "lo";
+      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::int64_t w = 0;
+      for (CollKind k : allCollKinds()) {
+        auto coll = makeRingCollective(k, tr);
+        coll->prepare(makeShape(k, DataType::kFloat32, 4 * 4 * 1001, 4, false));
+        coll->runBatch(3, Deadline::in(std::chrono::seconds(60)));
+        w += coll->check(5, Deadline::in(std::chrono::seconds(60)));
+      }
+      std::string progress;
+      for (auto& [k, v] : tr->path().details)
+        if (k == "progress") progress = v;
+      std::lock_guard<std::mutex> lk(mu);
+      wrong += w;
+      said.push_back(progress);
+    });
+    CAPTURE(mode);
+    CHECK(wrong == 0);
+    REQUIRE(said.size() == 4);
+    for (auto& p : said) CHECK(p.find(std::string("FB_PROGRESS=") + mode) != std::string::npos);
+  }
+  ::setenv("FB_PROGRESS", "sometimes", 1);
+  CHECK_THROWS_AS(runRanks(2,
+                           [&](Bootstrap& bs) {
+                             TransportOptions opts;
+                             opts.tcpInterface = "lo";
+                             makeTransport("tcp", bs, opts);
+                           }),
+                  ConfigError);
+  ::unsetenv("FB_PROGRESS");
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Fault suite over tcp: SIGKILL, SIGSTOP and SIGTERM of one rank at start-up, in the middle of a
+row and between rows, at np 2, 3 and 4, the victim's position cycling over first, middle and last.
+
+Each trial counts, and the suite requires every count to be 0:
+  hangs           the job did not end within its limit (kill/term 25 s, stop --timeout + 25 s)
+  torn            table.csv with a partial or malformed line, run.json that does not parse, a
+                  stray temporary file (.run.json.tmp.*, .report.md.tmp.*), a row with wrong > 0
+  stale           rank 0 survived (the victim was another rank, or rank 0 got SIGTERM) and the
+                  result folder exists, but run.json still says "running" or report.md is missing
+  wrong_named     a message (ours or mpirun's) names a rank other than the victim as lost,
+                  stuck, stopped or exited
+It also prints mpirun's exit code per case, which README's table quotes.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+TIMEOUT = 4  # fabricbench --timeout in the trials (a stopped rank is found after this + 3 s)
+
+
+def env(mark):
+    e = dict(os.environ)
+    e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+             FB_TEST_MARK=mark)
+    return e
+
+
+def rank_pids(mark):
+    pids = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            envb = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if f"FB_TEST_MARK={mark}".encode() not in envb or not exe.endswith("fabricbench"):
+            continue
+        for kv in envb:
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                pids[int(kv.split(b"=")[1])] = int(pid)
+    return pids
+
+
+def rows_in(table):
+    try:
+        with open(table) as f:
+            return max(0, sum(1 for _ in f) - 1)
+    except OSError:
+        return 0
+
+
+def check_files(folder):
+    """Problems with the files of a run that ended: torn rows, unparsable run.json, temp files."""
+    torn = []
+    if not os.path.isdir(folder):
+        return torn, None
+    for tmp in glob.glob(os.path.join(folder, ".*.tmp*")):
+        torn.append(f"stray temporary file {os.path.basename(tmp)}")
+    table = os.path.join(folder, "table.csv")
+    if os.path.exists(table):
+        text = open(table).read()
+        if text and not text.endswith("\n"):
+            torn.append("table.csv ends inside a line")
+        rows = list(csv.reader(text.splitlines()))
+        if rows:
+            width = len(rows[0])
+            for r in rows[1:]:
+                if len(r) != width:
+                    torn.append(f"table.csv row with {len(r)} of {width} fields")
+                elif r[rows[0].index("wrong")] not in ("0", ""):
+                    torn.append(f"table.csv row with wrong = {r[rows[0].index('wrong')]}")
+    meta = None
+    rj = os.path.join(folder, "run.json")
+    if os.path.exists(rj):
+        try:
+            meta = json.load(open(rj))
+        except ValueError as e:
+            torn.append(f"run.json does not parse: {e}")
+    return torn, meta
+
+
+NAMING = [
+    re.compile(r"lost or stuck: ranks? ([\d, ]+?) \("),
+    re.compile(r"lost or stuck: ranks? \d+ \([^)]*\), (\d+)"),
+    re.compile(r"rank (\d+) \(pid \d+\) (?:is|are) stopped"),
+    re.compile(r"lost connection to rank (\d+)"),
+    re.compile(r"process rank (\d+) with PID"),
+]
+
+
+def named_ranks(text):
+    out = set()
+    for rx in NAMING:
+        for m in rx.finditer(text):
+            for x in re.findall(r"\d+", m.group(1)):
+                out.add(int(x))
+    return out
+
+
+def trial(a, np_, sig, phase, victim, root):
+    mark = uuid.uuid4().hex[:12]
+    run_id = f"{sig.name}-{phase}-np{np_}-r{victim}"
+    folder = os.path.join(root, run_id)
+    cmd = [a.mpirun, "--oversubscribe", "-np", str(np_), "-x", "FB_TEST_MARK", a.fabricbench,
+           "--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce,allgather,reducescatter,p2pring",
+           "--placement", "out", "-b", "1M", "-e", "1M", "-n", "40", "-w", "1", "--timeout", str(TIMEOUT),
+           "--results-dir", root, "--run-id", run_id]
+    proc = subprocess.Popen(cmd, env=env(mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    table = os.path.join(folder, "table.csv")
+    t_start = time.time()
+    sent = None
+    while proc.poll() is None and time.time() - t_start < 60:
+        pids = rank_pids(mark)
+        if phase == "startup":
+            if victim in pids:
+                sent = pids[victim]
+        elif phase == "midrow":
+            # 0.3 s after the first row: the ranks are inside the next row's batch.
+            if rows_in(table) >= 1 and victim in pids:
+                time.sleep(0.3)
+                sent = pids[victim]
+        else:  # between rows: the moment a row is written, the ranks are between two rows
+            if rows_in(table) >= 1 and victim in pids:
+                n = rows_in(table)
+                while rows_in(table) == n and proc.poll() is None and time.time() - t_start < 60:
+                    time.sleep(0.002)
+                sent = pids[victim]
+        if sent:
+            try:
+                os.kill(sent, sig)
+            except ProcessLookupError:
+                sent = None
+            break
+        time.sleep(0.005 if phase == "startup" else 0.02)
+    t_sig = time.time()
+    limit = TIMEOUT + 25 if sig == signal.SIGSTOP else 25
+    hang = False
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        hang = True
+        proc.kill()
+        out, err = proc.communicate()
+    took = time.time() - t_sig
+    # Leftovers (a stopped rank the launcher did not end would be a hang too).
+    left = rank_pids(mark)
+    for pid in left.values():
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        hang = True
+    torn, meta = check_files(folder)
+    rank0_survived = victim != 0 or sig == signal.SIGTERM
+    stale = []
+    if rank0_survived and os.path.isdir(folder) and sent:
+        status = (meta or {}).get("summary", {}).get("status", "?")
+        if meta is None or status == "running":
+            stale.append(f"run.json status {status!r}")
+        if not os.path.exists(os.path.join(folder, "report.md")):
+            stale.append("no report.md")
+    text = err + out + json.dumps((meta or {}).get("summary", {}))
+    named = named_ranks(text)
+    wrong = sorted(named - {victim})
+    return {"run_id": run_id, "sent": bool(sent), "rc": proc.returncode, "took": took, "hang": hang, "torn": torn,
+            "stale": stale, "wrong_named": wrong, "named": sorted(named),
+            "status": (meta or {}).get("summary", {}).get("status", "(no run.json)"),
+            "ours": [l for l in err.splitlines() if l.startswith("fabricbench")][:3]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fabricbench", required=True)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--quick", action="store_true", help="np 3 only (9 trials)")
+    ap.add_argument("--only", help="run the trials whose name contains this (e.g. SIGTERM-midrow-np3)")
+    a = ap.parse_args()
+    sigs = [signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM]
+    phases = ["startup", "midrow", "between"]
+    nps = [3] if a.quick else [2, 3, 4]
+    counts = {"trials": 0, "not_sent": 0, "hangs": 0, "torn": 0, "stale": 0, "wrong_named": 0, "named_right": 0}
+    t0 = time.time()
+    k = 0
+    with tempfile.TemporaryDirectory(prefix="fb-faults-") as root:
+        for np_ in nps:
+            for sig in sigs:
+                for phase in phases:
+                    victim = [0, np_ // 2, np_ - 1][k % 3]
+                    k += 1
+                    if a.only and a.only not in f"{sig.name}-{phase}-np{np_}-r{victim}":
+                        continue
+                    r = trial(a, np_, sig, phase, victim, root)
+                    counts["trials"] += 1
+                    counts["not_sent"] += not r["sent"]
+                    counts["hangs"] += r["hang"]
+                    counts["torn"] += bool(r["torn"])
+                    counts["stale"] += bool(r["stale"])
+                    counts["wrong_named"] += bool(r["wrong_named"])
+                    counts["named_right"] += victim in r["named"]
+                    bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"]
+                    print(f"{'FAIL' if bad else 'ok  '} {r['run_id']:<24} mpirun exit {r['rc']}, ended "
+                          f"{r['took']:.1f} s after the signal; named {r['named']}; status: {r['status'][:110]}"
+                          + (f"\n     hang={r['hang']} torn={r['torn']} stale={r['stale']} wrong_named="
+                             f"{r['wrong_named']} sent={r['sent']} ours={r['ours']}" if bad else ""), flush=True)
+    print(f"{counts['trials']} trials in {time.time() - t0:.0f} s: hangs {counts['hangs']}, torn rows/files "
+          f"{counts['torn']}, stale run.json where rank 0 survived {counts['stale']}, wrong rank named "
+          f"{counts['wrong_named']}, signal not delivered {counts['not_sent']}; the victim was named in "
+          f"{counts['named_right']} trials")
+    ok = all(counts[k] == 0 for k in ("hangs", "torn", "stale", "wrong_named", "not_sent"))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
