@@ -104,7 +104,8 @@ BackendEntry verbsEntry() {
     app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
     app.add_option("--gid-index", o.coll.transport.gidIndex,
                    "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
-    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)");
+    // Refused with the reason wherever it is given (no GPUDirect rows): not offered in --help.
+    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)")->group("");
   };
   e.validate = [](Options& o) {
     if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");

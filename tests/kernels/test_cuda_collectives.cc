@@ -162,6 +162,13 @@ int main(int argc, char** argv) {
     } else if (bs.size() < 2) {
       if (bs.rank() == 0) std::printf("SKIP: needs mpirun -np 2 or more\n");
       rc = 77;
+    } else if (std::int64_t short_nodes = bs.allReduceSum(n < bs.localSize() ? 1 : 0); short_nodes > 0) {
+      // Ranks sharing a GPU: NCCL refuses them ("Duplicate GPU detected") and peer copies need distinct GPUs.
+      const int ranks = bs.localSize();
+      const auto fewest = static_cast<int>(-bs.allReduceMax(-static_cast<double>(n)));
+      if (bs.rank() == 0)
+        std::printf("SKIP: needs one GPU per rank: %d GPUs for %d ranks\n", fewest, ranks);
+      rc = 77;
     } else {
       rc = Catch::Session().run(argc, argv);
       rc = static_cast<int>(bs.allReduceMax(rc));
