@@ -76,7 +76,11 @@ BackendEntry mpiEntry() {
   e.variants = oneVariant;
   e.open = [](Bootstrap& bs, const Options&, const std::string&) -> CollFactory {
     agree(bs, "mpi", [&] { failHook("mpi-open", bs.rank()); });
-    return [](const CollRequest& r) { return Support{makeMpiCollective(r.kind), ""}; };
+    return [](const CollRequest& r) {
+      if (describe(r.kind).reduces && r.op == ReduceOp::kAvg)
+        return Support::no("not supported: MPI has no average operator (NCCL's ncclAvg has no MPI counterpart)");
+      return Support{makeMpiCollective(r.kind), ""};
+    };
   };
   return e;
 }
@@ -100,7 +104,8 @@ BackendEntry verbsEntry() {
     app.add_option("--ib-port", o.coll.transport.verbsPort, "verbs: port (default: first active)");
     app.add_option("--gid-index", o.coll.transport.gidIndex,
                    "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
-    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)");
+    // Refused with the reason wherever it is given (no GPUDirect rows): not offered in --help.
+    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)")->group("");
   };
   e.validate = [](Options& o) {
     if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");

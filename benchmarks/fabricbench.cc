@@ -6,7 +6,8 @@
 //   benchmark is ONE Google Benchmark iteration = one Runner point (warm-up, timed batch of -n
 //   ops, max over ranks, verification), fed to SetIterationTime per operation.
 // Google Benchmark under MPI, the three traps: the iteration count is fixed (1 per benchmark,
-// -n ops inside), random interleaving is refused, only rank 0 reports or writes files.
+// -n ops inside), random interleaving is refused, only rank 0 reports or writes files (its
+// --benchmark_* flags are read by fabricbench itself: gbench_flags.h).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "backends.h"
@@ -36,8 +38,10 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "harness/runner.h"
+#include "gbench_flags.h"
 #include "doctor_main.h"
 #include "options.h"
+#include "progress.h"
 #include "report/fingerprint.h"
 #include "shutdown.h"
 #include "validate.h"
@@ -65,12 +69,41 @@ struct Backend {
 
 bool showVerdictsEnv() { return std::getenv("FB_TEST_FAIL") != nullptr; }
 
+// The default run id: <job>.<step> under Slurm (every srun step and every rerun in one job gets
+// its own folder), else date-time-host. A name that is taken gets -2, -3... (see claimRunDir).
 std::string defaultRunId(const std::string& host) {
-  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) return job;
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
+    std::string id = job;
+    const char* step = std::getenv("SLURM_STEP_ID");
+    if (!step || !*step) step = std::getenv("SLURM_STEPID");
+    if (step && *step) id += std::string(".") + step;
+    return id;
+  }
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
   return std::string(buf) + "-" + host;
+}
+
+// Claims <resultsDir>/<base>, or <base>-2, <base>-3 ... when taken: mkdir is the claim, so two
+// runs started at once never share a folder, and an earlier run's folder is never written to.
+std::string claimRunDir(const std::string& resultsDir, const std::string& base) {
+  namespace fs = std::filesystem;
+  fs::create_directories(resultsDir);
+  for (int k = 1; k < 10000; ++k) {
+    std::string name = k == 1 ? base : fmt::format("{}-{}", base, k);
+    std::error_code ec;
+    if (fs::create_directory(fs::path(resultsDir) / name, ec)) return name;
+    if (ec) throw IoError("cannot create " + (fs::path(resultsDir) / name).string() + ": " + ec.message());
+  }
+  throw IoError("no free run id after " + base + "-9999 in " + resultsDir);
+}
+
+// What identifies a row for --resume: the same collective, implementation, dtype, placement
+// and size.
+std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
+                   std::size_t bytes) {
+  return fmt::format("{}|{}|{}|{}|{}", coll, impl, dtype, inPlace ? "in" : "out", bytes);
 }
 
 std::string joinArgs(int argc, char** argv) {
@@ -107,17 +140,45 @@ std::vector<Backend> listBackends(Bootstrap& bs, const Options& o, std::vector<s
   return out;
 }
 
-// Google Benchmark's --benchmark_filter semantics (regex search; a leading '-' negates), so a
-// backend none of whose benchmarks would run is never opened.
-bool filterMatches(const std::vector<std::string>& benchmarkArgs, const std::string& name) {
-  std::string filter;
-  for (const auto& a : benchmarkArgs)
-    if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
-  if (filter.empty() || filter == "all") return true;
-  bool negate = filter[0] == '-';
-  if (negate) filter = filter.substr(1);
-  bool hit = std::regex_search(name, std::regex(filter));
-  return negate ? !hit : hit;
+// One benchmark (= one row): <coll>/<impl>[:<path>]/<bytes>[/<dtype>][/inplace].
+struct Point {
+  std::string name;
+  CollRequest req;
+  std::size_t bytes;
+};
+
+// The points of one backend, in run order, that pass --benchmark_filter (so a backend none of
+// whose benchmarks would run is never opened) and, with --resume, are not measured yet.
+std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, const std::set<std::string>& done) {
+  std::vector<Point> points;
+  auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
+  for (CollKind k : o.colls) {
+    const CollDescriptor& d = describe(k);
+    const std::vector<ReduceOp> ops = d.reduces ? o.ops : std::vector<ReduceOp>{ReduceOp::kSum};
+    for (ReduceOp op : ops)
+    for (DataType dt : o.dtypes) {
+      for (bool inPlace : o.placements) {
+        if (inPlace && !d.hasInPlace) continue;
+        std::vector<std::size_t> byteList = sizes;
+        if (!o.counts.empty()) {
+          byteList.clear();
+          for (std::size_t c : o.counts)
+            byteList.push_back(c * dtypeSize(dt) * (d.splitPerRank ? static_cast<std::size_t>(nRanks) : 1));
+        }
+        for (std::size_t bytes : byteList) {
+          std::string name = fmt::format("{}/{}/{}", d.name, be.label(), bytes);
+          if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
+          if (inPlace) name += "/inplace";
+          if (op != ReduceOp::kSum) name += fmt::format("/{}", opName(op));
+          if (d.needsRoot && o.root != 0) name += fmt::format("/root{}", o.root);
+          if (!benchmarkSelected(o.gb, name)) continue;
+          if (done.count(rowKey(d.name, be.entry->name, dtypeName(dt), inPlace, bytes))) continue;
+          points.push_back({name, CollRequest{k, dt, inPlace, op, d.needsRoot ? o.root : 0}, bytes});
+        }
+      }
+    }
+  }
+  return points;
 }
 
 // The run's rows and where they go. Rank 0 holds the sinks: the console table, and the result
@@ -134,19 +195,24 @@ struct RunState {
   std::string writeError;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
   std::vector<std::string> notes;
+  std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV
+  Progress* progress = nullptr;
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
 
-  void add(const Sample& s, const std::string& backend) {
+  void add(const Sample& s, const std::string& backend, const std::string& name = "") {
     std::lock_guard<std::timed_mutex> lk(mu);
     if (ended) return;
+    named.push_back({name, s});
     if (std::find(measured.begin(), measured.end(), backend) == measured.end()) measured.push_back(backend);
     ++rows;
     if (s.wrong > 0) {
       ++badRows;
       wrongTotal += s.wrong;
     }
+    if (progress) progress->beforeOutput();
     if (console) console->add(s);
+    if (progress) progress->afterOutput();
     if (csv) {
       try {
         csv->add(s);
@@ -202,6 +268,7 @@ struct RunState {
   void endLocked(RunSummary sum) {
     if (ended || !begun) return;
     ended = true;
+    if (progress) progress->stop();
     sum.notes = notes;
     if (!writeError.empty()) sum.notes.push_back("writing result files stopped: " + writeError);
     if (csv) {
@@ -238,6 +305,32 @@ struct RunState {
 class RunStopped : public Error {
   using Error::Error;
 };
+
+// Checks only rank 0 can make (it owns the files), before any communication of data.
+void preflight(const Options& o) {
+  namespace fs = std::filesystem;
+  if (!o.list && !o.gb.listTests && o.writeFiles && !o.runId.empty()) {
+    auto dir = fs::path(o.resultsDir) / o.runId;
+    if (fs::exists(dir) && !o.resume && !o.overwrite)
+      throw ConfigError("result folder " + dir.string() +
+                        " already exists (choose another --run-id, or --resume to measure only its missing rows, "
+                        "or --overwrite)");
+    if (o.resume && fs::exists(dir / "table.csv")) {
+      try {
+        readCsv((dir / "table.csv").string());
+      } catch (const std::exception& e) {
+        throw ConfigError(std::string("--resume: cannot read the earlier rows: ") + e.what());
+      }
+    }
+  }
+  if (!o.gb.out.empty() && !o.list && !o.gb.listTests) {
+    fs::path parent = fs::path(o.gb.out).parent_path();
+    if (parent.empty()) parent = ".";
+    if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
+      throw ConfigError("--benchmark_out=" + o.gb.out + ": folder " + parent.string() + " does not exist or is not writable");
+    if (fs::is_directory(o.gb.out)) throw ConfigError("--benchmark_out=" + o.gb.out + " is a folder");
+  }
+}
 
 // What "time" means in this run, for run.json.
 std::string timeDefinition(const RunnerConfig& r) {
@@ -359,7 +452,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   try {
     parsed = parseOptions(args, false);
     if (!parsed) info = true;
-    else validateOnThisRank(*parsed, bs.size(), bs.rank(), bs.hostname());
+    else {
+      validateOnThisRank(*parsed, bs.size(), bs.rank(), bs.hostname());
+      if (bs.rank() == 0) preflight(*parsed);
+    }
   } catch (const ConfigError& e) {
     err = e.what();
   } catch (const std::exception& e) {  // a check that failed in an unexpected way is still bad input
@@ -396,6 +492,13 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   }
   Options& o = *parsed;
   bs.setTimeout(o.runner.timeout);
+  for (CollKind k : o.colls) {
+    if (describe(k).needsRoot && o.root >= bs.size()) {  // the same flags on every rank: the same verdict
+      if (bs.rank() == 0)
+        std::cerr << fmt::format("fabricbench: error: --root {} is not a rank of this job ({} ranks)\n", o.root, bs.size());
+      return kExitBadInput;
+    }
+  }
 
   if (o.list) {
     printList(bs, o);
@@ -408,21 +511,71 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   }
   // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
   // anything is created, unless asked for.
-  if (bs.size() == 1 && !o.allowSingleRank) {
+  if (bs.size() == 1 && !o.allowSingleRank && !o.gb.listTests) {
     std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw factor 0); launch at least 2 ranks "
                  "(mpirun -np 2 ...), or pass --allow-single-rank\n";
     return kExitBadInput;
   }
+  // The console table goes to stdout, unless --benchmark_format asks for JSON/CSV there.
+  std::FILE* tableOut = o.gb.format == "console" ? stdout : stderr;
+  auto broadcastString = [&bs](std::string s) {
+    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(s.data(), s.size())));
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
 
-  // 2. Run identity, fingerprint of every rank, sinks on rank 0.
+  // 2. Run identity. Rank 0 claims the folder (never an earlier run's) and reads the rows an
+  // earlier run left with --resume; every rank learns the outcome.
+  std::set<std::string> done;
+  std::vector<Sample> previousRows;
+  std::string runId = o.runId;
+  if (!o.gb.listTests) {
+    std::string claim;
+    if (bs.rank() == 0) {
+      namespace fs = std::filesystem;
+      try {
+        if (runId.empty()) {
+          runId = defaultRunId(bs.hostname());
+          if (o.writeFiles) runId = claimRunDir(o.resultsDir, runId);
+        } else if (o.writeFiles) {
+          fs::path dir = fs::path(o.resultsDir) / runId;
+          if (o.overwrite && fs::exists(dir)) fs::remove_all(dir);
+          if (o.resume && fs::exists(dir / "table.csv")) previousRows = readCsv((dir / "table.csv").string());
+        }
+        std::string keys;
+        for (const auto& r : previousRows) keys += rowKey(r.coll, r.impl, r.dtype, r.inPlace, r.bytes) + "\n";
+        claim = "OK" + runId + '\x1f' + keys;
+      } catch (const std::exception& e) {
+        claim = std::string("ER") + e.what();
+      }
+    }
+    claim = broadcastString(claim);
+    if (claim.rfind("ER", 0) == 0) {
+      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << claim.substr(2) << "\n";
+      return kExitBadInput;
+    }
+    auto sep = claim.find('\x1f');
+    runId = claim.substr(2, sep - 2);
+    std::stringstream keys(claim.substr(sep + 1));
+    for (std::string k; std::getline(keys, k);) done.insert(k);
+  }
+
+  // 3. The plan: backends (nothing opened yet) and their points, in run order.
+  std::vector<std::string> notes;
+  std::vector<std::pair<std::string, std::string>> skipped;
+  auto backends = listBackends(bs, o, notes, skipped);
+  std::vector<std::vector<Point>> plan;
+  for (auto& be : backends) plan.push_back(planPoints(o, be, bs.size(), done));
+  if (o.gb.listTests) {
+    if (bs.rank() == 0)
+      for (auto& pts : plan)
+        for (auto& pt : pts) std::cout << pt.name << "\n";
+    std::cout << std::flush;
+    return 0;
+  }
+
+  // 4. Fingerprint of every rank, sinks on rank 0.
   auto hosts = bs.hostnames();
   int nodes = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
-  std::string runId = o.runId;
-  if (runId.empty()) {
-    std::string mine = bs.rank() == 0 ? defaultRunId(bs.hostname()) : std::string();
-    auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(mine.data(), mine.size())));
-    runId.assign(reinterpret_cast<const char*>(b.data()), b.size());
-  }
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiLibraryVersion();
   fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
@@ -432,6 +585,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   nlohmann::json local = collectLocalFingerprint(fpo);
   auto fps = bs.allGatherStrings(local.dump());
 
+  state.notes = notes;
+  state.skipped = skipped;
+  std::unique_ptr<Progress> progress;
+  std::FILE* gbConsoleFile = nullptr;
   // The result folder is created here, by rank 0, after every check passed. Should that fail
   // (the disk filled up since the check), every rank hears it with the folder's name and ends
   // with exit 1, no abort.
@@ -449,17 +606,33 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
+                   {"ops", [&] { std::vector<std::string> v; for (auto op : o.ops) v.emplace_back(opName(op)); return v; }()},
+                   {"root", o.root},
                    {"rotate_buffers", o.coll.rotateBuffers},
                    {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
                    {"average", static_cast<int>(o.runner.rankTime)},
                    {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
                    {"per_op", o.runner.perOp}, {"require", o.required},
-                   {"time", timeDefinition(o.runner)}};
+                   {"op", o.reduceOp}, {"time", timeDefinition(o.runner)}};
+    if (!previousRows.empty()) {
+      meta.config["resumed_rows"] = previousRows.size();
+      state.notes.push_back(fmt::format("resumed: {} rows measured by an earlier run of {} are kept, not measured again",
+                                        previousRows.size(), runId));
+    }
+    meta.previousRows = previousRows;
     if (o.writeFiles) resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
     meta.resultDir = resultDir;
     std::lock_guard<std::timed_mutex> lk(state.mu);
     state.resultDir = resultDir;
-    state.console = makeRunSinks("", true);
+    // The table on stdout (stderr when --benchmark_format puts JSON/CSV on stdout), and into
+    // --benchmark_out with --benchmark_out_format=console.
+    std::vector<std::unique_ptr<ResultSink>> consoles;
+    consoles.push_back(makeConsoleSink(tableOut));
+    if (!o.gb.out.empty() && o.gb.outFormat == "console") {
+      gbConsoleFile = std::fopen(o.gb.out.c_str(), "w");
+      if (gbConsoleFile) consoles.push_back(makeConsoleSink(gbConsoleFile));
+    }
+    state.console = makeTeeSink(std::move(consoles));
     if (!resultDir.empty()) {
       try {
         state.openFiles(resultDir, meta);  // table.csv, run.json, report.md
@@ -473,6 +646,12 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     if (beginError.empty()) {
       state.console->begin(meta);
       state.begun = true;
+      progress = std::make_unique<Progress>(stderr, o.progressSeconds, ::isatty(2) != 0);
+      std::vector<PlannedRow> rows;
+      for (std::size_t b = 0; b < backends.size(); ++b)
+        for (auto& pt : plan[b]) rows.push_back({backends[b].label() + "/" + std::string(collName(pt.req.kind)), pt.bytes});
+      progress->plan(std::move(rows));
+      state.progress = progress.get();
     }
   }
   // Every rank saves its backend logs (NCCL's INFO output) next to the results.
@@ -489,22 +668,42 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     resultDir = msg.substr(1);
   }
   o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
+  auto writeBenchmarkOutputs = [&] {
+    if (bs.rank() != 0) return;
+    std::vector<std::pair<std::string, std::string>> ctx = {
+        {"executable", argv[0]}, {"host_name", bs.hostname()}, {"fabricbench_version", FB_VERSION},
+        {"num_ranks", std::to_string(bs.size())}, {"run_id", runId}, {"result_dir", resultDir},
+        {"time_definition", "per operation: max over ranks of each rank's timed batch / iterations"}};
+    if (!o.gb.out.empty() && o.gb.outFormat != "console") {
+      try {
+        writeFileAtomic(o.gb.out, o.gb.outFormat == "csv" ? benchmarkCsv(state.named, o.gb)
+                                                          : benchmarkJson(state.named, o.gb, ctx));
+      } catch (const std::exception& e) {
+        std::cerr << "fabricbench: error: --benchmark_out=" << o.gb.out << ": " << e.what() << "\n";
+      }
+    }
+    if (o.gb.format == "json") std::cout << benchmarkJson(state.named, o.gb, ctx) << std::flush;
+    if (o.gb.format == "csv") std::cout << benchmarkCsv(state.named, o.gb) << std::flush;
+    if (gbConsoleFile) std::fclose(gbConsoleFile);
+    gbConsoleFile = nullptr;
+  };
 
-  // 3. Backends and benchmarks: one backend at a time is open (its connections or communicator
+  // 5. Backends and benchmarks: one backend at a time is open (its connections or communicator
   // exist only while its rows run), so an idle transport never competes with the next one.
   try {
-    auto backends = listBackends(bs, o, state.notes, state.skipped);
     Runner runner(bs, o.runner);
-    auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
-    std::size_t ran = 0;
+    std::size_t ran = 0, rowIndex = 0;
     for (CollKind k : o.colls) {
       const CollDescriptor& d = describe(k);
       if (!d.hasInPlace && std::find(o.placements.begin(), o.placements.end(), true) != o.placements.end())
         state.notes.push_back(fmt::format("{} is measured out-of-place only: {}", d.name, d.noInPlaceWhy));
     }
     auto flushNotes = [&, shown = std::size_t(0)]() mutable {
-      if (bs.rank() == 0)
-        for (; shown < state.notes.size(); ++shown) std::cout << "# " << state.notes[shown] << "\n" << std::flush;
+      if (bs.rank() != 0) return;
+      if (progress) progress->beforeOutput();
+      for (; shown < state.notes.size(); ++shown) std::fprintf(tableOut, "# %s\n", state.notes[shown].c_str());
+      std::fflush(tableOut);
+      if (progress) progress->afterOutput();
     };
     // Test runs (FB_TEST_FAIL) show every rank's verdict, so a test can see they are the same.
     const bool showVerdicts = showVerdictsEnv();
@@ -512,40 +711,18 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
       if (showVerdicts) std::cerr << identity() + " verdict: " + text + "\n" << std::flush;  // one write
     };
     flushNotes();
-    for (auto& be : backends) {
-      struct Point {
-        std::string name;
-        CollRequest req;
-        std::size_t bytes;
-      };
-      std::vector<Point> points;
-      for (CollKind k : o.colls) {
-        const CollDescriptor& d = describe(k);
-        for (DataType dt : o.dtypes) {
-          for (bool inPlace : o.placements) {
-            if (inPlace && !d.hasInPlace) continue;
-            std::vector<std::size_t> byteList = sizes;
-            if (!o.counts.empty()) {
-              byteList.clear();
-              for (std::size_t c : o.counts)
-                byteList.push_back(c * dtypeSize(dt) * (d.splitPerRank ? static_cast<std::size_t>(bs.size()) : 1));
-            }
-            for (std::size_t bytes : byteList) {
-              std::string name = fmt::format("{}/{}/{}", d.name, be.label(), bytes);
-              if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
-              if (inPlace) name += "/inplace";
-              CollRequest req{k, dt, inPlace, ReduceOp::kSum, 0};
-              if (filterMatches(o.benchmarkArgs, name)) points.push_back({name, req, bytes});
-            }
-          }
-        }
-      }
+    for (std::size_t b = 0; b < backends.size(); ++b) {
+      auto& be = backends[b];
+      const auto& points = plan[b];
+      std::size_t firstRow = rowIndex;
+      rowIndex += points.size();
       if (points.empty()) continue;
       try {
         CollFactory make = be.entry->open(bs, o, be.path);
         using Key = std::tuple<CollKind, DataType, bool, ReduceOp, int>;
         std::map<Key, std::shared_ptr<Collective>> colls;
-        for (const auto& pt : points) {
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const auto& pt = points[i];
           const CollRequest& r = pt.req;
           auto key = std::make_tuple(r.kind, r.dtype, r.inPlace, r.op, r.root);
           auto it = colls.find(key);
@@ -553,26 +730,34 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
             Support sup;
             agree(bs, be.label(), [&] { sup = make(r); });
             if (!sup.impl) {
-              std::string what = fmt::format("skipped {} {} {}{}: {}", be.label(), collName(r.kind), dtypeName(r.dtype),
-                                             r.inPlace ? " in-place" : "", sup.whyNot);
+              std::string what = fmt::format("skipped {} {} {}{}{}: {}", be.label(), collName(r.kind),
+                                             dtypeName(r.dtype), r.inPlace ? " in-place" : "",
+                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "", sup.whyNot);
               state.notes.push_back(what);
               showVerdict(what);
             }
             it = colls.emplace(key, std::shared_ptr<Collective>(std::move(sup.impl))).first;
           }
-          if (!it->second) continue;  // declined: its rows are skipped (noted once)
+          if (!it->second) {  // declined: its rows are skipped (noted once)
+            if (progress) progress->skip(firstRow + i);
+            continue;
+          }
           CollShape shape = makeShape(r.kind, r.dtype, pt.bytes, bs.size(), r.inPlace, r.op, r.root);
           auto coll = it->second;
+          std::size_t index = firstRow + i;
+          std::string name = pt.name;
           std::string label = be.label();
-          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, label](benchmark::State& st) {
+          benchmark::RegisterBenchmark(pt.name.c_str(), [&, coll, shape, nodes, index, name, label](benchmark::State& st) {
             for (auto _ : st) {
+              if (progress) progress->rowStart(index, name);
               Sample s = runner.run(*coll, shape);
+              if (progress) progress->rowDone();
               s.nNodes = nodes;
               st.SetIterationTime(s.timeUs * 1e-6);
               st.counters["algbw_GBps"] = s.algBwGBps;
               st.counters["busbw_GBps"] = s.busBwGBps;
               st.counters["wrong"] = static_cast<double>(s.wrong);
-              state.add(s, label);
+              state.add(s, label, name);
               // Rank 0 could not write its files: everyone stops here, together.
               if (bs.allReduceSum(state.stopRequested() ? 1 : 0) > 0)
                 throw RunStopped("writing the result files stopped on rank 0");
@@ -585,6 +770,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
         state.skipped.emplace_back(be.label(), e.what());
         showVerdict("skipped " + be.label() + ": " + e.what());
+        if (progress) progress->skipGroupPrefix(be.label() + "/");
       }
       // Free this backend (sockets, QPs, communicators, MPI ops) before the next one opens.
       benchmark::ClearRegisteredBenchmarks();
@@ -593,7 +779,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     }
     // The verdict: every rank holds the same rows, skips and fingerprints, so the same exit code.
     VerdictInput vin;
-    vin.rows = ran == 0 ? 0 : state.rows;
+    vin.rows = (ran == 0 ? 0 : state.rows) + static_cast<std::int64_t>(previousRows.size());
+    for (const auto& r : previousRows)  // --resume: the earlier rows count as measured
+      if (std::find(state.measured.begin(), state.measured.end(), r.impl) == state.measured.end())
+        state.measured.push_back(r.impl);
     vin.badRows = state.badRows;
     vin.wrongTotal = state.wrongTotal;
     vin.checked = o.runner.checkRounds > 0;
@@ -607,25 +796,32 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     RunSummary sum;
     sum.ok = verdict.ok;
     sum.status = verdict.status;
+    if (!previousRows.empty())
+      sum.status += fmt::format(" (of them {} kept from the earlier run of {})", previousRows.size(), runId);
     sum.exitCode = verdict.exitCode;
     sum.measured = state.measured;
     for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
     if (bs.rank() == 0) {
-      std::cout << "# " << sum.status << (resultDir.empty() ? "" : "; results in " + resultDir + "/") << "\n"
-                << std::flush;
+      if (progress) progress->stop();
+      std::fprintf(tableOut, "# %s%s\n", sum.status.c_str(),
+                   resultDir.empty() ? "" : ("; results in " + resultDir + "/").c_str());
+      std::fflush(tableOut);
     }
     state.end(sum);
+    writeBenchmarkOutputs();
     return verdict.exitCode;
   } catch (const ConfigError& e) {
     // Bad settings found when a backend opened (a GID index that does not exist, ...): every rank
     // got the same verdict through agree(), so no abort is needed. Nothing was measured yet
     // by this backend; a folder without rows is removed.
+    if (progress) progress->stop();
     if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("bad input: ") + e.what();
     state.end(sum);
-    if (bs.rank() == 0 && state.rows == 0 && !resultDir.empty()) std::filesystem::remove_all(resultDir);
+    if (bs.rank() == 0 && state.rows == 0 && previousRows.empty() && !resultDir.empty())
+      std::filesystem::remove_all(resultDir);
     benchmark::ClearRegisteredBenchmarks();
     bs.clearLivenessProbes();
     return kExitBadInput;
@@ -703,17 +899,10 @@ int main(int argc, char** argv) {
                               : std::string(": no result files were written")) + "\n";
       std::fwrite(line.data(), 1, line.size(), stderr);
     });
+    // Google Benchmark gets no flags: fabricbench reads --benchmark_* itself (gbench_flags.h), so
+    // that only rank 0 reports and the outputs hold per-operation real time and bytes_per_second.
     std::vector<char*> gbArgs{argv[0]};
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a.rfind("--benchmark_", 0) != 0) continue;
-      // Trap 3: --benchmark_out on every rank would truncate the same file. Only rank 0 writes.
-      if (bs.rank() != 0 && a.rfind("--benchmark_out", 0) == 0) continue;
-      // Repetitions are the suite's own (--repeat, see parseOptions): one row per size.
-      if (a.rfind("--benchmark_repetitions", 0) == 0) continue;
-      gbArgs.push_back(argv[i]);
-    }
-    int gbArgc = static_cast<int>(gbArgs.size());
+    int gbArgc = 1;
     benchmark::Initialize(&gbArgc, gbArgs.data());
     try {
       rc = fb::realMain(argc, argv, bs, state, startupTimeout);

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <mpi.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/config.h"
 #include "backends.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
@@ -37,6 +40,36 @@ std::size_t sizeFlag(const std::string& flag, const std::string& text) {
 
 }  // namespace
 
+std::string versionText() {
+  auto orNot = [](const char* v, const char* why) { return *v ? std::string(v) : std::string(why); };
+#if defined(OMPI_MAJOR_VERSION)
+  std::string mpi = fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+  std::string mpi = std::string("MPICH ") + MPICH_VERSION;
+#else
+  std::string mpi = fmt::format("MPI {}.{} (library unknown)", MPI_VERSION, MPI_SUBVERSION);
+#endif
+  std::string rdma = FB_BUILD_RDMA_VERSION;
+  if (!rdma.empty()) {
+    // libibverbs.pc says 1.14.<rdma-core major>.<minor>
+    auto p = rdma.find('.', rdma.find('.') + 1);
+    rdma = (p == std::string::npos ? rdma : rdma.substr(p + 1)) + " (libibverbs " + rdma + ")";
+  }
+  return fmt::format(
+      "fabricbench {}\n"
+      "git revision: {} (when the build was configured)\n"
+      "built with:\n"
+      "  NCCL       {}\n"
+      "  CUDA       {}\n"
+      "  MPI        {}\n"
+      "  rdma-core  {}\n"
+      "  compiler   {}\n",
+      FB_VERSION, orNot(FB_GIT_REV_CONFIGURED, "unknown (not built from a git checkout)"),
+      orNot(FB_BUILD_NCCL_VERSION, "not built (CUDA toolkit or NCCL not found)"),
+      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"), mpi,
+      rdma.empty() ? std::string("not built (libibverbs not found)") : rdma, FB_CXX_COMPILER);
+}
+
 const std::vector<std::string>& knownTransports() {
   static const std::vector<std::string> k = [] {
     std::vector<std::string> names;
@@ -46,36 +79,56 @@ const std::vector<std::string>& knownTransports() {
   return k;
 }
 
+namespace {
+
+// nccl-tests flags fabricbench does not take, each with what to use instead (one line, exit 2).
+struct Unsupported {
+  const char* names;  // CLI11 names
+  const char* what;   // the message after "nccl-tests' <flag> is not supported: "
+};
+const Unsupported kUnsupported[] = {
+    {"-t,--nthreads", "fabricbench runs one rank per process and one GPU per rank: start more ranks (mpirun -np N)"},
+    {"-g,--ngpus", "fabricbench uses one GPU per rank: start one rank per GPU (mpirun -np <GPUs>)"},
+    {"-m,--agg_iters", "operations are not aggregated into groups: use -n/--iters for more operations per timed batch"},
+    {"-N,--run_cycles", "use --repeat R (timed batches per size, the row gives their median, min and max)"},
+    {"-p,--parallel_init", "each backend sets up its own connections or communicator: there is nothing to choose"},
+    {"-r,--root", "fabricbench's collectives have no root (allreduce, allgather, reducescatter, p2pring)"},
+    {"-z,--blocking", "every backend's timed batch is asynchronous, and the batch ends when the data has arrived"},
+    {"-y,--stream_null", "each rank uses its own CUDA stream (the default stream is never used)"},
+    {"-C,--report_cputime", "use --timer host for nccl-tests' host-clock timing"},
+    {"-R,--local_register", "each backend registers its buffers as it needs (NCCL, verbs)"},
+    {"-J,--output_file", "results go to <results-dir>/<run-id>/ (run.json, table.csv); "
+                         "Google Benchmark JSON with --benchmark_out=FILE"},
+};
+
+const char* kHelpFooter = R"(
+nccl-tests' flags -b -e -f -i -n -w -c -d -o -a -G -T mean what they mean there (-d also takes
+nccl-tests' type names: float, half, double, int, bfloat16, all). A repeated flag: the last one wins
+(lists such as --transport and --collective add up).
+
+Examples:
+  mpirun -np 2 fabricbench --transport tcp,mpi -b 8 -e 64M -f 2
+  mpirun -np 8 fabricbench --transport nccl -d half -b 8 -e 8G -n 40 -w 10
+  mpirun -np 2 fabricbench --list          # what this build and machine can run, and why not
+  mpirun -np 2 fabricbench --collective allreduce --benchmark_out=ar.json   # Google Benchmark JSON too
+  sbatch slurm/allreduce.sbatch            # under Slurm (results/<job>.<step>/)
+
+Results: <results-dir>/<run-id>/ {table.csv, run.json, report.md}. An existing run id is never
+overwritten: the default one gets a suffix (-2, -3...), an explicit --run-id that exists is
+refused unless --resume (measure only the missing rows) or --overwrite.
+
+Exit codes: 0 every row ran and passed its data check, and the fabric asked for was measured;
+1 wrong data, a lost peer, a time-out or a path that was not the one forced; 2 bad input (one
+line, before any communication, no result folder); 3 nothing ran (every backend skipped or
+filtered out); 4 partial (every row right, but a named, --require'd or GPU path was not measured).
+)";
+
+}  // namespace
+
 std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool printHelp) {
   Options o;
-  int gbRepetitions = 0;
-  std::vector<std::string> ours;
-  for (const auto& a : argsIn) {
-    if (a.rfind("--benchmark_", 0) == 0) {
-      if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
-        auto eq = a.find('=');
-        std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
-        if (v != "false" && v != "0")
-          throw ConfigError("--benchmark_enable_random_interleaving is refused: it runs benchmarks in a "
-                            "different order on each rank, and the collectives would deadlock");
-      }
-      // Google Benchmark's repetitions are the suite's own (--repeat): each repetition is a
-      // separate timed batch of the same row, and the row holds their median and spread.
-      if (a.rfind("--benchmark_repetitions", 0) == 0) {
-        auto eq = a.find('=');
-        std::string v = eq == std::string::npos ? "" : a.substr(eq + 1);
-        int n = 0;
-        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || n < 1)
-          throw ConfigError("--benchmark_repetitions wants a count >= 1 (got '" + v + "')");
-        gbRepetitions = n;
-        continue;  // not passed to Google Benchmark: one row per size, with the spread
-      }
-      o.benchmarkArgs.push_back(a);
-    } else {
-      ours.push_back(a);
-    }
-  }
+  std::vector<std::string> ours = argsIn;
+  o.gb = takeBenchmarkFlags(ours);
 
   // List flags: an empty element (--collective '', "a,,b", a lone ",") is refused here, before
   // CLI11 drops it or takes the next flag as the value.
@@ -92,13 +145,18 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   }
 
   CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
-               "CUDA peer memory and MPI, with nccl-tests' definitions.\nLaunch with mpirun/srun; "
-               "Google Benchmark flags (--benchmark_filter=allreduce/tcp, --benchmark_out=...) pass through.",
+               "CUDA peer memory and MPI, with nccl-tests' definitions and flags.\nLaunch with mpirun/srun "
+               "(one rank per GPU). Google Benchmark's --benchmark_filter, _list_tests, _format, _out, "
+               "_out_format, _repetitions, _time_unit and _context are honoured; other --benchmark_* flags are "
+               "refused.",
                "fabricbench"};
+  app.footer(kHelpFooter);
   std::string minB = "8", maxB = "64M", stepB = "0";
   std::vector<std::string> colls{"all"}, transports{"auto"}, dtypes{"float32"};
   std::string placement = "both";
   int timeoutS = 45;
+  int graphLaunches = -1;
+  bool showVersion = false;
   std::string corrupt;
   app.add_option("-b,--minbytes", minB, "smallest size (8, 1K, 64M, 8G; K = 1024)")->capture_default_str();
   app.add_option("-e,--maxbytes", maxB, "largest size")->capture_default_str();
@@ -108,7 +166,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--counts", counts, "explicit element counts per rank (e.g. 0,1,3,1000003) instead of -b/-e/-f")
       ->delimiter(',')->allow_extra_args(false);
   app.add_option("-n,--iters", o.runner.iters, "timed operations per size")->capture_default_str();
-  app.add_option("-w,--warmup", o.runner.warmupIters, "untimed operations per size first")->capture_default_str();
+  app.add_option("-w,--warmup,--warmup_iters", o.runner.warmupIters, "untimed operations per size first")
+      ->capture_default_str();
   app.add_option("-c,--check", o.runner.checkRounds,
                  "verification rounds per size (fresh data each; 0 = no check, row says so)")
       ->capture_default_str();
@@ -120,10 +179,19 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("--collective", colls, "comma-separated, or all:" + collHelp)->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--transport", transports, "comma-separated, or auto (every backend this build has):" + transportHelp)
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
-  app.add_option("--dtype", dtypes, "float32,float64,int32,float16,bfloat16")->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("-d,--dtype,--datatype", dtypes,
+                 "float32,float64,int32,float16,bfloat16 or all (nccl-tests' float, double, int, half too)")
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  std::vector<std::string> opNames{"sum"};
+  app.add_option("-o,--op", opNames, "reduction operators of allreduce/reducescatter: sum,prod,min,max,avg or all "
+                                     "(nccl-tests' -o; avg is NCCL's ncclAvg)")
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
+  app.add_option("-G,--cudagraph", graphLaunches,
+                 "nccl-tests' -G: 1 = --graph (the timed batch of -n operations launched as one graph), 0 = off");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
   app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
@@ -131,7 +199,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
-               "operation (timed; rows labelled 'GPU memory staged via host'); replaces --gpu-memory");
+               "operation (timed; rows labelled 'GPU memory staged via host')");
   std::string timer = "gpu";
   int average = -1;
   app.add_option("--timer", timer,
@@ -154,10 +222,19 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
       ->delimiter(',');
   app.add_flag("--allow-single-rank", o.allowSingleRank,
                "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
-  app.add_option("--timeout", timeoutS, "seconds any one batch may take before the run fails")->capture_default_str();
+  app.add_option("-T,--timeout", timeoutS,
+                 "seconds a batch may take beyond what its size needs (the deadline grows with size x operations)")
+      ->capture_default_str();
   app.add_option("--results-dir", o.resultsDir, "parent folder of results/<run-id>/")->capture_default_str();
-  app.add_option("--run-id", o.runId, "result folder name (default: $SLURM_JOB_ID, else date-time-host)");
+  app.add_option("--run-id", o.runId,
+                 "result folder name (default: <job>.<step> under Slurm, else date-time-host; "
+                 "-2, -3... appended when taken)");
+  app.add_flag("--resume", o.resume, "with an existing --run-id: keep its rows, measure only the missing ones");
+  app.add_flag("--overwrite", o.overwrite, "with an existing --run-id: delete that folder and start again");
   app.add_flag("!--no-files", o.writeFiles, "print the table only; write no result folder");
+  app.add_option("--progress", o.progressSeconds,
+                 "seconds between 'k/N rows, elapsed, ETA' lines on stderr (0 = off; a bar when stderr is a terminal)")
+      ->capture_default_str();
   app.add_flag("--force", o.force, "run a sweep of more than " + std::to_string(kMaxRowsWithoutForce) +
                                       " rows per backend (refused without it: e.g. -i 1 -e 1M is a million rows)");
   app.add_flag("--list", o.list, "show which transports and collectives this build and machine can run, and why not");
@@ -165,8 +242,24 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
                "RDMA ports/GID/MTU/firmware, limits, versions, interface variables, reachability); table + doctor.json; "
                "exit 0 no fail, 1 a check failed");
+  app.add_flag("--version", showVersion, "fabricbench's version, git revision, and the NCCL/CUDA/MPI/rdma-core it was built with");
   app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
       ->group("");
+  std::vector<std::pair<CLI::Option*, const Unsupported*>> unsupported;
+  std::vector<std::string> unsupportedValues(std::size(kUnsupported));
+  auto taken = [&app](const std::string& names) {  // a flag another part (the backend table) registers
+    std::stringstream ss(names);
+    for (std::string n; std::getline(ss, n, ',');)
+      if (app.get_option_no_throw(n)) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < std::size(kUnsupported); ++i)
+    if (!taken(kUnsupported[i].names))
+      unsupported.emplace_back(app.add_option(kUnsupported[i].names, unsupportedValues[i])->expected(0, 1)->group(""),
+                               &kUnsupported[i]);
+  // getopt's rule for a repeated flag: the last one wins (wrapper scripts append overrides).
+  for (CLI::Option* opt : app.get_options())
+    if (opt->get_items_expected_max() <= 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   std::vector<std::string> rev(ours.rbegin(), ours.rend());
   try {
@@ -177,6 +270,30 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   } catch (const CLI::ParseError& e) {
     throw ConfigError(e.what());
   }
+  for (auto& [opt, u] : unsupported)
+    if (opt->count() > 0) {
+      std::string flag = u->names;
+      throw ConfigError(fmt::format("nccl-tests' {} is not supported: {}", flag.substr(0, flag.find(',')) + "/" +
+                                                                              flag.substr(flag.find(',') + 1),
+                                    u->what));
+    }
+  if (showVersion) {
+    if (printHelp) std::cout << versionText();
+    return std::nullopt;
+  }
+  if (graphLaunches > 1)
+    throw ConfigError(fmt::format("-G {}: fabricbench launches the captured batch once (-G 1 = --graph); "
+                                  "use -n for more operations per graph", graphLaunches));
+  if (graphLaunches < -1) throw ConfigError(fmt::format("-G {}: expected 0 or 1", graphLaunches));
+  if (graphLaunches >= 0) o.coll.cudaGraph = o.coll.cudaGraph || graphLaunches == 1;
+  o.reduceOp = fmt::format("{}", fmt::join(opNames, ","));
+  if (o.resume && o.overwrite) throw ConfigError("--resume and --overwrite exclude each other");
+  if ((o.resume || o.overwrite) && o.runId.empty())
+    throw ConfigError(std::string(o.resume ? "--resume" : "--overwrite") + " needs the --run-id of the run");
+  if (!(o.progressSeconds >= 0) || o.progressSeconds > 86400)
+    throw ConfigError(fmt::format("--progress {}: expected seconds between 0 (off) and 86400", o.progressSeconds));
+  if (o.gb.format != "console" && o.gb.listTests)
+    throw ConfigError("--benchmark_list_tests prints names only: leave out --benchmark_format");
 
   o.minBytes = sizeFlag("--minbytes", minB);
   o.maxBytes = sizeFlag("--maxbytes", maxB);
@@ -199,11 +316,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
   else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));
   if (o.runner.repeat < 0) throw ConfigError(fmt::format("--repeat must be >= 0 (got {})", o.runner.repeat));
-  if (gbRepetitions > 0) {
-    if (o.runner.repeat > 0 && o.runner.repeat != gbRepetitions)
+  // Google Benchmark's repetitions are the suite's own (--repeat): separate timed batches of the
+  // same row, which holds their median and spread.
+  if (o.gb.repetitions > 0) {
+    if (o.runner.repeat > 0 && o.runner.repeat != o.gb.repetitions)
       throw ConfigError(fmt::format("--repeat {} and --benchmark_repetitions={} disagree (they mean the same)",
-                                    o.runner.repeat, gbRepetitions));
-    o.runner.repeat = gbRepetitions;
+                                    o.runner.repeat, o.gb.repetitions));
+    o.runner.repeat = o.gb.repetitions;
   }
   if (o.runner.checkRounds < 0) throw ConfigError("--check must be >= 0");
   if (timeoutS < 1) throw ConfigError("--timeout must be >= 1 second");
@@ -241,10 +360,26 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   }
   if (o.transportsAuto) o.transports = knownTransports();
   for (const auto& d : splitList("--dtype", dtypes)) {
+    if (d == "all") {
+      o.dtypes = allDataTypes();
+      continue;
+    }
     auto t = parseDataType(d);
-    if (!t) throw ConfigError("unknown dtype '" + d + "' (choose float32, float64, int32, float16, bfloat16)");
+    if (!t)
+      throw ConfigError("unknown dtype '" + d + "' (choose float32/float, float64/double, int32/int, float16/half, "
+                        "bfloat16 or all)");
     o.dtypes.push_back(*t);
   }
+  for (const auto& name : splitList("-o/--op", opNames)) {
+    if (name == "all") {
+      o.ops = allReduceOps();
+      continue;
+    }
+    auto op = parseReduceOp(name);
+    if (!op) throw ConfigError("unknown -o/--op '" + name + "' (choose sum, prod, min, max, avg or all)");
+    if (std::find(o.ops.begin(), o.ops.end(), *op) == o.ops.end()) o.ops.push_back(*op);
+  }
+  if (o.root < 0) throw ConfigError(fmt::format("--root must be >= 0 (got {})", o.root));
   if (placement == "out") o.placements = {false};
   else if (placement == "in") o.placements = {true};
   else if (placement == "both") o.placements = {false, true};
@@ -281,13 +416,15 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,
                             o.coll.path, o.coll.cudaGraph, timeoutS, o.runId, corrupt, o.coll.transport.gidIndex,
-                            o.coll.transport.verbsDevice, fmt::join(o.benchmarkArgs, " "), fmt::join(o.counts, ","),
-                            o.coll.gpuStaging);
+                            o.coll.transport.verbsDevice, fmt::join(o.gb.given, " "), fmt::join(o.counts, ","),
+                            o.coll.gpuStaging) +
+                fmt::format("|{}|{}|{}|{}", o.resume, o.overwrite, o.reduceOp, o.progressSeconds);
   // ... and every other flag: ranks started with different flags (an MPMD launch) are refused
   // whatever the flag, --list included.
   o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
                              o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
   o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
+  o.canonical += fmt::format("|ops={}|root={}", fmt::join(opNames, ","), o.root);
   return o;
 }
 

@@ -8,6 +8,7 @@
 
 #include "collectives/collective.h"
 #include "collectives/spec.h"
+#include "gbench_flags.h"
 #include "harness/runner.h"
 
 namespace fb {
@@ -27,17 +28,23 @@ struct Options {
   std::vector<std::string> required;     // --require: transports, or "gpu", that must produce rows
   std::vector<DataType> dtypes;
   std::vector<bool> placements;          // false = out-of-place, true = in-place
+  std::vector<ReduceOp> ops;             // -o: reduction operators (reducing collectives only)
+  int root = 0;                          // --root: the root rank of rooted collectives (broadcast)
   RunnerConfig runner;
   CollectiveOptions coll;
   std::string resultsDir = "results";
   std::string runId;
   bool writeFiles = true;
   bool list = false;
+  bool resume = false;                   // --resume: add the missing rows to an existing --run-id
+  bool overwrite = false;                // --overwrite: replace an existing --run-id's folder
+  double progressSeconds = 5;            // --progress: stderr progress line interval (0 = off)
+  std::string reduceOp = "sum";          // -o/--op (nccl-tests): the reduction operator
+  BenchmarkFlags gb;                     // Google Benchmark's flags, as fabricbench honours them
   bool force = false;                    // --force: sweeps over kMaxRowsWithoutForce rows per backend
   std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
-  std::vector<std::string> benchmarkArgs;  // --benchmark_* passed to Google Benchmark
   std::string canonical;                 // normalized flags, compared across ranks
 };
 
@@ -49,7 +56,12 @@ constexpr std::size_t kMaxRowsWithoutForce = 5000;
 const std::vector<std::string>& knownTransports();
 
 // argv without argv[0]. Throws ConfigError (bad value), or returns nullopt after printing help
-// when --help was asked (printHelp decides whether this rank prints).
+// or the version when --help/--version was asked (printHelp decides whether this rank prints).
+// Repeated scalar flags: the last one wins (as getopt); list flags accumulate.
 std::optional<Options> parseOptions(const std::vector<std::string>& args, bool printHelp);
+
+// What --version prints: fabricbench's version, git revision, and the NCCL, CUDA, MPI and
+// rdma-core versions this build was compiled against.
+std::string versionText();
 
 }  // namespace fb

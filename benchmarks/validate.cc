@@ -61,9 +61,10 @@ void checkResultFolder(const Options& o) {
       throw ConfigError(fmt::format("--results-dir: a folder name of {} characters (at most {})", part.native().size(),
                                     NAME_MAX));
   std::error_code ec;
-  if (!o.runId.empty() && fs::exists(fs::path(o.resultsDir) / o.runId, ec))
+  if (!o.runId.empty() && !o.resume && !o.overwrite && !o.gb.listTests && fs::exists(fs::path(o.resultsDir) / o.runId, ec))
     throw ConfigError("result folder " + (fs::path(o.resultsDir) / o.runId).string() +
-                      " already exists (choose another --run-id)");
+                      " already exists (choose another --run-id, or --resume to measure only its missing rows, "
+                      "or --overwrite)");
   // The nearest folder that exists must be a writable folder on a writable file system; every
   // existing part of the path must be a folder.
   fs::path p = fs::absolute(fs::path(o.resultsDir), ec);
@@ -112,17 +113,8 @@ void validateOnThisRank(const Options& o, int nranks, int rank, const std::strin
                                   "larger -f/-i, fewer --counts)",
                                   o.counts.empty() && o.sweepSizes > kMaxRowsWithoutForce ? "over " : "", rows,
                                   kMaxRowsWithoutForce));
-  // Google Benchmark's filter is a regular expression; a malformed one is bad input, not a crash.
-  for (const auto& a : o.benchmarkArgs) {
-    if (a.rfind("--benchmark_filter=", 0) != 0) continue;
-    std::string f = a.substr(19);
-    if (!f.empty() && f[0] == '-') f = f.substr(1);
-    try {
-      std::regex re(f);
-    } catch (const std::regex_error& e) {
-      throw ConfigError("--benchmark_filter='" + a.substr(19) + "' is not a valid regular expression (" + e.what() + ")");
-    }
-  }
+  // Google Benchmark's flags (the filter's regular expression included) are checked by
+  // takeBenchmarkFlags (gbench_flags.cc) while parsing.
   // Backend settings that can be checked without opening anything.
   if (has(o.transports, "tcp")) tcp::checkOptions(o.coll.transport, hostname);
   if (!o.coll.transport.verbsDevice.empty() && has(o.transports, "verbs") &&

@@ -9,10 +9,11 @@
 
 # The sbatch script runs from a copy in slurmd's spool directory, so its own path says nothing about
 # where the repository is. FB_HOME: exported by the user, else the submit directory (or its parent,
-# when submitted from inside slurm/), else the directory of the script as Slurm recorded it.
+# when submitted from inside slurm/; or <dir>/share/fabricbench, an install prefix), else the
+# directory of the script as Slurm recorded it. In an install, FB_HOME is <prefix>/share/fabricbench.
 fb_find_home() {
   local d cmd
-  for d in "${FB_HOME:-}" "${SLURM_SUBMIT_DIR:-}" "${SLURM_SUBMIT_DIR:-.}/.."; do
+  for d in "${FB_HOME:-}" "${SLURM_SUBMIT_DIR:-}" "${SLURM_SUBMIT_DIR:-.}/.." "${SLURM_SUBMIT_DIR:-.}/share/fabricbench"; do
     [ -n "$d" ] && [ -f "$d/slurm/fabricbench.env" ] && { (cd "$d" && pwd); return 0; }
   done
   cmd=$(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')
@@ -41,7 +42,7 @@ fb_job() {
   export FB_HOME
   # shellcheck source=fabricbench.env
   source "$FB_HOME/slurm/fabricbench.env"
-  [ -x "$FB_BIN" ] || fb_die "binary not found or not executable: FB_BIN=$FB_BIN (build it: cmake --preset default && cmake --build build --target fabricbench; or set FB_BIN in slurm/fabricbench.env)"
+  [ -x "$FB_BIN" ] || fb_die "binary not found or not executable: FB_BIN=$FB_BIN (install it: cmake --install build --prefix <prefix>, or put fabricbench in PATH, or build it: cmake --preset default && cmake --build build --target fabricbench; or set FB_BIN in slurm/fabricbench.env)"
 
   local nnodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
   local rpn=${FB_RANKS_PER_NODE:-}
@@ -49,7 +50,8 @@ fb_job() {
   [ -n "$rpn" ] || rpn=${SLURM_TASKS_PER_NODE%%[(,]*}      # "2(x2)" -> 2
   [[ "$rpn" =~ ^[1-9][0-9]*$ ]] || fb_die "bad ranks per node '$rpn' (FB_RANKS_PER_NODE or --ntasks-per-node)"
   local np=$((nnodes * rpn))
-  local run_id=${FB_RUN_ID:-$SLURM_JOB_ID}
+  # The run id: fabricbench's default (<job>.<step>, with -2, -3... when a rerun or a requeued job
+  # finds it taken), unless FB_RUN_ID names one (then FB_RESUME=1 adds the missing rows to it).
 
   local -a launch args
   case "$FB_LAUNCHER" in
@@ -58,7 +60,9 @@ fb_job() {
     *)      fb_die "bad FB_LAUNCHER '$FB_LAUNCHER' (expected srun or mpirun)" ;;
   esac
   args=(--collective "$coll" --transport "$FB_TRANSPORTS" $FB_SIZES -n "$FB_ITERS" -w "$FB_WARMUP"
-        -c "$FB_CHECK" --dtype "$FB_DTYPE" --results-dir "$FB_RESULTS_DIR" --run-id "$run_id")
+        -c "$FB_CHECK" --dtype "$FB_DTYPE" --results-dir "$FB_RESULTS_DIR")
+  [ -z "${FB_RUN_ID:-}" ] || args+=(--run-id "$FB_RUN_ID")
+  [ "${FB_RESUME:-0}" = 0 ] || args+=(--resume)
   [ -z "$FB_TCP_IF" ] || args+=(--tcp-if "$FB_TCP_IF")
   local gpus=""
   case "${FB_REQUIRE_GPU:-auto}" in
@@ -72,9 +76,16 @@ fb_job() {
   echo "fabricbench job $SLURM_JOB_ID: $coll on $nnodes node(s) [$SLURM_JOB_NODELIST] x $rpn rank(s)," \
        "launcher $FB_LAUNCHER, batch host $(hostname), $(date -u +%FT%TZ)${gpus:+, GPUs: $gpus (a GPU path is required)}"
   echo "+ ${launch[*]} $FB_BIN ${args[*]}"
-  local t0=$SECONDS rc=0
-  "${launch[@]}" "$FB_BIN" "${args[@]}" || rc=$?
-  local out=$FB_RESULTS_DIR/$run_id
+  [ "${SLURM_RESTART_COUNT:-0}" = 0 ] || echo "fabricbench job $SLURM_JOB_ID: requeued run $SLURM_RESTART_COUNT (earlier results are kept)"
+  local t0=$SECONDS rc=0 log
+  log=$(mktemp "${TMPDIR:-/tmp}/fabricbench-job-$SLURM_JOB_ID.XXXXXX") || fb_die "mktemp failed"
+  "${launch[@]}" "$FB_BIN" "${args[@]}" | tee "$log"
+  rc=${PIPESTATUS[0]}
+  # The folder fabricbench chose, from its header line "# results: <dir>/ (...)".
+  local out
+  out=$(sed -n 's|^# results: \(.*\)/ (.*|\1|p' "$log" | head -n 1)
+  rm -f "$log"
+  [ -n "$out" ] || out=$FB_RESULTS_DIR/${FB_RUN_ID:-"<none>"}
   if [ "$rc" = 0 ] && [ ! -s "$out/table.csv" ]; then
     echo "fabricbench job $SLURM_JOB_ID: FAILED: fabricbench exited 0 but wrote no $out/table.csv" >&2
     rc=1

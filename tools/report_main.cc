@@ -76,7 +76,9 @@ int run(int argc, char** argv) {
                  "folder for comparison.md and plots/ (default: the run folder when one run is given, "
                  "else <parent>/compare-<run>-<run>...)");
   app.add_option("--baseline", baseline,
-                 "series to divide by: its label as shown, 'impl/path', the path text or the impl name");
+                 "series to divide by: its label as shown, 'impl/path' ('run:impl/path' across runs), the path, "
+                 "the impl name, or a part of the label; the most exact kind of match decides, and a pattern "
+                 "that names more than one path is refused, listing them");
   app.add_option("--price", prices,
                  "SERIES=USD_per_port (user input, repeatable): adds plateau GB/s per $1000, labelled as such");
   app.add_flag("--no-plots", noPlots, "do not run gnuplot");
@@ -124,17 +126,24 @@ int run(int argc, char** argv) {
     auto s = fb::groupSeries(r.rows, multi ? r.label : "");
     all.insert(all.end(), s.begin(), s.end());
   }
-  auto mustMatch = [&](const std::string& pattern, const char* what) {
-    for (const auto& s : all)
-      if (fb::seriesMatches(s, pattern)) return;
+  // A baseline must name one path; a price may apply to several (every run's tcp).
+  auto mustMatch = [&](const std::string& pattern, const char* what, bool unique) {
+    auto cands = fb::patternCandidates(all, pattern);
+    if (cands.size() == 1 || (!unique && !cands.empty())) return;
+    if (cands.size() > 1) {
+      std::string list;
+      for (const auto& c : cands) list += "\n  '" + c + "'";
+      throw BadInput(fmt::format("{} '{}' is ambiguous: it names {} paths; give one of them:{}", what, pattern,
+                                 cands.size(), list));
+    }
     std::string avail;
     std::set<std::string> seen;
     for (const auto& s : all)
       if (seen.insert(s.implPath()).second) avail += "\n  " + s.label() + "   (or '" + s.implPath() + "')";
     throw BadInput(fmt::format("{} '{}' matches no series; the series are:{}", what, pattern, avail));
   };
-  if (!baseline.empty()) mustMatch(baseline, "--baseline");
-  for (auto& [pat, usd] : opt.priceUsd) mustMatch(pat, "--price");
+  if (!baseline.empty()) mustMatch(baseline, "--baseline", true);
+  for (auto& [pat, usd] : opt.priceUsd) mustMatch(pat, "--price", false);
 
   if (out.empty()) {
     if (!multi) {

@@ -140,7 +140,7 @@ void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
     }
     if (deadline.expired())
       FB_THROW(TimeoutError, "bootstrap ", what, ": not every rank arrived within ", timeout().count() / 1000,
-               " s (a rank or node is lost or stuck)");
+               " s (--timeout; a rank or node is lost or stuck)");
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

@@ -7,6 +7,8 @@
 #include <limits>
 #include <span>
 
+#include <fmt/format.h>
+
 #include "bootstrap/agree.h"
 #include "core/error.h"
 
@@ -64,11 +66,36 @@ double combine(Bootstrap& bs, double mine, RankTime how) {
 
 }  // namespace
 
+std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRate) {
+  double rate = lastRate > 0 ? lastRate / kDeadlineSlack : kFloorRateBytesPerS;
+  double s = static_cast<double>(std::max(ops, 0)) * static_cast<double>(bytes) / rate;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::min(s, 1e7) * 1000.0));
+}
+
 Sample Runner::run(Collective& coll, const CollShape& shape) {
   using Clock = std::chrono::steady_clock;
   agree(bs_, coll.impl() + " prepare", [&] { coll.prepare(shape); });
-  auto deadline = [&] { return Deadline::in(cfg_.timeout); };
-  if (cfg_.warmupIters > 0) coll.runBatch(cfg_.warmupIters, deadline());
+  // Each batch: --timeout plus what `ops` operations of this size need at a slow but healthy rate.
+  double lastRate = lastRate_.count(&coll) ? lastRate_[&coll] : 0;
+  std::chrono::milliseconds budget{0};
+  int budgetOps = 0;
+  auto deadline = [&](int ops) {
+    budget = batchBudget(ops, shape.bytes, lastRate);
+    budgetOps = ops;
+    return Deadline::in(cfg_.timeout + budget);
+  };
+  // A time-out names the flag that sets it, and what the deadline was made of.
+  auto timed = [&](auto&& fn) {
+    try {
+      return fn();
+    } catch (const TimeoutError& e) {
+      throw TimeoutError(fmt::format("{} [deadline {:.0f} s = --timeout {} s + {:.0f} s for {} x {} B; raise --timeout "
+                                     "(-T) if the link is slow but healthy]",
+                                     e.what(), (cfg_.timeout + budget).count() / 1000.0, cfg_.timeout.count() / 1000,
+                                     budget.count() / 1000.0, budgetOps, shape.bytes));
+    }
+  };
+  if (cfg_.warmupIters > 0) timed([&] { return coll.runBatch(cfg_.warmupIters, deadline(cfg_.warmupIters)); });
 
   // R timed batches; each one's per-operation time combined over ranks.
   const int maxRepeat = cfg_.repeat > 0 ? cfg_.repeat : kAutoRepeat;
@@ -78,7 +105,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   for (int rep = 0; rep < maxRepeat; ++rep) {
     bs_.barrier();
     auto t0 = Clock::now();
-    double own = coll.runBatch(cfg_.iters, deadline());
+    double own = timed([&] { return coll.runBatch(cfg_.iters, deadline(cfg_.iters)); });
     double host = std::chrono::duration<double>(Clock::now() - t0).count();
     double mine = (cfg_.timer == Timer::kHost ? host : own) / iters;
     perOp.push_back(combine(bs_, mine, cfg_.rankTime));
@@ -94,7 +121,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   double p50 = -1, p99 = -1;
   if (cfg_.perOp) {
     bs_.barrier();
-    auto mine = coll.runPerOp(cfg_.iters, deadline());
+    auto mine = timed([&] { return coll.runPerOp(cfg_.iters, deadline(cfg_.iters)); });
     auto all = gatherDoubles(bs_, mine);
     std::vector<double> ops(mine.size(), 0.0);
     for (const auto& r : all)
@@ -111,13 +138,13 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     for (int round = 0; round < cfg_.checkRounds; ++round) {
       if (round == 0 && cfg_.corrupt && cfg_.corrupt->first == bs_.rank())
         coll.corruptNextCheck(cfg_.corrupt->second);
-      local += coll.check(round + 2, deadline());
+      local += timed([&] { return coll.check(round + 2, deadline(1)); });
     }
     wrong = bs_.allReduceSum(local);
   }
 
   Sample s;
-  s.coll = std::string(collName(shape.kind));
+  s.coll = rowName(shape);  // "allreduce", "allreduce(prod)", "broadcast(root=2)"
   s.impl = coll.impl();
   PathInfo p = coll.path();
   s.path = p.label;
@@ -139,6 +166,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   }
   s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
   s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
+  if (s.bytes > 0 && s.timeUsMax > 0) lastRate_[&coll] = static_cast<double>(s.bytes) / (s.timeUsMax * 1e-6);
   s.p50Us = p50;
   s.p99Us = p99;
   double sec = s.timeUs * 1e-6;
@@ -147,15 +175,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.wrong = wrong;
   // The nominal rate is the slowest rank's (a link is as fast as its slower end); unknown on any
   // rank = unknown.
-  double nominal = -1;
-  for (auto& [k, v] : p.details)
-    if (k == "nominal_GBps") {
-      try {
-        nominal = std::stod(v);
-      } catch (const std::exception&) {
-        nominal = -1;
-      }
-    }
+  const double nominal = p.nominalGBps;
   double slowest = std::numeric_limits<double>::infinity();
   for (const auto& r : gatherDoubles(bs_, {nominal > 0 ? nominal : -1.0})) slowest = std::min(slowest, r.at(0));
   if (slowest > 0 && std::isfinite(slowest)) s.pctNominal = 100.0 * s.busBwGBps / slowest;

@@ -15,11 +15,14 @@
 // (nccl-tests' default) with --timer host. The row holds the median of the R batches and the
 // fastest / slowest one. --repeat 0 (the default) means "auto": 3 batches, fewer when the
 // batches of a size have already taken kAutoRepeatBudget in total.
-// Every batch gets a deadline of `timeout`; a rank that fails throws, and the top level
-// aborts the job so nobody hangs.
+// Every batch gets a deadline: `timeout` (--timeout/-T) plus what the batch needs at a slow
+// but healthy rate (batchBudget), so large sizes on slow links do not trip it while a hang at
+// small sizes is still caught within about `timeout`. A rank that fails throws (a time-out
+// names --timeout), and the top level aborts the job so nobody hangs.
 #pragma once
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +56,13 @@ struct RunnerConfig {
   std::optional<std::pair<int, std::size_t>> corrupt;
 };
 
+// A batch's deadline beyond --timeout: `ops` operations of `bytes` each at a tenth of the rate
+// (bytes / time per operation) this collective reached on its previous row, or at
+// kFloorRateBytesPerS before it has measured anything.
+constexpr double kFloorRateBytesPerS = 10e6;
+constexpr double kDeadlineSlack = 10;
+std::chrono::milliseconds batchBudget(int ops, std::size_t bytes, double lastRateBytesPerS);
+
 class Runner {
  public:
   Runner(Bootstrap& bootstrap, RunnerConfig config) : bs_(bootstrap), cfg_(config) {}
@@ -62,6 +72,7 @@ class Runner {
  private:
   Bootstrap& bs_;
   RunnerConfig cfg_;
+  std::map<const Collective*, double> lastRate_;  // bytes/s per operation of each collective's last row
 };
 
 // The nearest-rank percentile q (0..100) of `v` (sorted or not); NaN when empty.

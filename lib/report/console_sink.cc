@@ -1,9 +1,11 @@
 // The live console table: one line per row, flushed as each size finishes.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "report/result_sink.h"
+#include "report/summary.h"
 
 namespace fb {
 namespace {
@@ -47,6 +49,7 @@ class ConsoleSink : public ResultSink {
     }
     std::string wrong = s.wrong < 0 ? "N/A" : std::to_string(s.wrong);
     std::string pct = s.pctNominal < 0 ? "-" : fmt::format("{:.1f}", s.pctNominal);
+    rows_.push_back(s);
     auto us = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.2f}", v); };
     std::string line = fmt::format("  {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12.2f} {:>11.3f} {:>11.3f} {:>8} {:>8} {:>10} {:>10}",
                                    s.bytes, s.count, s.dtype, s.coll, ip, ipWidth_, s.inPlace ? "in" : "out", s.timeUs,
@@ -58,6 +61,7 @@ class ConsoleSink : public ResultSink {
   void end(const RunSummary& summary) override {
     std::string t = fmt::format("#\n# status: {} ({})\n", summary.ok ? "ok" : "NOT OK", summary.status);
     for (const auto& n : summary.notes) t += "# note: " + n + "\n";
+    t += consoleHeadline(rows_);
     put(t);
   }
 
@@ -68,11 +72,50 @@ class ConsoleSink : public ResultSink {
   }
   std::FILE* out_;
   std::string lastKey_;
+  std::vector<Sample> rows_;
   std::size_t ipWidth_ = 12;
   bool perOp_ = false;
 };
 
 }  // namespace
+
+std::string consoleHeadline(const std::vector<Sample>& rows) {
+  auto series = groupSeries(rows);
+  if (series.empty()) return "";
+  auto size = [](std::size_t b) {
+    const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (i < 4 && b >= 1024 && b % 1024 == 0) {
+      b /= 1024;
+      ++i;
+    }
+    return fmt::format("{} {}", b, u[i]);
+  };
+  std::size_t w = 0;
+  for (const auto& s : series) w = std::max(w, (s.coll + " " + s.dtype + " " + s.label()).size());
+  std::string t = fmt::format("#\n# headline: plateau busbw = median over sizes >= 1/4 of the largest; floor = smallest "
+                              "time for sizes <= {}\n", size(kFloorMaxBytes));
+  for (const auto& s : series) {
+    double plateau = plateauBusBw(s.rows);
+    double floor = smallMessageFloorUs(s.rows);
+    std::size_t maxB = 0;
+    for (const auto& r : s.rows) maxB = std::max(maxB, r.bytes);
+    std::string p = std::isnan(plateau)
+                        ? std::string("plateau busbw —")
+                        : fmt::format("plateau busbw {:.3f} GB/s ({} … {})", plateau,
+                                      size(static_cast<std::size_t>(std::ceil(static_cast<double>(maxB) * kPlateauFraction))),
+                                      size(maxB));
+    std::string f = "floor —";
+    if (!std::isnan(floor))
+      for (const auto& r : s.rows)
+        if (r.timeUs == floor && r.bytes > 0 && r.bytes <= kFloorMaxBytes && r.wrong <= 0) {
+          f = fmt::format("floor {:.2f} us ({})", floor, size(r.bytes));
+          break;
+        }
+    t += fmt::format("#   {:<{}}  {}, {}\n", s.coll + " " + s.dtype + " " + s.label(), w, p, f);
+  }
+  return t;
+}
 
 std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out) { return std::make_unique<ConsoleSink>(out); }
 std::unique_ptr<ResultSink> makeConsoleSink() { return makeConsoleSink(stdout); }

@@ -25,6 +25,7 @@ class JsonSink : public ResultSink {
   explicit JsonSink(std::string path) : path_(std::move(path)) {}
   void begin(const RunMeta& meta) override {
     meta_ = meta;
+    rows_ = meta.previousRows;
     started_ = utcNow();
     auto parent = std::filesystem::path(path_).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);

@@ -26,40 +26,88 @@ std::string gpString(const std::string& s) {
 
 }  // namespace
 
+double nominalGBps(const Series& s) {
+  for (const auto& r : s.rows)
+    if (r.pctNominal > 0 && r.busBwGBps > 0) return r.busBwGBps * 100.0 / r.pctNominal;
+  return -1;
+}
+
+bool wantsLogY(const std::vector<const Series*>& group) {
+  double lo = 0, hi = 0;
+  for (const auto* s : group) {
+    double peak = 0;
+    for (const auto& r : s->rows)
+      if (r.wrong <= 0 && r.bytes > 0) peak = std::max(peak, r.busBwGBps);
+    if (peak <= 0) continue;
+    lo = lo == 0 ? peak : std::min(lo, peak);
+    hi = std::max(hi, peak);
+  }
+  return lo > 0 && hi / lo > 10.0;
+}
+
 std::string gnuplotScript(const std::vector<const Series*>& group, const std::string& kind,
-                          const std::string& terminal, const std::string& pngPath, const std::string& title) {
+                          const std::string& terminal, const std::string& pngPath, const std::string& title,
+                          const std::string& svgPath) {
   bool bw = kind == "busbw";
   std::string s;
-  s += fmt::format("set terminal {} size 1100,750 noenhanced\n", terminal);
+  s += fmt::format("set terminal {} size 1200,900 noenhanced\n", terminal);
   s += fmt::format("set output {}\n", gpString(pngPath));
   s += fmt::format("set title {}\n", gpString(title));
   s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; ki = 1024, Mi = 1024^2, Gi = 1024^3)'\n";
+  // The legend outside the plot area, under it: curves are never hidden behind it, and long
+  // path labels do not squeeze the plot.
+  s += "set key outside below left vertical Left reverse noopaque nobox height 1\n";
   if (bw) {
-    s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\nset key below\n";
+    if (wantsLogY(group)) {
+      // Paths more than 10x apart (socket beside NVLink): a linear axis would flatten the slow ones.
+      s += "set logscale y 10\nset ylabel 'busbw (GB/s, GB = 1e9 bytes; log scale: paths differ by > 10x)'\n";
+    } else {
+      s += "set ylabel 'busbw (GB/s, GB = 1e9 bytes)'\nset yrange [0:*]\n";
+    }
   } else {
-    s += "set logscale y 10\nset ylabel 'time per operation (us, median of batches)'\nset key below\n";
+    s += "set logscale y 10\nset ylabel 'time per operation (us, median of batches)'\n";
   }
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;
+  std::vector<std::string> nominalDrawn;  // one line per path (in- and out-of-place share it)
   for (std::size_t i = 0; i < group.size(); ++i) {
     std::string block = fmt::format("$d{}", i);
     s += block + " << EOD\n";
     int n = 0;
+    std::size_t lo = 0, hi = 0;
     for (const auto& r : group[i]->rows) {
       if (r.bytes == 0) continue;  // log scale
       if (r.wrong > 0) continue;   // wrong data is not a measurement
       double y = bw ? r.busBwGBps : r.timeUs;
-      if (!bw && y <= 0) continue;
+      if (y <= 0) continue;        // log scales; a 0 GB/s row (1 rank) has no bandwidth to show
       s += fmt::format("{} {}\n", r.bytes, y);
+      lo = n == 0 ? r.bytes : std::min(lo, r.bytes);
+      hi = std::max(hi, r.bytes);
       ++n;
     }
     s += "EOD\n";
-    if (n > 0) plots.push_back(fmt::format("{} using 1:2 with linespoints title {}", block, gpString(group[i]->label())));
+    if (n == 0) continue;
+    plots.push_back(fmt::format("{} using 1:2 with linespoints lt {} title {}", block, i + 1,
+                                gpString(group[i]->label())));
+    double nominal = bw ? nominalGBps(*group[i]) : -1;
+    std::string pathKey = group[i]->run + "\x1f" + group[i]->implPath();
+    if (nominal > 0 && std::find(nominalDrawn.begin(), nominalDrawn.end(), pathKey) == nominalDrawn.end()) {
+      nominalDrawn.push_back(pathKey);
+      // The nominal link rate of this path: a dashed line of the curve's colour.
+      std::string nb = fmt::format("$n{}", i);
+      s += fmt::format("{} << EOD\n{} {}\n{} {}\nEOD\n", nb, lo, nominal, hi, nominal);
+      plots.push_back(fmt::format("{} using 1:2 with lines lt {} dt 2 title {}", nb, i + 1,
+                                  gpString(fmt::format("nominal {:.1f} GB/s: {}", nominal, group[i]->implPath()))));
+    }
   }
   if (plots.empty()) return "";
   s += "plot ";
   for (std::size_t i = 0; i < plots.size(); ++i) s += (i ? ", \\\n     " : "") + plots[i];
   s += "\n";
+  if (!svgPath.empty()) {
+    s += fmt::format("set terminal svg size 1200,900 dynamic noenhanced\nset output {}\nreplot\n", gpString(svgPath));
+  }
+  s += "unset output\n";
   return s;
 }
 
@@ -91,10 +139,11 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
   for (auto& [gid, g] : groups) {
     for (const char* kind : {"busbw", "time"}) {
       fs::path png = dir / fmt::format("{}_{}.png", gid, kind);
+      fs::path svg = dir / fmt::format("{}_{}.svg", gid, kind);
       fs::path gp = dir / fmt::format("{}_{}.gp", gid, kind);
       std::string title = fmt::format("{} {} ({}) vs size{}", g[0]->coll, kind == std::string("busbw") ? "busbw" : "time",
                                       g[0]->dtype, g[0]->run.empty() ? fmt::format(", {} ranks", g[0]->nRanks) : "");
-      std::string script = gnuplotScript(g, kind, terminal, png.string(), title);
+      std::string script = gnuplotScript(g, kind, terminal, png.string(), title, svg.string());
       if (script.empty()) continue;
       {
         std::ofstream out(gp);
@@ -104,6 +153,7 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
       if (r.ok() && fs::exists(png)) {
         res.made = true;
         res.files.push_back(png.string());
+        if (fs::exists(svg)) res.files.push_back(svg.string());
       } else {
         res.errors.push_back(fmt::format("gnuplot {}: {}", gp.string(), r.error.empty() ? "no picture written" : r.error));
       }

@@ -16,11 +16,18 @@ struct PlotResult {
   std::vector<std::string> files;   // pictures written (paths)
 };
 
-// The gnuplot script for one group (exposed for tests). `kind` is "busbw" or "time".
+// The gnuplot script for one group (exposed for tests). `kind` is "busbw" or "time". The legend
+// sits outside the plot area; the busbw axis is logarithmic when the paths' peaks differ by more
+// than 10x (wantsLogY); each path with a known nominal rate (rows' %nominal) gets a dashed line
+// at that rate. With svgPath, the same plot is written as SVG too.
 std::string gnuplotScript(const std::vector<const Series*>& group, const std::string& kind,
-                          const std::string& terminal, const std::string& pngPath, const std::string& title);
+                          const std::string& terminal, const std::string& pngPath, const std::string& title,
+                          const std::string& svgPath = "");
+bool wantsLogY(const std::vector<const Series*>& group);
+// The nominal link rate of a series (GB/s) from its rows' %nominal; -1 when unknown.
+double nominalGBps(const Series& s);
 
-// Writes outDir/plots/<groupId>_{busbw,time}.{png,gp}. Never throws for a missing gnuplot: the
+// Writes outDir/plots/<groupId>_{busbw,time}.{png,svg,gp}. Never throws for a missing gnuplot: the
 // reason goes into `skipped`.
 PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
                       std::chrono::milliseconds timeoutPerPlot = std::chrono::milliseconds(60000));

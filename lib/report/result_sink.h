@@ -20,6 +20,9 @@ struct RunMeta {
   std::string commandLine;
   nlohmann::json fingerprint;     // see report/fingerprint.h
   nlohmann::json config;          // the parsed options
+  // --resume: the rows an earlier run of this run id already measured. They stay in table.csv
+  // (appended to, not rewritten), run.json and report.md, and are not measured again.
+  std::vector<Sample> previousRows;
 };
 
 struct RunSummary {
@@ -41,6 +44,8 @@ class ResultSink {
 
 // Live console table on stdout: one line per row as it finishes; the header says what the
 // time means (median of the batches, per operation, combined over ranks as the row says) and the units.
+// At the end, after the status, a headline per path: plateau busbw and floor time (the last lines
+// of the console).
 std::unique_ptr<ResultSink> makeConsoleSink();
 // results/<run-id>/table.csv: header line, then one flushed line per row.
 std::unique_ptr<ResultSink> makeCsvSink(const std::string& path);
@@ -68,6 +73,9 @@ void setDurableWrites(bool on);
 
 // Console table on any stream (tests pass a temporary file).
 std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out);
+// The headline lines the console ends with, one per series (collective, dtype, path, placement):
+// "#   allreduce float32 tcp/lo [out]: plateau busbw 3.21 GB/s (16 MiB … 64 MiB), floor 12.30 us (8 B)".
+std::string consoleHeadline(const std::vector<Sample>& rows);
 // Forwards begin/add/end to each sink in order (null entries are ignored).
 std::unique_ptr<ResultSink> makeTeeSink(std::vector<std::unique_ptr<ResultSink>> sinks);
 // Rank 0's usual set: the console table (when `console`), and when resultDir is not empty

@@ -26,10 +26,13 @@ class CsvSink : public ResultSink {
   ~CsvSink() override {
     if (fd_ >= 0) ::close(fd_);
   }
-  void begin(const RunMeta&) override {
+  void begin(const RunMeta& meta) override {
     ensureParent(path_);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // --resume: the earlier rows stay; new rows are appended after them.
+    bool append = !meta.previousRows.empty();
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
     if (fd_ < 0) throw IoError("cannot create " + path_ + ": " + std::strerror(errno));
+    if (append) return;
     std::string h;
     for (const auto& c : csvColumns()) h += (h.empty() ? "" : ",") + c;
     put(h + "\n");
@@ -68,6 +71,7 @@ class MarkdownSink : public ResultSink {
   explicit MarkdownSink(std::string path) : path_(std::move(path)) {}
   void begin(const RunMeta& meta) override {
     meta_ = meta;
+    rows_ = meta.previousRows;
     ensureParent(path_);
   }
   void add(const Sample& s) override { rows_.push_back(s); }

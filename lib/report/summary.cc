@@ -131,12 +131,16 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
     md += plotLinks(outDir, groupId(g.coll, g.dtype));
 
     const Series* base = nullptr;
+    int baseLevel = 0;
     if (!opt.baseline.empty()) {
-      for (auto* s : g.series)
-        if (seriesMatches(*s, opt.baseline)) {
+      // The most exact match wins (full label, then impl/path, then path or impl, then a part).
+      for (auto* s : g.series) {
+        int l = seriesMatchLevel(*s, opt.baseline);
+        if (l > 0 && (baseLevel == 0 || l < baseLevel)) {
           base = s;
-          break;
+          baseLevel = l;
         }
+      }
       if (!base && notes)
         notes->push_back(fmt::format("{} ({}): no series matches baseline '{}', no ratios", g.coll, g.dtype,
                                      opt.baseline));
@@ -146,7 +150,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
     auto baseFor = [&](const Series* s) -> const Series* {
       if (!base) return nullptr;
       for (auto* c : g.series)
-        if (c->inPlace == s->inPlace && seriesMatches(*c, opt.baseline)) return c;
+        if (c->inPlace == s->inPlace && c->run == base->run && c->implPath() == base->implPath()) return c;
       return base;
     };
     auto isBase = [&](const Series* s) { return base && baseFor(s) == s; };
@@ -412,10 +416,31 @@ double smallMessageFloorUs(const std::vector<Sample>& rows) {
   return best;
 }
 
-bool seriesMatches(const Series& s, const std::string& p) {
-  if (p.empty()) return false;
-  return p == s.label() || p == s.implPath() || p == s.path || p == s.impl ||
-         (!s.run.empty() && p == s.run + ":" + s.implPath()) || s.label().find(p) != std::string::npos;
+int seriesMatchLevel(const Series& s, const std::string& p) {
+  if (p.empty()) return 0;
+  if (p == s.label()) return 1;
+  if (p == s.implPath() || (!s.run.empty() && (p == s.run + ":" + s.implPath() || p == s.run + ": " + s.implPath())))
+    return 2;
+  if (p == s.path || p == s.impl) return 3;
+  if (s.label().find(p) != std::string::npos) return 4;
+  return 0;
+}
+
+bool seriesMatches(const Series& s, const std::string& p) { return seriesMatchLevel(s, p) > 0; }
+
+std::vector<std::string> patternCandidates(const std::vector<Series>& all, const std::string& p) {
+  int best = 0;
+  for (const auto& s : all) {
+    int l = seriesMatchLevel(s, p);
+    if (l > 0 && (best == 0 || l < best)) best = l;
+  }
+  std::vector<std::string> out;
+  for (const auto& s : all) {
+    if (best == 0 || seriesMatchLevel(s, p) != best) continue;
+    std::string key = (s.run.empty() ? "" : s.run + ":") + s.implPath();
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
 }
 
 namespace {

@@ -59,9 +59,15 @@ double smallMessageFloorUs(const std::vector<Sample>& rows);
 // Median of a list (mean of the two middle values for an even count); NaN when empty.
 double median(std::vector<double> v);
 
-// True when `pattern` names the series: its full label, "impl/path", the path or the impl, or
-// any part of the label (so "socket" picks the NET/Socket series; the first match wins).
+// How `pattern` names the series (--baseline, --price): 1 its full label ("impl/path [out]", with
+// "run: " in front across runs), 2 "impl/path" or "run:impl/path", 3 the path or the impl, 4 any
+// part of the label (so "socket" picks the NET/Socket series); 0 = not at all. The most exact
+// level that matches anything decides.
+int seriesMatchLevel(const Series& s, const std::string& pattern);
 bool seriesMatches(const Series& s, const std::string& pattern);
+// The distinct paths ("run:impl/path", placements merged) the pattern names at its most exact
+// level: none = no match, more than one = ambiguous (the report tool refuses it, listing these).
+std::vector<std::string> patternCandidates(const std::vector<Series>& all, const std::string& pattern);
 
 // One run's report.md. `outDir` is where report.md goes: plots found in outDir/plots/ are linked.
 std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,

@@ -196,6 +196,14 @@ def case_falsepass(a):
 def case_gpu(a):
     """GPU parts: --timer gpu/host and --per-op on nccl and cuda (events per operation), % of nominal on
     the NVLink path, and --transport auto on a GPU node passing. Exit 77 where no GPU is visible."""
+    try:  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected"): one GPU per rank, or skip
+        gpus = len([l for l in subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                              timeout=60).stdout.splitlines() if l.startswith("GPU ")])
+    except (OSError, subprocess.TimeoutExpired):
+        gpus = 0
+    if 0 < gpus < 2:
+        print(f"SKIP: needs one GPU per rank: {gpus} GPUs for 2 ranks")
+        sys.exit(77)
     with tempfile.TemporaryDirectory() as d:
         probe = mpirun(a, 2, ["--list"], timeout=120)
         usable = {l.split()[0] for l in probe.stdout.splitlines() if len(l.split()) > 2 and l.split()[2] == "yes"}

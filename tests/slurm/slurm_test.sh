@@ -9,6 +9,10 @@
 #   shaped RATE       NICs shaped with tc tbf to RATE (1gbit, 200mbit); iperf3 goodput n2->n1 is the
 #                     ground truth; 1 rank per node, 64 MiB tcp AllReduce and P2P ring busbw must be
 #                     90-100 % of it; mpi reference rows in the same table
+#   install-requeue   cmake --install to a prefix; from <prefix>/share/fabricbench, with no FB_HOME, FB_BIN
+#                     or build tree in the environment, sbatch slurm/allreduce.sbatch: the installed binary
+#                     runs; the finished job is requeued once (scontrol requeue) and runs again: both
+#                     runs' result folders are kept (<job>.<step> and <job>.<step>-2), the first unchanged
 #   kill LAUNCHER WHAT  SIGKILL mid-run to the job's processes on n2: WHAT = ranks (the fabricbench
 #                     processes) or all (also slurmstepd and orted: the node is gone for the job).
 #                     The job must fail within 60 s, its log must name n2, and the rows written
@@ -70,6 +74,10 @@ say "lab up"
 export FB_HOME=$SRC FB_BIN=$BIN FB_RESULTS_DIR=$WORK/results FB_TCP_IF=eth0
 CHECK="python3 $HERE/check_run.py"
 
+# The folder fabricbench chose for job $1 (its default run id is <job>.<step>, -2 when taken); with
+# $2 = N, the N-th one (1 = the first run).
+result_dir() { ls -d "$FB_RESULTS_DIR/$1" "$FB_RESULTS_DIR/$1".* 2>/dev/null | sort -V | sed -n "${2:-1}p"; }
+
 # submit <sbatch args...>: sbatch --wait from the repository root, as a user would; sets JOB, JRC, JLOG
 submit() {
   local out
@@ -123,7 +131,7 @@ case "$CASE" in
     export FB_LAUNCHER=${CASE#sbatch-} FB_SIZES="-b 8 -e 4M -f 32" FB_ITERS=5 FB_WARMUP=2
     sbatch_wait slurm/allreduce.sbatch
     [ "$JRC" = 0 ] || fail "job exited $JRC"
-    R=$FB_RESULTS_DIR/$JOB
+    R=$(result_dir "$JOB")
     [ -s "$R/table.csv" ] && [ -s "$R/run.json" ] || fail "no $R/table.csv or run.json"
     $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
     $CHECK rows "$R" 4 2 || fail "rows"
@@ -140,7 +148,7 @@ case "$CASE" in
     export FB_SIZES="-b 1K -e 1M -f 32" FB_ITERS=3 FB_WARMUP=1 FB_TRANSPORTS=tcp,mpi
     sbatch_wait slurm/collectives.sbatch
     [ "$JRC" = 0 ] || fail "job exited $JRC"
-    R=$FB_RESULTS_DIR/$JOB
+    R=$(result_dir "$JOB")
     $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
     $CHECK rows "$R" 4 2 >/dev/null || fail "rows"
     colls=$(awk -F, 'NR>1{print $4}' "$R/table.csv" | sort -u | paste -sd,)
@@ -171,7 +179,7 @@ case "$CASE" in
     sent=$(( ($(cat $ctr/rx_bytes) - rx0) >> 20 )) recv=$(( ($(cat $ctr/tx_bytes) - tx0) >> 20 ))
     say "n2's veth carried $sent MiB out and $recv MiB in during the job"
     [ "$sent" -ge 768 ] && [ "$recv" -ge 768 ] || fail "less than 4 x 3 x 64 MiB crossed n2's veth"
-    R=$FB_RESULTS_DIR/$JOB
+    R=$(result_dir "$JOB")
     $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
     $CHECK rows "$R" 2 2 >/dev/null || fail "rows"
     # The physical limit: tbf meters whole Ethernet frames (MTU + 14 B header); TCP carries MSS =
@@ -218,10 +226,10 @@ case "$CASE" in
     export FB_LAUNCHER=${2:-srun} FB_TRANSPORTS=tcp FB_SIZES="-b 256K -e 1G -f 2" FB_ITERS=3 FB_WARMUP=1 \
            FB_EXTRA_ARGS="--placement out"
     submit slurm/allreduce.sbatch || exit 1
-    R=$FB_RESULTS_DIR/$JOB
-    say "job $JOB submitted; waiting for 3 rows in $R/table.csv"
+    say "job $JOB submitted; waiting for 3 rows in $FB_RESULTS_DIR/$JOB*/table.csv"
     for _ in $(seq 1 300); do
-      [ -s "$R/table.csv" ] && [ "$(($(wc -l < "$R/table.csv") - 1))" -ge 3 ] && break
+      R=$(result_dir "$JOB")
+      [ -n "$R" ] && [ -s "$R/table.csv" ] && [ "$(($(wc -l < "$R/table.csv") - 1))" -ge 3 ] && break
       sleep 0.2
     done
     before=$(($(wc -l < "$R/table.csv" 2>/dev/null || echo 1) - 1))
@@ -246,6 +254,58 @@ case "$CASE" in
     [ -n "$named" ] || fail "no line of the job log names the lost node n2"
     grep -q "^fabricbench job $JOB: FAILED" "$JLOG" || fail "the job log does not say FAILED"
     $CHECK intact "$R" "$before" || fail "rows written before the kill are not intact"
+    ;;
+
+  install-requeue)
+    BUILD=${FB_TEST_BUILD_DIR:-$SRC/build}
+    PREFIX=$WORK/prefix
+    cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "cmake --install failed"; exit 1; }
+    for f in bin/fabricbench bin/fabricbench-report share/fabricbench/slurm/allreduce.sbatch \
+             share/fabricbench/slurm/collectives.sbatch share/fabricbench/slurm/fabricbench_job.sh \
+             share/fabricbench/slurm/fabricbench.env; do
+      [ -e "$PREFIX/$f" ] || fail "cmake --install did not install $f"
+    done
+    say "installed: $(cd "$PREFIX" && find bin share -type f | sort | paste -sd' ')"
+    "$PREFIX/bin/fabricbench" --version | head -n 1 | grep -q '^fabricbench ' || fail "installed fabricbench --version"
+    # A user of the install: no FB_HOME/FB_BIN, the build tree nowhere in PATH; the results go to the
+    # submit directory's results/.
+    unset FB_HOME FB_BIN FB_RESULTS_DIR
+    export FB_LAUNCHER=srun FB_TRANSPORTS=tcp,mpi FB_SIZES="-b 8 -e 1M -f 32" FB_ITERS=3 FB_WARMUP=1
+    SUB=$PREFIX/share/fabricbench
+    FB_RESULTS_DIR=$SUB/results   # only for result_dir below (not exported)
+    out=$(cd "$SUB" && sbatch --parsable --requeue --open-mode=append --time=3 -o "$WORK/%x-%j.out" slurm/allreduce.sbatch 2>&1) \
+      || { fail "sbatch: $out"; exit 1; }
+    JOB=${out%%;*}
+    say "job $JOB submitted from $SUB"
+    wait_job 120
+    # requeue the finished job at once (it must still be known: MinJobAge is short in the lab)
+    scontrol requeue "$JOB" || { fail "scontrol requeue $JOB failed (first run: state $JSTATE, exit $JRC)"; exit 1; }
+    [ "$JRC" = 0 ] || fail "first run: job state $JSTATE, exit $JRC"
+    R1=$(result_dir "$JOB" 1)
+    [ -n "$R1" ] && [ -s "$R1/table.csv" ] || { fail "first run left no results in $SUB/results/$JOB*"; exit 1; }
+    grep -q "^+ .* $PREFIX/bin/fabricbench " "$JLOG" || fail "the job did not run the installed binary ($(grep '^+ ' "$JLOG"))"
+    sum1=$(cat "$R1"/table.csv "$R1"/run.json | md5sum)
+    rows1=$(($(wc -l < "$R1/table.csv") - 1))
+    say "first run: $rows1 rows in $R1"
+    scontrol update jobid="$JOB" StartTime=now >/dev/null 2>&1 || true
+    for _ in $(seq 1 100); do   # until the requeued run has started (or finished)
+      st=$(scontrol -o show job "$JOB" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+      rc_=$(scontrol -o show job "$JOB" 2>/dev/null | sed -n 's/.* Restarts=\([0-9]*\).*/\1/p')
+      [ "${rc_:-0}" -ge 1 ] && [ "$st" != PENDING ] && break
+      sleep 0.2
+    done
+    say "requeued: Restarts=${rc_:-?}, state $st"
+    wait_job 120
+    [ "$JRC" = 0 ] || fail "requeued run: job state $JSTATE, exit $JRC"
+    R2=$(result_dir "$JOB" 2)
+    [ -n "$R2" ] && [ -s "$R2/table.csv" ] || fail "the requeued run left no second result folder (have: $(ls "$SUB/results"))"
+    rows2=$(($(wc -l < "$R2/table.csv" 2>/dev/null || echo 1) - 1))
+    say "requeued run: $rows2 rows in $R2; folders: $(ls "$SUB/results" | paste -sd' ')"
+    [ "$(cat "$R1"/table.csv "$R1"/run.json | md5sum)" = "$sum1" ] || fail "the first run's results changed"
+    [ "$rows1" -ge 8 ] && [ "$rows2" = "$rows1" ] || fail "rows: first run $rows1, requeued run $rows2"
+    grep -q "requeued run 1" "$JLOG" || fail "the job log does not mention the requeued run"
+    $CHECK rows "$R1" 4 2 >/dev/null || fail "first run's rows"
+    $CHECK rows "$R2" 4 2 >/dev/null || fail "requeued run's rows"
     ;;
 
   doctor)

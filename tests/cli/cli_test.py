@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""CLI tests: the conventions users bring (nccl-tests and Google Benchmark flags, --version, --help,
+results never overwritten, progress, headline, install, plots, time-outs, README examples).
+
+One case per issue-15 item; each launches the real binaries (fabricbench under mpirun on localhost
+over tcp, fabricbench-report on committed results) and checks what they printed and wrote.
+Exit 0 = pass, 1 = fail.
+"""
+import argparse
+import csv
+import hashlib
+import json
+import os
+import pty
+import re
+import select
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+A = None
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FAILS = []
+
+
+def env(extra=None):
+    e = dict(os.environ)
+    e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             OMPI_MCA_rmaps_base_oversubscribe="1")
+    for k in list(e):
+        if k.startswith("SLURM_"):
+            del e[k]
+    if extra:
+        e.update(extra)
+    return e
+
+
+def run(cmd, timeout=120, extra_env=None, **kw):
+    print("$", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    return subprocess.run(cmd, env=env(extra_env), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def fb1(args, **kw):
+    """fabricbench as one plain process (parse-only cases)."""
+    return run([A.fabricbench] + args, **kw)
+
+
+def fb(np_, args, xenv=None, **kw):
+    cmd = [A.mpirun, "-q", "--oversubscribe", "-np", str(np_)]
+    for k in (xenv or {}):
+        cmd += ["-x", k]
+    return run(cmd + [A.fabricbench] + args, extra_env=xenv, **kw)
+
+
+def check(cond, msg):
+    if not cond:
+        print("FAIL:", msg, flush=True)
+        FAILS.append(msg)
+    return cond
+
+
+def bad_input(p, needle, what):
+    """Exit 2 and exactly one stderr line 'fabricbench: error: ...' containing needle."""
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == 2, f"{what}: exit {p.returncode}, expected 2 (stderr: {p.stderr.strip()[:300]})")
+    check(len(lines) == 1 and lines[0].startswith("fabricbench: error: "),
+          f"{what}: expected one 'fabricbench: error:' line, got {lines}")
+    check(needle.lower() in p.stderr.lower(), f"{what}: message lacks '{needle}': {p.stderr.strip()}")
+
+
+def rows_of(folder):
+    with open(os.path.join(folder, "table.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def digest(folder):
+    h = hashlib.sha256()
+    for root, _, files in sorted(os.walk(folder)):
+        for n in sorted(files):
+            with open(os.path.join(root, n), "rb") as f:
+                h.update(n.encode() + f.read())
+    return h.hexdigest()
+
+
+TCP = ["--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce", "--placement", "out"]
+
+
+# ---------------------------------------------------------------- 1. nccl-tests flags
+def case_nccl_flags(d):
+    p = fb(2, TCP + ["-d", "half", "-o", "sum", "-T", "30", "-c", "1", "-n", "3", "-w", "1", "-b", "8", "-e", "1K",
+                     "-f", "4", "-G", "0", "--results-dir", d, "--run-id", "nt", "--progress", "0"])
+    check(p.returncode == 0, f"nccl-tests flags run: exit {p.returncode}: {p.stderr[-500:]}")
+    rows = rows_of(os.path.join(d, "nt"))
+    check([int(r["size_bytes"]) for r in rows] == [8, 32, 128, 512], f"-b 8 -e 1K -f 4 sizes: {[r['size_bytes'] for r in rows]}")
+    check(all(r["type"] == "float16" and r["iters"] == "3" and r["wrong"] == "0" for r in rows),
+          f"-d half / -n 3 / -c 1: {[(r['type'], r['iters'], r['wrong']) for r in rows]}")
+    cfg = json.load(open(os.path.join(d, "nt", "run.json")))["config"]
+    check(cfg.get("timeout_s") == 30 and cfg.get("warmup") == 1 and cfg.get("op") == "sum", f"-T 30 / -w 1 / -o sum: {cfg}")
+    # -d all and nccl-tests' type names; -i (step bytes); long forms
+    p = fb1(TCP + ["-d", "all", "-b", "8", "-e", "8", "--benchmark_list_tests"])
+    types = sorted({n.split("/")[3] if n.count("/") >= 3 else "float32" for n in p.stdout.split()})
+    check(p.returncode == 0 and types == ["bfloat16", "float16", "float32", "float64", "int32"], f"-d all: {p.stdout}")
+    p = fb1(TCP + ["--datatype", "double", "-b", "100", "-e", "300", "-i", "100", "--benchmark_list_tests"])
+    check(p.stdout.split() == [f"allreduce/tcp/{b}/float64" for b in (100, 200, 300)], f"--datatype double -i 100: {p.stdout}")
+    p = fb1(TCP + ["-G", "1", "--op", "all", "--benchmark_list_tests"])
+    check(p.returncode == 0, f"-G 1 / --op all accepted: {p.stderr}")
+    # unsupported nccl-tests flags: one line naming what to use instead
+    for flag, hint in [("-t", "mpirun -np"), ("-g", "one rank per GPU"), ("-m", "-n"), ("-N", "--repeat"),
+                       ("-p", "nothing to choose"), ("-r", "root"), ("-z", "asynchronous"), ("-y", "stream"),
+                       ("-C", "--timer"), ("-R", "registers"), ("-J", "--benchmark_out")]:
+        bad_input(fb1([flag, "1"]), hint, f"nccl-tests {flag}")
+    bad_input(fb1(["-d", "int8"]), "unknown dtype 'int8'", "-d int8")
+    bad_input(fb1(["-o", "max"]), "-o/--op 'max'", "-o max")
+    bad_input(fb1(["-G", "4"]), "-G 4", "-G 4")
+
+
+# ---------------------------------------------------------------- 2. --version
+def case_version(d):
+    p = fb1(["--version"])
+    check(p.returncode == 0, f"--version exit {p.returncode}")
+    out = p.stdout
+    for needle in ["fabricbench ", "git revision:", "NCCL", "CUDA", "MPI", "rdma-core", "compiler"]:
+        check(needle in out, f"--version lacks '{needle}': {out}")
+    check(re.search(r"MPI\s+Open MPI \d+\.\d+\.\d+|MPI\s+MPICH", out), f"--version MPI version: {out}")
+    p2 = fb(2, ["--version"])
+    check(p2.returncode == 0 and p2.stdout.count("git revision:") == 1, f"--version at np 2 printed {p2.stdout.count('git revision:')} times")
+
+
+# ---------------------------------------------------------------- 3. repeated scalar flags
+def case_repeated(d):
+    p = fb(2, TCP + ["-n", "2", "-b", "1K", "-e", "64", "-n", "4", "-b", "64", "--iters", "5", "-w", "0",
+                     "--results-dir", d, "--run-id", "rep", "--progress", "0"])
+    check(p.returncode == 0, f"repeated flags: exit {p.returncode}: {p.stderr[-400:]}")
+    rows = rows_of(os.path.join(d, "rep"))
+    check([(r["size_bytes"], r["iters"]) for r in rows] == [("64", "5")], f"last one wins: {[(r['size_bytes'], r['iters']) for r in rows]}")
+    # list flags still add up
+    p = fb1(["--transport", "tcp", "--collective", "allreduce", "--collective", "allgather", "-b", "8", "-e", "8",
+             "--placement", "in", "--placement", "out", "--benchmark_list_tests"])
+    check(p.stdout.split() == ["allreduce/tcp/8", "allgather/tcp/8"], f"list flags accumulate / placement last wins: {p.stdout}")
+
+
+# ---------------------------------------------------------------- 4. --help
+def case_help(d):
+    p = fb1(["--help"])
+    h = p.stdout
+    check(p.returncode == 0, f"--help exit {p.returncode}")
+    check("Examples:" in h and "Exit codes:" in h, "--help lacks examples or exit codes")
+    for code in ["0 every row", "1 wrong data", "2 bad input", "3 nothing ran"]:
+        check(code in h, f"--help exit codes lack '{code}'")
+    check("--gpu-memory" not in h, "--help offers --gpu-memory, which is refused")
+    for f in ["--nthreads", "--ngpus", "--agg_iters", "--fb-test-corrupt"]:
+        check(f not in h, f"--help offers {f}")
+    # every example in --help is accepted as written (checked through --benchmark_list_tests)
+    n = 0
+    for line in h.splitlines():
+        m = re.match(r"\s+mpirun -np \d+ fabricbench (.*?)(\s+#.*)?$", line)
+        if not m:
+            continue
+        n += 1
+        q = fb1(shlex.split(m.group(1)) + ["--benchmark_list_tests"], cwd=d)
+        check(q.returncode == 0, f"--help example '{m.group(1)}': exit {q.returncode}: {q.stderr.strip()}")
+    check(n >= 3, f"only {n} runnable examples in --help")
+    # every option --help lists is accepted (none is refused just for being given)
+    opts = set(re.findall(r"^\s+(?:-\w,)?(--[a-z][\w-]*)", h, re.M))
+    values = {"--minbytes": "8", "--maxbytes": "8", "--stepfactor": "2", "--stepbytes": "8", "--counts": "4",
+              "--iters": "1", "--warmup": "0", "--check": "1", "--collective": "allreduce", "--transport": "tcp",
+              "--dtype": "float", "--op": "sum", "--placement": "out", "--path": "auto", "--cudagraph": "0",
+              "--tcp-if": "lo", "--ib-dev": "x", "--ib-port": "1", "--gid-index": "0", "--timeout": "5",
+              "--results-dir": d, "--run-id": "help-x", "--progress": "0",
+              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu"}
+    skip = {"--help", "--version", "--list", "--resume", "--overwrite", "--no-files"}
+    for o in sorted(opts - skip):
+        args = [o] + ([values[o]] if o in values else [])
+        q = fb1(["--transport", "tcp", "-b", "8", "-e", "8"] + args + ["--benchmark_list_tests"])
+        check(q.returncode == 0, f"--help offers {o} but '{' '.join(args)}' is refused: {q.stderr.strip()}")
+
+
+# ---------------------------------------------------------------- 5. Google Benchmark flags
+def case_gbench(d):
+    out = os.path.join(d, "gb.json")
+    p = fb(2, TCP + ["-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "1", "--results-dir", d, "--run-id", "gb",
+                     "--benchmark_out=" + out, "--benchmark_format=json", "--benchmark_time_unit=ns",
+                     "--benchmark_context=site=lab", "--progress", "0"])
+    check(p.returncode == 0, f"gbench run: exit {p.returncode}: {p.stderr[-500:]}")
+    rows = rows_of(os.path.join(d, "gb"))
+    try:
+        doc = json.loads(p.stdout)  # stdout is one JSON document (rank 0 only); the table went to stderr
+    except json.JSONDecodeError as e:
+        check(False, f"--benchmark_format=json: stdout is not one JSON document ({e}): {p.stdout[:300]}")
+        doc = {"benchmarks": []}
+    check("# fabricbench run" in p.stderr, "--benchmark_format=json: the table should go to stderr")
+    filed = json.load(open(out))
+    for name, j in (("stdout", doc), ("--benchmark_out", filed)):
+        b = j["benchmarks"]
+        check(len(b) == len(rows) == 4, f"{name}: {len(b)} benchmarks for {len(rows)} rows")
+        check(j["context"].get("site") == "lab" and j["context"].get("num_ranks") == "2", f"{name}: context {j['context']}")
+        for r, x in zip(rows, b):
+            check("cpu_time" not in x, f"{name}: cpu_time reported")
+            check(x["time_unit"] == "ns" and abs(x["real_time"] - float(r["time_us"]) * 1e3) <= 1e-6 * x["real_time"] + 1e-3,
+                  f"{name}: real_time {x['real_time']} ns vs time_us {r['time_us']}")
+            bps = int(r["size_bytes"]) / (float(r["time_us"]) * 1e-6)
+            check(abs(x["bytes_per_second"] - bps) <= 1e-6 * bps + 1e-6, f"{name}: bytes_per_second {x['bytes_per_second']} vs {bps}")
+            check(x["name"] == f"allreduce/tcp/{r['size_bytes']}", f"{name}: name {x['name']}")
+    # csv output
+    outc = os.path.join(d, "gb.csv")
+    p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "-n", "2", "--no-files", "--benchmark_out=" + outc,
+                     "--benchmark_out_format=csv", "--progress", "0"])
+    lines = open(outc).read().splitlines() if os.path.exists(outc) else []
+    check(p.returncode == 0 and len(lines) == 3 and lines[0].startswith("name,iterations,real_time,time_unit,bytes_per_second")
+          and "cpu_time" not in lines[0], f"--benchmark_out_format=csv: {lines}")
+    # list_tests: once, at np 2, exit 0, no result folder
+    before = set(os.listdir(d))
+    p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "--results-dir", d, "--benchmark_list_tests"])
+    names = p.stdout.split()
+    check(p.returncode == 0 and names == ["allreduce/tcp/8", "allreduce/tcp/64"], f"list_tests at np 2: exit {p.returncode}, {names}")
+    check(set(os.listdir(d)) == before, "list_tests created a result folder")
+    p = fb1(["--transport", "tcp", "-b", "8", "-e", "64", "-f", "8", "--benchmark_filter=-/64$", "--benchmark_list_tests"])
+    want = [n for c in ("allreduce", "allgather", "reducescatter") for n in (f"{c}/tcp/8", f"{c}/tcp/8/inplace", f"{c}/tcp/64/inplace")]
+    check(p.stdout.split() == want + ["p2pring/tcp/8"], f"negative filter: {p.stdout.split()}")
+    # refused: unknown, malformed, unsupported
+    for args, needle in [(["--benchmark_bogus=1"], "unknown Google Benchmark flag"),
+                         (["--benchmark_filter=["], "not a valid regular expression"),
+                         (["--benchmark_min_time=abc"], "-n/--iters"),
+                         (["--benchmark_min_time=1s"], "-n/--iters"),
+                         (["--benchmark_format=xml"], "console, json or csv"),
+                         (["--benchmark_out_format=tabular"], "console, json or csv"),
+                         (["--benchmark_repetitions=0"], "count >= 1"),
+                         (["--benchmark_repetitions=x"], "count >= 1"),
+                         (["--benchmark_out="], "wants a value"),
+                         (["--benchmark_out=" + os.path.join(d, "no", "such", "f.json")], "does not exist"),
+                         (["--benchmark_enable_random_interleaving=true"], "deadlock"),
+                         (["--benchmark_list_tests=maybe"], "true or false"),
+                         (["--benchmark_context=novalue"], "KEY=VALUE"),
+                         (["--benchmark_time_unit=h"], "ns, us, ms or s")]:
+        bad_input(fb1(TCP + ["--results-dir", os.path.join(d, "never")] + args), needle, " ".join(args))
+    check(not os.path.exists(os.path.join(d, "never")), "a refused Google Benchmark flag left a result folder")
+    # repetitions: the suite's own --repeat (one row per size: the median, min and max of the batches)
+    if "--repeat" not in fb1(["--help"]).stdout:
+        bad_input(fb1(TCP + ["--benchmark_repetitions=3"]), "--benchmark_repetitions", "repetitions before --repeat exists")
+        return
+    p = fb(2, TCP + ["-b", "8", "-e", "8", "-n", "2", "--results-dir", d, "--run-id", "reps", "--benchmark_repetitions=3",
+                     "--progress", "0"])
+    check(p.returncode == 0, f"--benchmark_repetitions=3: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    if p.returncode == 0:
+        r = rows_of(os.path.join(d, "reps"))
+        check(len(r) == 1 and r[0].get("repeats") == "3", f"--benchmark_repetitions=3 -> repeats column: {r}")
+
+
+# ---------------------------------------------------------------- 6. results never overwritten
+def case_never_overwritten(d):
+    base = TCP + ["-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--progress", "0"]
+    slurm = {"SLURM_JOB_ID": "777", "SLURM_STEP_ID": "3"}
+    p1 = fb(2, base, xenv=slurm)
+    check(p1.returncode == 0 and os.path.isdir(os.path.join(d, "777.3")), f"Slurm default run id 777.3: {os.listdir(d)} {p1.stderr[-300:]}")
+    h1 = digest(os.path.join(d, "777.3"))
+    p2 = fb(2, base, xenv=slurm)   # the same job and step again (a rerun, a requeued job)
+    check(p2.returncode == 0 and os.path.isdir(os.path.join(d, "777.3-2")), f"second run of 777.3: {os.listdir(d)}")
+    check("results in " + os.path.join(d, "777.3-2") in p2.stdout, "second run does not say where its results are")
+    check(digest(os.path.join(d, "777.3")) == h1, "the first run's folder changed")
+    # an explicit existing run id: refused, unless --resume or --overwrite
+    bad_input(fb(2, base + ["--run-id", "777.3"]), "--resume", "existing --run-id")
+    check(digest(os.path.join(d, "777.3")) == h1, "the refused run touched the folder")
+    bad_input(fb1(["--resume"]), "--run-id", "--resume without --run-id")
+    bad_input(fb1(["--resume", "--overwrite", "--run-id", "x"]), "exclude", "--resume --overwrite")
+    # --resume: a wider sweep measures only the missing sizes
+    p = fb(2, TCP + ["-b", "8", "-e", "512", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "777.3",
+                     "--resume", "--progress", "0"])
+    check(p.returncode == 0, f"--resume: exit {p.returncode}: {p.stderr[-300:]}")
+    rows = rows_of(os.path.join(d, "777.3"))
+    check(sorted(int(r["size_bytes"]) for r in rows) == [8, 64, 512], f"--resume rows: {[r['size_bytes'] for r in rows]}")
+    table = [l for l in p.stdout.splitlines() if re.match(r"^\s+\d+\s+\d+\s+float32", l)]
+    check("# resumed: 2 rows" in p.stdout and "2 kept from the earlier run" in p.stdout and len(table) == 1,
+          f"--resume console: {len(table)} rows measured: {p.stdout[-800:]}")
+    rj = json.load(open(os.path.join(d, "777.3", "run.json")))
+    check(len(rj["rows"]) == 3 and rj.get("finished") is True, f"--resume run.json rows {len(rj['rows'])}")
+    # --overwrite: a fresh folder
+    p = fb(2, TCP + ["-b", "16", "-e", "16", "-n", "2", "--results-dir", d, "--run-id", "777.3", "--overwrite", "--progress", "0"])
+    rows = rows_of(os.path.join(d, "777.3"))
+    check(p.returncode == 0 and [r["size_bytes"] for r in rows] == ["16"], f"--overwrite: {[r['size_bytes'] for r in rows]}")
+
+
+# ---------------------------------------------------------------- 7. progress
+def case_progress(d):
+    # rows long enough that a row is still running when a progress line is due
+    args = TCP + ["-b", "2M", "-e", "8M", "-f", "2", "-n", "8", "-w", "1", "-c", "1", "--no-files", "--progress", "0.2"]
+    t = time.time()
+    p = fb(2, args, timeout=300)
+    el = time.time() - t
+    check(p.returncode == 0, f"progress run: exit {p.returncode}")
+    lines = [l for l in p.stderr.splitlines() if l.startswith("progress: ")]
+    print(f"run took {el:.1f} s, {len(lines)} progress lines; e.g. {lines[:2]}")
+    pat = re.compile(r"^progress: (\d+)/3 rows, elapsed \d\d:\d\d, ETA (\?|~\d\d:\d\d)")
+    check(lines and all(pat.match(l) for l in lines), f"progress line format: {lines[:3]}")
+    check(any("running for" in l for l in lines), "no progress line while a row was running")
+    check(any(re.search(r"ETA ~", l) for l in lines), "no ETA estimate after the first row")
+    check(not any("progress:" in l for l in p.stdout.splitlines()), "progress went to stdout")
+    # a terminal on stderr: a bar redrawn in place, wiped before table lines. (Under mpirun a rank's
+    # stderr is a pipe, so this is one process started directly, as on a workstation.)
+    mfd, sfd = pty.openpty()
+    single = ["--allow-single-rank"] if "--allow-single-rank" in fb1(["--help"]).stdout else []
+    cmd = [A.fabricbench, "--transport", "mpi", "--collective", "allreduce", "--placement", "out", "-b", "4M", "-e", "16M",
+           "-n", "20", "--no-files", "--progress", "0.2"] + single
+    pr = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=sfd, text=True)
+    os.close(sfd)
+    buf = b""
+    end = time.time() + 240
+    while time.time() < end:
+        r, _, _ = select.select([mfd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(mfd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        elif pr.poll() is not None:
+            break
+    pr.wait(timeout=30)
+    os.close(mfd)
+    text = buf.decode(errors="replace")
+    check(re.search(r"\r\[#*\.*\] \d+/3 rows", text) is not None, f"no progress bar on a terminal: {text[:300]!r}")
+    check("\r\x1b[K" in text, "the bar is never wiped")
+
+
+# ---------------------------------------------------------------- 8. headline
+def case_headline(d):
+    p = fb(2, ["--transport", "tcp,mpi", "--tcp-if", "lo", "--collective", "allreduce", "-b", "8", "-e", "64K", "-f", "8",
+               "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "hl", "--progress", "0"])
+    check(p.returncode == 0, f"headline run: exit {p.returncode}")
+    lines = p.stdout.rstrip("\n").splitlines()
+    rows = rows_of(os.path.join(d, "hl"))
+    series = {}
+    for r in rows:
+        series.setdefault((r["impl"], r["path"], r["placement"]), []).append(r)
+    tail = lines[-len(series):]
+    check(lines[-len(series) - 1].startswith("# headline:"), f"headline not at the end: {lines[-6:]}")
+    for (impl, path, place), rs in series.items():
+        mx = max(int(r["size_bytes"]) for r in rs)
+        plateau = statistics.median(float(r["busbw_GBps"]) for r in rs if int(r["size_bytes"]) >= mx / 4)
+        floor = min(float(r["time_us"]) for r in rs if 0 < int(r["size_bytes"]) <= 8192)
+        want = f"{impl}/{path} [{place}]"
+        line = [l for l in tail if want in l]
+        check(len(line) == 1, f"no headline line for {want}: {tail}")
+        if line:
+            m = re.search(r"plateau busbw ([\d.]+) GB/s .*floor ([\d.]+) us", line[0])
+            check(m and abs(float(m.group(1)) - plateau) <= 0.0005 + 1e-9 and abs(float(m.group(2)) - floor) <= 0.005 + 1e-9,
+                  f"{want}: headline {line[0]} vs plateau {plateau:.3f} floor {floor:.2f}")
+
+
+# ---------------------------------------------------------------- 9. install
+def case_install(d):
+    prefix = os.path.join(d, "prefix")
+    p = run(["cmake", "--install", A.build, "--prefix", prefix], timeout=120)
+    check(p.returncode == 0, f"cmake --install: {p.stdout[-300:]} {p.stderr[-300:]}")
+    want = ["bin/fabricbench", "bin/fabricbench-report", "share/fabricbench/slurm/allreduce.sbatch",
+            "share/fabricbench/slurm/collectives.sbatch", "share/fabricbench/slurm/fabricbench_job.sh",
+            "share/fabricbench/slurm/fabricbench.env", "share/fabricbench/slurm/README.md"]
+    for extra in ("fabricbench-peer", "fabricbench-verbs"):
+        if os.path.exists(os.path.join(os.path.dirname(A.fabricbench), {"fabricbench-peer": "peer", "fabricbench-verbs": "verbs"}[extra], extra)):
+            want.append("bin/" + extra)
+    for w in want:
+        check(os.path.exists(os.path.join(prefix, w)), f"not installed: {w}")
+    q = run([os.path.join(prefix, "bin", "fabricbench"), "--version"])
+    check(q.returncode == 0 and q.stdout.startswith("fabricbench "), f"installed fabricbench --version: {q.stdout} {q.stderr}")
+    # how the job finds the binary: FB_BIN, then the install beside the scripts, then PATH, then the build tree
+    share = os.path.join(prefix, "share", "fabricbench")
+    def fb_bin(home, path, fbbin=None):
+        e = {"FB_HOME": home, "PATH": path}
+        if fbbin:
+            e["FB_BIN"] = fbbin
+        r = subprocess.run(["bash", "-c", 'unset FB_RESULTS_DIR; source "$FB_HOME/slurm/fabricbench.env"; echo "$FB_BIN|$FB_RESULTS_DIR"'],
+                           env={**{k: v for k, v in os.environ.items() if not k.startswith("FB_")}, **e},
+                           capture_output=True, text=True)
+        return r.stdout.strip().split("|")
+    bindir = os.path.join(d, "pathbin")
+    os.makedirs(bindir, exist_ok=True)
+    os.symlink(A.fabricbench, os.path.join(bindir, "fabricbench"))
+    got = fb_bin(share, "/usr/bin:/bin")
+    check(got[0] == os.path.join(prefix, "bin", "fabricbench"), f"installed scripts find {got[0]}")
+    check(got[1].endswith("/results") and not got[1].startswith(share), f"install: results dir {got[1]}")
+    got = fb_bin(SRC, bindir + ":/usr/bin:/bin")
+    check(got[0] == os.path.join(bindir, "fabricbench"), f"checkout + fabricbench in PATH: {got[0]}")
+    got = fb_bin(SRC, "/usr/bin:/bin")
+    check(got[0] == os.path.join(SRC, "build", "benchmarks", "fabricbench") and got[1] == os.path.join(SRC, "results"),
+          f"checkout, nothing in PATH: {got}")
+    got = fb_bin(share, bindir + ":/usr/bin:/bin", "/opt/x/fabricbench")
+    check(got[0] == "/opt/x/fabricbench", f"FB_BIN first: {got[0]}")
+
+
+# ---------------------------------------------------------------- 10. plots
+def case_plots(d):
+    a = os.path.join(SRC, "results", "20261129-h200x2-nccl-nvlink")
+    b = os.path.join(SRC, "results", "20261129-h200x2-nccl-socket")
+    out = os.path.join(d, "cmp")
+    p = run([A.report, a, b, "-o", out, "--baseline", "nvlink"], timeout=300)
+    check(p.returncode == 0, f"report: exit {p.returncode}: {p.stderr}")
+    gp = open(os.path.join(out, "plots", "allreduce_float32_busbw.gp")).read()
+    check("set key outside" in gp, "legend not outside")
+    check("set logscale y" in gp, "socket (~3 GB/s) beside NVLink (~340 GB/s): no log y axis")
+    check(re.search(r'title "nominal [\d.]+ GB/s: nccl/nvlink', gp) is not None, "no nominal-rate line for NVLink")
+    check(gp.count("dt 2 title \"nominal") == 1, "one nominal line per path (in and out of place share it)")
+    for kind in ("busbw", "time"):
+        for ext in ("png", "svg"):
+            f = os.path.join(out, "plots", f"allreduce_float32_{kind}.{ext}")
+            check(os.path.exists(f) and os.path.getsize(f) > 1000, f"missing {f}")
+    svg = open(os.path.join(out, "plots", "allreduce_float32_busbw.svg")).read()
+    check("<svg" in svg and "nominal" in svg, "SVG without the nominal line")
+    # one path, in- and out-of-place (within 10x): a linear axis from 0
+    out2 = os.path.join(d, "one")
+    p = run([A.report, a, "-o", out2, "--no-report-update"], timeout=300)
+    gp = open(os.path.join(out2, "plots", "allreduce_float32_busbw.gp")).read()
+    check(p.returncode == 0 and "set logscale y" not in gp and "set yrange [0:*]" in gp, "single path: log y axis")
+
+
+# ---------------------------------------------------------------- 11. time-outs
+def rank_pid(mark, rank):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            comm = open(f"/proc/{pid}/comm").read().strip()
+        except OSError:
+            continue
+        if comm == "fabricbench" and f"FB_CLI_MARK={mark}".encode() in environ and \
+                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+            return int(pid)
+    return None
+
+
+def case_timeout(d):
+    # A healthy batch that needs longer than --timeout passes: the deadline grows with size x operations.
+    q = fb(2, TCP + ["-b", "8M", "-e", "8M", "-n", "2", "-w", "0", "-c", "0", "--no-files", "--progress", "0"])
+    m = re.search(r"^\s+8388608\s+\d+\s+float32\s+allreduce\s+\S+.*?\s+(out)\s+([\d.]+)", q.stdout, re.M)
+    per_op = float(m.group(2)) * 1e-6 if m else 0.05
+    n = max(4, int(2.5 / max(per_op, 1e-4)))   # a timed batch of about 2.5 s (> --timeout 1)
+    p = fb(2, TCP + ["-b", "8M", "-e", "8M", "-n", str(n), "-w", "0", "-c", "1", "--timeout", "1", "--no-files",
+                     "--progress", "0"], timeout=300)
+    m = re.search(r"^\s+8388608\s+\d+\s+float32\s+allreduce\s+\S+.*?\s+out\s+([\d.]+)", p.stdout, re.M)
+    batch = float(m.group(1)) * n * 1e-6 if m else 0
+    print(f"-n {n}: timed batch {batch:.2f} s with --timeout 1")
+    check(p.returncode == 0, f"a healthy {batch:.1f} s batch tripped --timeout 1: {p.stderr[-400:]}")
+    check(batch > 1.0, f"the batch took {batch:.2f} s, not more than --timeout (test inconclusive)")
+    # A stuck peer: the message names --timeout.
+    mark = str(os.getpid())
+    e = env({"FB_CLI_MARK": mark})
+    cmd = [A.mpirun, "-q", "--oversubscribe", "-np", "2", "-x", "FB_CLI_MARK", A.fabricbench] + TCP + \
+          ["-b", "8", "-e", "8", "-n", "400000", "-w", "0", "--timeout", "2", "--no-files", "--progress", "0"]
+    print("$", " ".join(cmd), flush=True)
+    pr = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = None
+    for _ in range(100):
+        pid = rank_pid(mark, 1)
+        if pid:
+            break
+        time.sleep(0.1)
+    time.sleep(2.0)   # set-up done, the long batch running
+    if check(pid is not None, "rank 1 not found"):
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        out, err = pr.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        pr.kill()
+        out, err = pr.communicate()
+        check(False, "a stopped peer was not caught within 90 s")
+    if pid:
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    print(err[-800:])
+    check(pr.returncode not in (0, 2), f"stopped peer: exit {pr.returncode}")
+    check("--timeout" in err, "the time-out message does not name --timeout")
+
+
+# ---------------------------------------------------------------- 12. README examples, --baseline
+def case_readme(d):
+    text = open(os.path.join(SRC, "README.md")).read()
+    blocks = re.findall(r"```(?:sh|bash)?\n(.*?)```", text, re.S)
+    n = 0
+    for blk in blocks:
+        for line in blk.splitlines():
+            cmd = line.split(" #")[0].strip()
+            m = re.match(r"mpirun -np (\d+) build/benchmarks/fabricbench(.*)$", cmd)
+            if m:
+                n += 1
+                args = shlex.split(m.group(2))
+                q = fb(int(m.group(1)), args + ["--benchmark_list_tests"], cwd=SRC)
+                check(q.returncode == 0, f"README example '{cmd}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
+            m = re.match(r"build/tools/fabricbench-report (.*)$", cmd)
+            if m:
+                n += 1
+                args = [a.replace("/tmp/fb-compare", os.path.join(d, "cmp")) for a in shlex.split(m.group(1))]
+                q = run([A.report] + args + ["--no-plots"], cwd=SRC, timeout=120)
+                check(q.returncode == 0, f"README example '{cmd}': exit {q.returncode}: {q.stderr.strip()}")
+    check(n >= 5, f"only {n} runnable README examples found")
+    check("--baseline" in text and "ambiguous" in text, "README does not document --baseline matching")
+    a = os.path.join(SRC, "results", "20261129-h200x2-nccl-nvlink")
+    b = os.path.join(SRC, "results", "20261129-h200x2-nccl-socket")
+    q = run([A.report, a, b, "-o", os.path.join(d, "amb"), "--baseline", "nccl", "--no-plots"])
+    check(q.returncode == 2 and "ambiguous" in q.stderr and "20261129-h200x2-nccl-nvlink:nccl/" in q.stderr
+          and "20261129-h200x2-nccl-socket:nccl/" in q.stderr, f"ambiguous --baseline: exit {q.returncode}: {q.stderr}")
+    check(not os.path.exists(os.path.join(d, "amb")), "a refused --baseline wrote output")
+    # the most exact match wins: the full label of one series is not ambiguous
+    q = run([A.report, a, b, "-o", os.path.join(d, "ok"), "--baseline", "20261129-h200x2-nccl-socket:nccl/socket NET/Socket/0 x2ch",
+             "--no-plots"])
+    check(q.returncode == 0, f"run:impl/path baseline: {q.stderr}")
+
+
+CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
+         "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
+         "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
+         "readme": case_readme}
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--fabricbench", required=True)
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--build", required=True)
+    A = ap.parse_args()
+    t = time.time()
+    with tempfile.TemporaryDirectory(prefix="fb-cli-") as d:
+        CASES[A.case](d)
+    print(f"{A.case}: {'FAILED (' + str(len(FAILS)) + ')' if FAILS else 'passed'} in {time.time() - t:.1f} s")
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
