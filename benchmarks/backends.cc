@@ -76,7 +76,11 @@ BackendEntry mpiEntry() {
   e.variants = oneVariant;
   e.open = [](Bootstrap& bs, const Options&, const std::string&) -> CollFactory {
     agree(bs, "mpi", [&] { failHook("mpi-open", bs.rank()); });
-    return [](const CollRequest& r) { return Support{makeMpiCollective(r.kind), ""}; };
+    return [](const CollRequest& r) {
+      if (describe(r.kind).reduces && r.op == ReduceOp::kAvg)
+        return Support::no("not supported: MPI has no average operator (NCCL's ncclAvg has no MPI counterpart)");
+      return Support{makeMpiCollective(r.kind), ""};
+    };
   };
   return e;
 }

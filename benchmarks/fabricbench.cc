@@ -154,6 +154,8 @@ std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, c
   auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);
   for (CollKind k : o.colls) {
     const CollDescriptor& d = describe(k);
+    const std::vector<ReduceOp> ops = d.reduces ? o.ops : std::vector<ReduceOp>{ReduceOp::kSum};
+    for (ReduceOp op : ops)
     for (DataType dt : o.dtypes) {
       for (bool inPlace : o.placements) {
         if (inPlace && !d.hasInPlace) continue;
@@ -167,9 +169,11 @@ std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, c
           std::string name = fmt::format("{}/{}/{}", d.name, be.label(), bytes);
           if (dt != DataType::kFloat32) name += fmt::format("/{}", dtypeName(dt));
           if (inPlace) name += "/inplace";
+          if (op != ReduceOp::kSum) name += fmt::format("/{}", opName(op));
+          if (d.needsRoot && o.root != 0) name += fmt::format("/root{}", o.root);
           if (!benchmarkSelected(o.gb, name)) continue;
           if (done.count(rowKey(d.name, be.entry->name, dtypeName(dt), inPlace, bytes))) continue;
-          points.push_back({name, CollRequest{k, dt, inPlace, ReduceOp::kSum, 0}, bytes});
+          points.push_back({name, CollRequest{k, dt, inPlace, op, d.needsRoot ? o.root : 0}, bytes});
         }
       }
     }
@@ -488,6 +492,13 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   }
   Options& o = *parsed;
   bs.setTimeout(o.runner.timeout);
+  for (CollKind k : o.colls) {
+    if (describe(k).needsRoot && o.root >= bs.size()) {  // the same flags on every rank: the same verdict
+      if (bs.rank() == 0)
+        std::cerr << fmt::format("fabricbench: error: --root {} is not a rank of this job ({} ranks)\n", o.root, bs.size());
+      return kExitBadInput;
+    }
+  }
 
   if (o.list) {
     printList(bs, o);
@@ -595,6 +606,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
                    {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
                    {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
                    {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
+                   {"ops", [&] { std::vector<std::string> v; for (auto op : o.ops) v.emplace_back(opName(op)); return v; }()},
+                   {"root", o.root},
                    {"rotate_buffers", o.coll.rotateBuffers},
                    {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
                    {"average", static_cast<int>(o.runner.rankTime)},
@@ -717,8 +730,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
             Support sup;
             agree(bs, be.label(), [&] { sup = make(r); });
             if (!sup.impl) {
-              std::string what = fmt::format("skipped {} {} {}{}: {}", be.label(), collName(r.kind), dtypeName(r.dtype),
-                                             r.inPlace ? " in-place" : "", sup.whyNot);
+              std::string what = fmt::format("skipped {} {} {}{}{}: {}", be.label(), collName(r.kind),
+                                             dtypeName(r.dtype), r.inPlace ? " in-place" : "",
+                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "", sup.whyNot);
               state.notes.push_back(what);
               showVerdict(what);
             }

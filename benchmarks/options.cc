@@ -182,8 +182,11 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-d,--dtype,--datatype", dtypes,
                  "float32,float64,int32,float16,bfloat16 or all (nccl-tests' float, double, int, half too)")
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
-  app.add_option("-o,--op", o.reduceOp, "reduction operator of allreduce/reducescatter (nccl-tests' -o): sum")
-      ->capture_default_str();
+  std::vector<std::string> opNames{"sum"};
+  app.add_option("-o,--op", opNames, "reduction operators of allreduce/reducescatter: sum,prod,min,max,avg or all "
+                                     "(nccl-tests' -o; avg is NCCL's ncclAvg)")
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");
@@ -283,9 +286,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                                   "use -n for more operations per graph", graphLaunches));
   if (graphLaunches < -1) throw ConfigError(fmt::format("-G {}: expected 0 or 1", graphLaunches));
   if (graphLaunches >= 0) o.coll.cudaGraph = o.coll.cudaGraph || graphLaunches == 1;
-  if (o.reduceOp != "sum" && o.reduceOp != "all")
-    throw ConfigError("-o/--op '" + o.reduceOp + "': the only reduction operator is sum");
-  o.reduceOp = "sum";
+  o.reduceOp = fmt::format("{}", fmt::join(opNames, ","));
   if (o.resume && o.overwrite) throw ConfigError("--resume and --overwrite exclude each other");
   if ((o.resume || o.overwrite) && o.runId.empty())
     throw ConfigError(std::string(o.resume ? "--resume" : "--overwrite") + " needs the --run-id of the run");
@@ -369,6 +370,16 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                         "bfloat16 or all)");
     o.dtypes.push_back(*t);
   }
+  for (const auto& name : splitList("-o/--op", opNames)) {
+    if (name == "all") {
+      o.ops = allReduceOps();
+      continue;
+    }
+    auto op = parseReduceOp(name);
+    if (!op) throw ConfigError("unknown -o/--op '" + name + "' (choose sum, prod, min, max, avg or all)");
+    if (std::find(o.ops.begin(), o.ops.end(), *op) == o.ops.end()) o.ops.push_back(*op);
+  }
+  if (o.root < 0) throw ConfigError(fmt::format("--root must be >= 0 (got {})", o.root));
   if (placement == "out") o.placements = {false};
   else if (placement == "in") o.placements = {true};
   else if (placement == "both") o.placements = {false, true};
@@ -413,6 +424,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   o.canonical += fmt::format("|{}|{}|{}|{}|{}|{}|{}", o.list, o.writeFiles, o.resultsDir, o.force,
                              o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
   o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
+  o.canonical += fmt::format("|ops={}|root={}", fmt::join(opNames, ","), o.root);
   return o;
 }
 

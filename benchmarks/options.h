@@ -28,6 +28,8 @@ struct Options {
   std::vector<std::string> required;     // --require: transports, or "gpu", that must produce rows
   std::vector<DataType> dtypes;
   std::vector<bool> placements;          // false = out-of-place, true = in-place
+  std::vector<ReduceOp> ops;             // -o: reduction operators (reducing collectives only)
+  int root = 0;                          // --root: the root rank of rooted collectives (broadcast)
   RunnerConfig runner;
   CollectiveOptions coll;
   std::string resultsDir = "results";

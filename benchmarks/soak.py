@@ -108,8 +108,11 @@ def main():
     log.close()
     text = open(os.path.join(a.out, "fabricbench.log"), errors="replace").read()
     rows = sum(1 for l in text.splitlines() if l.startswith("  ") and l.split()[0].isdigit())
+    # The wrong column, counted from the end of the header (impl/path holds spaces).
+    header = next((l.lstrip("#").split() for l in text.splitlines() if "size(B)" in l and "wrong" in l), [])
+    k = len(header) - header.index("wrong") if "wrong" in header else 2
     wrong = sum(1 for l in text.splitlines()
-                if l.startswith("  ") and l.split()[0].isdigit() and l.split()[-2] not in ("0", "N/A"))
+                if l.startswith("  ") and l.split()[0].isdigit() and l.split()[-k] not in ("0", "N/A"))
     lines = [f"soak: {a.np} ranks over tcp (lo), {time.time() - t0:.0f} s, {rows} rows measured, rows with wrong "
              f"elements: {wrong}; job {'ran until the end and was sent SIGTERM' if alive else 'ENDED EARLY'}; "
              f"mpirun exit {rc}"]

@@ -42,7 +42,7 @@
 #include "core/units.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
-#include "socket_pair_bootstrap.h"
+#include "bootstrap/socket_pair_bootstrap.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>

@@ -139,6 +139,8 @@ void HostCollective::runStaged(Deadline deadline) {
 std::unique_ptr<Collective> makeRingCollective(CollKind kind, std::shared_ptr<Transport> transport,
                                                std::shared_ptr<DeviceStaging> staging) {
   switch (kind) {
+    case CollKind::kAllToAll: return makeHostAllToAll(std::move(transport), std::move(staging));
+    case CollKind::kBroadcast: return makeHostBroadcast(std::move(transport), std::move(staging));
     default: return makeHostRing(kind, std::move(transport), std::move(staging));
   }
 }

@@ -96,6 +96,10 @@ void HostCollective::pipelinedExchange(int to, const std::byte* sendBuf, std::si
                  [&](std::size_t off, std::size_t bytes) { onPiece(off / elt_, bytes / elt_); });
 }
 
+std::unique_ptr<Collective> makeHostAllToAll(std::shared_ptr<Transport> transport,
+                                             std::shared_ptr<DeviceStaging> staging);
+std::unique_ptr<Collective> makeHostBroadcast(std::shared_ptr<Transport> transport,
+                                              std::shared_ptr<DeviceStaging> staging);
 // The ring algorithms of ring.cc (AllReduce, AllGather, ReduceScatter, P2P ring).
 std::unique_ptr<Collective> makeHostRing(CollKind kind, std::shared_ptr<Transport> transport,
                                          std::shared_ptr<DeviceStaging> staging);

@@ -4,12 +4,16 @@
 //   reducescatter MPI_Reduce_scatter_block      (MPI_IN_PLACE: MPI leaves the result at offset 0,
 //                                                 not at rank·count as NCCL does; checked there)
 //   p2pring       MPI_Sendrecv right/left       (MPI_Sendrecv_replace when in-place)
-// float16/bfloat16 travel as MPI_UINT16_T with user-defined sum operators.
+//   alltoall      MPI_Alltoall                  (out-of-place only)
+//   broadcast     MPI_Bcast from --root         (out of place: the root copies its input first)
+// Operators: MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX (-o); avg is declined (MPI has none).
+// float16/bfloat16 travel as MPI_UINT16_T with user-defined operators.
 // MPI calls block without a deadline of their own; a lost peer is handled by the MPI runtime
 // (mpirun kills the job and names the process that died).
 #include <mpi.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,15 +25,35 @@
 namespace fb {
 namespace {
 
-void halfSum(void* in, void* inout, int* len, MPI_Datatype*) {
+// float16/bfloat16 reductions as MPI user operators (MPI has no 16-bit float types): through
+// float, rounded to the type after every operation, as the host rings do.
+template <ReduceOp Op, float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
+void op16(void* in, void* inout, int* len, MPI_Datatype*) {
   auto* a = static_cast<std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = floatToHalf(halfToFloat(a[i]) + halfToFloat(b[i]));
+  for (int i = 0; i < *len; ++i) {
+    float x = Load(a[i]), y = Load(b[i]);
+    float r = Op == ReduceOp::kProd ? x * y : Op == ReduceOp::kMin ? std::min(x, y) : Op == ReduceOp::kMax ? std::max(x, y) : x + y;
+    b[i] = Store(r);
+  }
 }
-void bf16Sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  auto* a = static_cast<std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = floatToBf16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
+MPI_User_function* op16For(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kProd: return op16<ReduceOp::kProd, Load, Store>;
+    case ReduceOp::kMin: return op16<ReduceOp::kMin, Load, Store>;
+    case ReduceOp::kMax: return op16<ReduceOp::kMax, Load, Store>;
+    default: return op16<ReduceOp::kSum, Load, Store>;
+  }
+}
+
+MPI_Op builtinOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kProd: return MPI_PROD;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    default: return MPI_SUM;
+  }
 }
 
 class MpiCollective final : public Collective {
@@ -101,8 +125,9 @@ class MpiCollective final : public Collective {
     }
     if (op_ != MPI_OP_NULL) MPI_Op_free(&op_);
     op_ = MPI_OP_NULL;
-    if (s_.dtype == DataType::kFloat16) FB_MPI_CHECK(MPI_Op_create(halfSum, 1, &op_));
-    if (s_.dtype == DataType::kBFloat16) FB_MPI_CHECK(MPI_Op_create(bf16Sum, 1, &op_));
+    FB_ENFORCE(s_.op != ReduceOp::kAvg, "MPI has no average operator (the backend table declines it)");
+    if (s_.dtype == DataType::kFloat16) FB_MPI_CHECK(MPI_Op_create(op16For<halfToFloat, floatToHalf>(s_.op), 1, &op_));
+    if (s_.dtype == DataType::kBFloat16) FB_MPI_CHECK(MPI_Op_create(op16For<bf16ToFloat, floatToBf16>(s_.op), 1, &op_));
     std::free(a_);
     std::free(b_);
     std::size_t bytesA = std::max<std::size_t>(std::max(s_.sendCount, s_.recvCount) * elt_, 64);
@@ -132,7 +157,7 @@ class MpiCollective final : public Collective {
 
  private:
   topo::NicRate nominal_;
-  MPI_Op op() const { return op_ != MPI_OP_NULL ? op_ : MPI_SUM; }
+  MPI_Op op() const { return op_ != MPI_OP_NULL ? op_ : builtinOp(s_.op); }
   // Where this rank's input lives.
   std::byte* inputPtr() const {
     if (!s_.inPlace) return a_;
@@ -140,7 +165,7 @@ class MpiCollective final : public Collective {
     return b_;
   }
   std::byte* resultPtr() const { return b_; }  // MPI in-place RS leaves the result at offset 0
-  void fillInput(int seed) { fillPattern(inputPtr(), s_.dtype, s_.sendCount, rank_, seed); }
+  void fillInput(int seed) { fillPattern(inputPtr(), s_.dtype, s_.sendCount, rank_, seed, s_.op); }
 
   void runOnce() {
     const int n = size_;
@@ -155,6 +180,14 @@ class MpiCollective final : public Collective {
         break;
       case CollKind::kReduceScatter:
         FB_MPI_CHECK(MPI_Reduce_scatter_block(send, b_, count, type_, op(), MPI_COMM_WORLD));
+        break;
+      case CollKind::kAllToAll:
+        FB_MPI_CHECK(MPI_Alltoall(a_, count, type_, b_, count, type_, MPI_COMM_WORLD));
+        break;
+      case CollKind::kBroadcast:
+        // Out of place, the root's output gets its input first (as NCCL's ncclBroadcast does).
+        if (!s_.inPlace && rank_ == s_.root && count) std::memcpy(b_, a_, static_cast<std::size_t>(count) * elt_);
+        FB_MPI_CHECK(MPI_Bcast(b_, count, type_, s_.root, MPI_COMM_WORLD));
         break;
       case CollKind::kP2PRing: {
         int right = (rank_ + 1) % n, left = (rank_ - 1 + n) % n;

@@ -5,6 +5,8 @@
 // Ring: n ranks, right = r+1,
 // left = r-1, the buffer split into n chunks (chunk k = elements [k·C/n, (k+1)·C/n)).
 //
+// Reductions use the shape's operator (sum, prod, min, max; avg = sum, divided by n once at the
+// end of the reduce-scatter: hostFinish).
 // AllReduce = reduce-scatter then all-gather, 2(n-1) steps:
 //   RS step s (0..n-2): send chunk (r-s) (own input at s = 0, the partial sum made at s-1 after),
 //                       receive chunk (r-s-1) from the left, out[k] = in[k] + received.
@@ -42,7 +44,8 @@ class RingCollective final : public HostCollective {
   }
 
   void prepare(const CollShape& shape) override {
-    algo_ = chooseHostAlgo(kind_, shape.bytes, shape.nRanks);  // before scratchFor
+    // The size-chosen algorithms sum; another operator (-o) runs the ring, which has them all.
+    algo_ = shape.op == ReduceOp::kSum ? chooseHostAlgo(kind_, shape.bytes, shape.nRanks) : HostAlgo::kRing;
     HostCollective::prepare(shape);
   }
 
@@ -96,9 +99,11 @@ class RingCollective final : public HostCollective {
           std::size_t rStart = chunkStart(rk, C);
           pipelinedExchange(src, chunkCount(sk, C), tmp_.data(), chunkCount(rk, C), deadline,
                             [&](std::size_t o, std::size_t c) {
-                              hostSum(at(out, rStart + o), at(in, rStart + o), at(tmp_.data(), o), c, s_.dtype);
+                              hostReduce(at(out, rStart + o), at(in, rStart + o), at(tmp_.data(), o), c, s_.dtype, s_.op);
                             });
         }
+        // Rank r now holds the full reduction of chunk r+1 (avg: divide it once, before it travels).
+        hostFinish(at(out, chunkStart(mod(r + 1), C)), chunkCount(mod(r + 1), C), s_.dtype, s_.op, n);
         for (int s = 0; s < n - 1; ++s) {
           int sk = mod(r + 1 - s), rk = mod(r - s);
           pipelinedExchange(at(out, chunkStart(sk, C)), chunkCount(sk, C), at(out, chunkStart(rk, C)),
@@ -129,10 +134,11 @@ class RingCollective final : public HostCollective {
           std::byte* dst = last ? out : work_[s % 2].data();
           const std::byte* mine = at(in, static_cast<std::size_t>(rk) * c);
           pipelinedExchange(src, c, tmp_.data(), c, deadline, [&](std::size_t o, std::size_t cnt) {
-            hostSum(at(dst, o), at(const_cast<std::byte*>(mine), o), at(tmp_.data(), o), cnt, s_.dtype);
+            hostReduce(at(dst, o), at(const_cast<std::byte*>(mine), o), at(tmp_.data(), o), cnt, s_.dtype, s_.op);
           });
           src = dst;
         }
+        hostFinish(out, c, s_.dtype, s_.op, n);
         return;
       }
       case CollKind::kP2PRing: {
@@ -142,6 +148,8 @@ class RingCollective final : public HostCollective {
         if (s_.inPlace && C) std::memcpy(out, dst, C * elt_);
         return;
       }
+      default:
+        FB_THROW(Error, "no host ring algorithm for ", collName(kind_));
     }
   }
 

@@ -80,6 +80,13 @@ CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int n, b
   return s;
 }
 
+std::string rowName(const CollShape& s) {
+  std::string n(s.desc().name);
+  if (s.desc().reduces && s.op != ReduceOp::kSum) n += "(" + std::string(opName(s.op)) + ")";
+  if (s.desc().needsRoot && s.root != 0) n += "(root=" + std::to_string(s.root) + ")";
+  return n;
+}
+
 verify::VerifySpec verifySpec(const CollShape& s, int rank, int seed) {
   verify::VerifySpec v;
   v.rule = s.desc().expect;

@@ -19,7 +19,7 @@
 
 namespace fb {
 
-enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kP2PRing };
+enum class CollKind { kAllReduce, kAllGather, kReduceScatter, kP2PRing, kAllToAll, kBroadcast };
 
 using ReduceOp = verify::Op;
 std::string_view opName(ReduceOp op);  // "sum", "prod", "min", "max", "avg"
@@ -78,6 +78,10 @@ struct CollShape {
 };
 CollShape makeShape(CollKind k, DataType t, std::size_t requestedBytes, int nRanks, bool inPlace,
                     ReduceOp op = ReduceOp::kSum, int root = 0);
+
+// The row's collective column: the name, with the operator when not sum ("allreduce(prod)") and
+// the root when not 0 ("broadcast(root=2)").
+std::string rowName(const CollShape& s);
 
 // The verification spec of one rank's output in round `seed` (shared with the GPU kernels).
 verify::VerifySpec verifySpec(const CollShape& s, int rank, int seed);

@@ -144,7 +144,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   }
 
   Sample s;
-  s.coll = std::string(collName(shape.kind));
+  s.coll = rowName(shape);  // "allreduce", "allreduce(prod)", "broadcast(root=2)"
   s.impl = coll.impl();
   PathInfo p = coll.path();
   s.path = p.label;
@@ -175,15 +175,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.wrong = wrong;
   // The nominal rate is the slowest rank's (a link is as fast as its slower end); unknown on any
   // rank = unknown.
-  double nominal = -1;
-  for (auto& [k, v] : p.details)
-    if (k == "nominal_GBps") {
-      try {
-        nominal = std::stod(v);
-      } catch (const std::exception&) {
-        nominal = -1;
-      }
-    }
+  const double nominal = p.nominalGBps;
   double slowest = std::numeric_limits<double>::infinity();
   for (const auto& r : gatherDoubles(bs_, {nominal > 0 ? nominal : -1.0})) slowest = std::min(slowest, r.at(0));
   if (slowest > 0 && std::isfinite(slowest)) s.pctNominal = 100.0 * s.busBwGBps / slowest;

@@ -1,8 +1,20 @@
 #include "transport/transport.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 
 namespace fb {
+
+void PathInfo::setNominal(double gbps, const std::string& basis) {
+  nominalGBps = gbps > 0 ? gbps : -1;
+  if (nominalGBps > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", nominalGBps);
+    details.emplace_back("nominal_GBps", buf);
+  }
+  details.emplace_back("nominal_basis", basis);
+}
 
 void Transport::ringExchange(const void* sendBuf, std::size_t sendBytes, void* recvBuf,
                              std::size_t recvBytes, Deadline deadline) {

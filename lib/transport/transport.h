@@ -4,7 +4,8 @@
 //
 // Contract:
 //  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op
-//    for tcp; an MR for verbs) and of a kind supports() accepts.
+//    for tcp; an MR for verbs). Host memory only: the GPU rows stage through host memory
+//    (--gpu-staging); GPUDirect RDMA is detected and refused with its reason (verbs).
 //  * Messages between one (sender, receiver) pair are matched in posting order: the k-th isend
 //    from A to B fills the k-th irecv on B posted for A. Sizes must agree (receiver's n == sender's n);
 //    a mismatch is an fb::Error, never silent truncation.
@@ -36,6 +37,10 @@ struct Request {
 struct PathInfo {
   std::string label;                                       // short, e.g. "tcp lo 127.0.0.1"
   std::vector<std::pair<std::string, std::string>> details;  // key/value: interface, speed, GID...
+  // The link's nominal rate (GB/s, busbw units) for the "% of nominal" column; -1 = none.
+  double nominalGBps = -1;
+  // Sets nominalGBps and shows it, with its basis, among the details (nominal_GBps, nominal_basis).
+  void setNominal(double gbps, const std::string& basis);
 };
 
 class Transport {
@@ -43,7 +48,6 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::string_view name() const = 0;  // "tcp", "verbs", ...
   virtual PathInfo path() const = 0;
-  virtual bool supports(MemKind kind) const { return kind == MemKind::kHost; }
   virtual void registerMemory(void* /*ptr*/, std::size_t /*bytes*/, MemKind /*kind*/) {}
   virtual void deregisterMemory(void* /*ptr*/) {}
 

@@ -18,7 +18,8 @@ import uuid
 COLUMNS_MIN = ["size_bytes", "count", "type", "coll", "impl", "path", "placement", "nranks", "time_us",
                "algbw_GBps", "busbw_GBps", "wrong"]
 DTYPES = ["float32", "float64", "int32", "float16", "bfloat16"]
-COLLS = ["allreduce", "allgather", "reducescatter", "p2pring"]
+COLLS = ["allreduce", "allgather", "reducescatter", "p2pring", "alltoall", "broadcast"]
+OUT_OF_PLACE_ONLY = {"p2pring", "alltoall"}
 
 
 def env():
@@ -63,9 +64,9 @@ def case_correct(a):
         if p.returncode != 0:
             fail(f"exit code {p.returncode}")
         rows = read_rows(os.path.join(d, "t"))
-        # p2pring runs out-of-place only (an in-place ring exchange is a data race on GPU backends).
-        expected = 2 * (len(COLLS) - 1 + 0.5) * len(DTYPES) * 2 * len(counts)
-        expected = int(expected)
+        # p2pring and alltoall run out-of-place only (their descriptors say why).
+        placements = sum(1 if c in OUT_OF_PLACE_ONLY else 2 for c in COLLS)
+        expected = 2 * placements * len(DTYPES) * len(counts)
         if len(rows) != expected:
             fail(f"{len(rows)} rows, expected {expected}")
         seen = set()
@@ -82,8 +83,8 @@ def case_correct(a):
         meta = json.load(open(os.path.join(d, "t", "run.json")))
         if not meta.get("summary", {}).get("ok"):
             fail(f"run.json summary not ok: {meta.get('summary')}")
-    print(f"PASS: np={n}: {expected} rows (tcp+mpi x 4 collectives x 5 dtypes x in/out-of-place "
-          f"(p2pring out only) x counts {counts}), wrong=0")
+    print(f"PASS: np={n}: {expected} rows (tcp+mpi x {len(COLLS)} collectives x 5 dtypes x in/out-of-place "
+          f"({', '.join(sorted(OUT_OF_PLACE_ONLY))} out only) x counts {counts}), wrong=0")
 
 
 def case_corrupt(a):
@@ -112,6 +113,8 @@ def case_badinput(a):
         (["--collective", "allscatter"], "unknown collective 'allscatter'"),
         (["--transport", "carrier-pigeon"], "unknown transport 'carrier-pigeon'"),
         (["--dtype", "float8"], "unknown dtype 'float8'"),
+        (["-o", "xor"], "unknown -o/--op 'xor'"),
+        (["--collective", "broadcast", "--root", "2"], "--root 2 is not a rank of this job (2 ranks)"),
         (["-b", "12Q"], "invalid size '12Q'"),
         (["--benchmark_enable_random_interleaving=true"], "random_interleaving is refused"),
     ]
@@ -203,15 +206,81 @@ def case_kill(a):
           f"{len(rows)} finished rows intact")
 
 
+def case_inject_gpu(a):
+    """On a GPU host: a failure injected on rank 1 in cuda prepare or in NCCL's communicator set-up
+    gives both ranks the same verdict and a clean end (exit 1, no MPI_Abort). Exit 77 without GPUs."""
+    lst = mpirun(a, 2, ["--list"], timeout=120)
+    usable = {l.split()[0] for l in lst.stdout.splitlines() if len(l.split()) >= 3 and l.split()[2] == "yes"}
+    if not {"cuda", "nccl"} <= usable:
+        print("SKIP: needs the cuda and nccl backends usable on 2 ranks (--list: usable " + ", ".join(sorted(usable)) + ")")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        for point, transport in (("cuda-prepare", "cuda"), ("nccl-init", "nccl")):
+            cmd = [a.mpirun, "-q", "-np", "2", "-x", f"FB_TEST_FAIL={point}:1", "-x", "NCCL_NVLS_ENABLE=0",
+                   a.fabricbench, "--transport", f"mpi,{transport}", "--collective", "allreduce", "--counts", "1000",
+                   "-n", "1", "-w", "0", "--placement", "out", "--results-dir", d, "--run-id", point]
+            print("$", " ".join(cmd), flush=True)
+            p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=240)
+            print(p.stdout[-1500:], p.stderr[-2500:])
+            v = verdicts(p.stderr)
+            if p.returncode != 1 or "MPI_ABORT" in p.stderr:
+                fail(f"{point}: exit {p.returncode} (expected 1, no abort)")
+            if sorted(v) != [0, 1] or v[0] != v[1] or "rank 1" not in v[0][0] or point not in v[0][0]:
+                fail(f"{point}: ranks gave different verdicts: {v}")
+            rows = read_rows(os.path.join(d, point))
+            if [r["impl"] for r in rows] != ["mpi"]:
+                fail(f"{point}: the mpi row before the failure was not kept")
+    print("PASS: injected cuda-prepare and nccl-init failures on rank 1: both ranks gave the same verdict, clean exit 1")
+
+
+def case_ops(a):
+    """Reduction operators per dtype, and broadcast from a root other than 0, on tcp and mpi."""
+    n = a.np
+    root = n - 1
+    counts = [1, 100003]
+    ops = ["sum", "prod", "min", "max", "avg"]
+    with tempfile.TemporaryDirectory() as d:
+        p = mpirun(a, n, ["--transport", "tcp,mpi", "--collective", "allreduce,reducescatter,broadcast", "-o", "all",
+                          "--root", str(root), "--dtype", ",".join(DTYPES), "--counts", ",".join(map(str, counts)),
+                          "--placement", "both", "-n", "1", "-w", "1", "-c", "1", "--results-dir", d, "--run-id", "t",
+                          "--tcp-if", "lo"], timeout=550)
+        print(p.stdout[-2000:], p.stderr[-2000:])
+        rows = read_rows(os.path.join(d, "t"))
+        seen = {}
+        for r in rows:
+            if int(r["wrong"]) != 0:
+                fail(f"wrong elements: {r}")
+            seen.setdefault((r["impl"], r["coll"]), set()).add((r["type"], r["placement"], int(r["count"])))
+        full = {(t, pl, c) for t in DTYPES for pl in ("out", "in") for c in counts}
+        for impl in ("tcp", "mpi"):
+            for coll in ("allreduce", "reducescatter"):
+                for op in ops:
+                    name = coll if op == "sum" else f"{coll}({op})"
+                    if impl == "mpi" and op == "avg":
+                        if (impl, name) in seen:
+                            fail("mpi ran avg, which MPI does not have")
+                        continue
+                    if seen.get((impl, name)) != full:
+                        fail(f"{impl} {name}: rows {sorted(seen.get((impl, name), []))}")
+            if seen.get((impl, f"broadcast(root={root})")) != full:
+                fail(f"{impl} broadcast(root={root}) rows missing: {seen.keys()}")
+        meta = json.load(open(os.path.join(d, "t", "run.json")))
+        notes = " ".join(meta.get("summary", {}).get("notes", []) + [p.stdout])
+        if "MPI has no average operator" not in notes:
+            fail("the declined mpi avg rows are not explained")
+        if p.returncode not in (0, 4):
+            fail(f"exit code {p.returncode}")
+    print(f"PASS: np={n}: {len(rows)} rows: tcp sum/prod/min/max/avg and mpi sum/prod/min/max (avg declined with the "
+          f"reason) x allreduce/reducescatter x 5 dtypes x in/out x counts {counts}, broadcast from root {root}; wrong=0")
+
+
 def verdicts(stderr):
     """Each rank's 'verdict:' line (printed when FB_TEST_FAIL is set), by rank."""
+    # mpirun may interleave the ranks' lines: find every "[host:R] verdict: TEXT" wherever it starts.
+    import re
     out = {}
-    for line in stderr.splitlines():
-        if " verdict: " not in line or not line.startswith("["):
-            continue
-        who, text = line.split(" verdict: ", 1)
-        rank = int(who.rstrip("]").split(":")[-1])
-        out.setdefault(rank, []).append(text)
+    for m in re.finditer(r"\[[^\[\]\s]*:(\d+)\] verdict: (.*?\(FB_TEST_FAIL\)[^\[\n]*|[^\[\n]*)", stderr):
+        out.setdefault(int(m.group(1)), []).append(m.group(2).strip())
     return out
 
 
@@ -264,7 +333,7 @@ def case_inject(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill", "inject"])
+    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill", "inject", "ops", "inject_gpu"])
     ap.add_argument("--fabricbench", required=True)
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--np", type=int, default=2)

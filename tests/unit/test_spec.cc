@@ -11,6 +11,7 @@ TEST_CASE("busbw factors match nccl-tests doc/PERFORMANCE.md", "[unit]") {
     CHECK(busBwFactor(CollKind::kAllGather, n) == Approx(double(n - 1) / n));
     CHECK(busBwFactor(CollKind::kReduceScatter, n) == Approx(double(n - 1) / n));
     CHECK(busBwFactor(CollKind::kP2PRing, n) == 1.0);
+    CHECK(busBwFactor(CollKind::kAllToAll, n) == Approx(double(n - 1) / n));
   }
   CHECK(busBwFactor(CollKind::kAllReduce, 2) == 1.0);
   CHECK(busBwFactor(CollKind::kAllReduce, 1) == 0.0);
@@ -31,6 +32,20 @@ TEST_CASE("shapes: S is the total buffer for allgather and reducescatter", "[uni
   CHECK(ar.paramCount == 3);
   CHECK(ar.bytes == 6);
   CHECK(makeShape(CollKind::kAllGather, DataType::kInt32, 8, 4, false).bytes == 0);
+  // AllToAll (nccl-tests): count / n elements per peer, n blocks sent and received.
+  auto a2a = makeShape(CollKind::kAllToAll, DataType::kFloat32, 1000, 3, false);
+  CHECK(a2a.paramCount == 83);
+  CHECK(a2a.sendCount == 249);
+  CHECK(a2a.recvCount == 249);
+  CHECK(a2a.bytes == 996);
+}
+
+TEST_CASE("alltoall: block b of rank r's output is block r of rank b's input", "[unit]") {
+  auto s = makeShape(CollKind::kAllToAll, DataType::kInt32, 4 * 5 * 4, 4, false);  // 5 per peer
+  REQUIRE(s.paramCount == 5);
+  for (int r = 0; r < 4; ++r)
+    for (std::size_t j = 0; j < s.recvCount; ++j)
+      CHECK(expectedValue(s, r, j, 3) == patternValue(static_cast<int>(j / 5), r * 5 + j % 5, 3));
 }
 
 TEST_CASE("pattern values are small integers and expected results are exact", "[unit]") {

@@ -10,7 +10,7 @@
 #include <future>
 #include <thread>
 
-#include "../../benchmarks/verbs/socket_pair_bootstrap.h"
+#include "bootstrap/socket_pair_bootstrap.h"
 #include "core/error.h"
 
 using fb::verbs::SocketPairBootstrap;

@@ -3,11 +3,11 @@
 # (softroce_vm.sh) in one boot. Each step writes RESULTS_DIR/<step>.log and <step>.rc (0 pass,
 # 1 fail, 77 skipped); ctest's verbs_<step> tests report them one by one (report_step.sh).
 # Steps: devices list conformance collectives_np2 collectives_np3 collectives_np4
-#        bad_settings doctor perf
+#        inject bad_settings doctor perf
 # Sizes are kept modest: the guest runs under TCG emulation (5-40x slower than the host).
 set -u
 B=$(cd "$1" && pwd); R=$2; shift 2
-STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 bad_settings doctor perf}
+STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 inject bad_settings doctor perf}
 mkdir -p "$R"
 FB=$B/benchmarks/fabricbench
 FBV=$B/benchmarks/verbs/fabricbench-verbs
@@ -62,9 +62,25 @@ collectives() {
   rm -f "$log"
   echo "np=$np: exit $rc, $rows verbs rows, collectives: $colls, rows with wrong != 0 (or unchecked): $bad"
   [ $rc -eq 0 ] || { echo "FAIL: fabricbench exited $rc"; return 1; }
-  [ "$(echo $colls | wc -w)" -eq 4 ] || { echo "FAIL: expected rows for all 4 collectives"; return 1; }
+  [ "$(echo $colls | wc -w)" -eq 6 ] || { echo "FAIL: expected rows for all 6 collectives"; return 1; }
   [ "$bad" -eq 0 ] || { echo "FAIL: $bad rows with wrong elements or not checked"; return 1; }
-  echo "PASS: np=$np all four collectives over verbs, $rows rows, every row checked element by element, wrong = 0"
+  echo "PASS: np=$np all six collectives over verbs, $rows rows, every row checked element by element, wrong = 0"
+}
+# A failure injected on rank 1 when verbs opens (FB_TEST_FAIL): both ranks print the same verdict
+# and end cleanly (exit 1, no MPI_Abort), keeping the tcp row measured before.
+step_inject() {
+  local out rc
+  out=$(timeout 120 "${MPIRUN[@]}" -np 2 -x FB_TEST_FAIL=verbs-open:1 "$FB" --transport tcp,verbs --tcp-if lo \
+        --collective allreduce -b 1K -e 1K -n 1 -w 0 --placement out --no-files 2>&1); rc=$?
+  echo "$out" | tail -12
+  local v0 v1
+  v0=$(echo "$out" | sed -n 's/^\[[^]]*:0\] verdict: //p'); v1=$(echo "$out" | sed -n 's/^\[[^]]*:1\] verdict: //p')
+  echo "rank 0 verdict: $v0"; echo "rank 1 verdict: $v1"
+  [ $rc -eq 1 ] || { echo "FAIL: exit $rc, expected 1"; return 1; }
+  case "$out" in *MPI_ABORT*) echo "FAIL: the job was aborted"; return 1 ;; esac
+  [ -n "$v0" ] && [ "$v0" = "$v1" ] || { echo "FAIL: the ranks' verdicts differ"; return 1; }
+  case "$v0" in *"rank 1"*verbs-open*) ;; *) echo "FAIL: the verdict does not name rank 1's injected failure"; return 1 ;; esac
+  echo "PASS: injected verbs-open failure on rank 1: both ranks gave the same verdict, exit 1, no abort"
 }
 step_collectives_np2() { collectives 2; }
 step_collectives_np3() { collectives 3; }

@@ -111,6 +111,7 @@ class CudaIpcCollective final : public Collective {
     PathInfo p;
     p.label = pathLabel_.empty() ? "cuda-ipc" : pathLabel_;
     p.details = pathDetails_;
+    if (!nominalBasis_.empty()) p.setNominal(nominal_, nominalBasis_);
     p.details.emplace_back("algorithm", lastAlgo_);
     return p;
   }
@@ -320,12 +321,8 @@ class CudaIpcCollective final : public Collective {
       for (int q : {left, right})
         if (q != rank_) neighbours.push_back(buses[q]);
       auto nominal = topo::gpuPeerNominal(topo::localTopology(), bus, neighbours);
-      if (nominal.gbps > 0) {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
-        pathDetails_.emplace_back("nominal_GBps", buf);
-      }
-      pathDetails_.emplace_back("nominal_basis", nominal.basis);
+      nominal_ = nominal.gbps;
+      nominalBasis_ = nominal.basis;
     }
     // Native peer atomics are an NVLink property on current GPUs (PCIe P2P has none).
     pathLabel_ = n_ == 1 ? "cuda local" : allAtomics ? "CUDA IPC P2P (NVLink: native atomics)" : "CUDA IPC P2P";
@@ -439,6 +436,35 @@ class CudaIpcCollective final : public Collective {
             add(dst, send + ch * c * es, theirs, c);
           }
         }
+        ringBytes = c * es;
+        break;
+      }
+      case CollKind::kAllToAll: {
+        // Every rank pulls block r of every peer's input (peers' inputs are not written during a
+        // batch), its own block locally: n copies, two per step (identical step count everywhere).
+        const std::size_t c = shape_.paramCount;
+        std::vector<std::pair<char*, const char*>> copies;
+        for (int s = 0; s < n; ++s) {
+          const int q = ((r - s) % n + n) % n;
+          copies.emplace_back(recv + q * c * es, (q == r ? send : peerSend(q)) + r * c * es);
+        }
+        for (std::size_t i = 0; i < copies.size(); i += 2) {
+          if (i + 1 < copies.size())
+            add(copies[i].first, copies[i].second, nullptr, c, copies[i + 1].first, copies[i + 1].second, c);
+          else
+            add(copies[i].first, copies[i].second, nullptr, c);
+        }
+        ringBytes = 2 * c * es;
+        break;
+      }
+      case CollKind::kBroadcast: {
+        // Every rank pulls the root's input (not written during a batch); one step on every rank
+        // (an empty one on an in-place root), so the neighbours' step flags stay in lock step.
+        const std::size_t c = shape_.paramCount;
+        const int root = shape_.root;
+        if (r != root) add(recv, peerSend(root), nullptr, c);
+        else if (!shape_.inPlace) add(recv, send, nullptr, c);
+        else add(recv, recv, nullptr, 0);
         ringBytes = c * es;
         break;
       }
@@ -574,6 +600,8 @@ class CudaIpcCollective final : public Collective {
   std::string pathLabel_;
   std::vector<std::pair<std::string, std::string>> pathDetails_;
   std::string lastAlgo_ = "none";
+  double nominal_ = -1;        // typed nominal rate (set in describePath)
+  std::string nominalBasis_;
 
   CollShape shape_{};
   k::ElemType type_ = k::ElemType::kFloat32;
@@ -597,6 +625,8 @@ std::string whyNot(const CollRequest& r) {
   if (r.dtype != DataType::kFloat32 && r.dtype != DataType::kFloat16 && r.dtype != DataType::kBFloat16)
     return "not supported: the cuda kernels move and reduce float32, float16 and bfloat16, not " +
            std::string(dtypeName(r.dtype));
+  if (describe(r.kind).reduces && r.op != ReduceOp::kSum)
+    return "not supported yet: the cuda reduction kernels sum only (-o " + std::string(opName(r.op)) + ")";
   return {};
 }
 

@@ -7,7 +7,8 @@ namespace fb {
 
 const std::vector<const CollDescriptor*>& allCollectives() {
   static const std::vector<const CollDescriptor*> all = {&coll::kAllReduce, &coll::kAllGather,
-                                                         &coll::kReduceScatter, &coll::kP2PRing};
+                                                         &coll::kReduceScatter, &coll::kP2PRing,
+                                                         &coll::kAllToAll, &coll::kBroadcast};
   return all;
 }
 

@@ -9,4 +9,6 @@ extern const CollDescriptor kAllReduce;
 extern const CollDescriptor kAllGather;
 extern const CollDescriptor kReduceScatter;
 extern const CollDescriptor kP2PRing;
+extern const CollDescriptor kAllToAll;
+extern const CollDescriptor kBroadcast;
 }  // namespace fb::coll

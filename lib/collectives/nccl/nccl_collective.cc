@@ -43,6 +43,17 @@ ncclDataType_t ncclType(DataType t) {
   return ncclFloat32;
 }
 
+ncclRedOp_t ncclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kProd: return ncclProd;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kAvg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -297,13 +308,27 @@ class NcclCollective : public Collective {
     const std::size_t count = shape_.paramCount;
     switch (kind_) {
       case CollKind::kAllReduce:
-        FB_NCCL_CHECK(ncclAllReduce(sp, rp, count, t, ncclSum, c, stream_), c);
+        FB_NCCL_CHECK(ncclAllReduce(sp, rp, count, t, ncclOp(shape_.op), c, stream_), c);
         break;
       case CollKind::kAllGather:
         FB_NCCL_CHECK(ncclAllGather(sp, rp, count, t, c, stream_), c);
         break;
       case CollKind::kReduceScatter:
-        FB_NCCL_CHECK(ncclReduceScatter(sp, rp, count, t, ncclSum, c, stream_), c);
+        FB_NCCL_CHECK(ncclReduceScatter(sp, rp, count, t, ncclOp(shape_.op), c, stream_), c);
+        break;
+      case CollKind::kAllToAll: {  // as nccl-tests: one send and one receive per peer, in one group
+        const int n = bs_.size();
+        const std::size_t blockBytes = count * dtypeSize(shape_.dtype);
+        FB_NCCL_CHECK(ncclGroupStart());
+        for (int p = 0; p < n; ++p) {
+          FB_NCCL_CHECK(ncclSend(static_cast<const char*>(sp) + p * blockBytes, count, t, p, c, stream_), c);
+          FB_NCCL_CHECK(ncclRecv(static_cast<char*>(rp) + p * blockBytes, count, t, p, c, stream_), c);
+        }
+        FB_NCCL_CHECK(ncclGroupEnd(), c);
+        break;
+      }
+      case CollKind::kBroadcast:
+        FB_NCCL_CHECK(ncclBroadcast(sp, rp, count, t, shape_.root, c, stream_), c);
         break;
       case CollKind::kP2PRing: {
         const int n = bs_.size(), r = bs_.rank();
@@ -419,12 +444,7 @@ class NcclCollective : public Collective {
     }
     if (!log.network.empty()) add("network", log.network);
     add("nccl_version", log.version.empty() ? ncclRuntimeVersion() : log.version);
-    if (nominal.gbps > 0) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.2f", nominal.gbps);
-      add("nominal_GBps", buf);
-    }
-    add("nominal_basis", nominal.basis);
+    p.setNominal(nominal.gbps, nominal.basis);
     add("cuda_device", std::to_string(device_));
     if (const auto* g = smiGpuFor(device_)) add("gpu", g->name + " " + g->busId);
     add("nccl_log", comm_->logPath());
@@ -553,20 +573,6 @@ std::string topologyText() {
     return {};
   }
   return topo::describe(topo::localTopology());
-}
-
-double percentOfNominal(double busBwGBps, const PathInfo& path) {
-  if (busBwGBps <= 0) return -1;
-  for (const auto& [k, v] : path.details)
-    if (k == "nominal_GBps") {
-      try {
-        double n = std::stod(v);
-        return n > 0 ? 100.0 * busBwGBps / n : -1;
-      } catch (...) {
-        return -1;
-      }
-    }
-  return -1;
 }
 
 }  // namespace fb::nccl

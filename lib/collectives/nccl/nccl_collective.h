@@ -1,5 +1,6 @@
-// NCCL's native collectives (ncclAllReduce, ncclAllGather, ncclReduceScatter, and the P2P ring =
-// ncclSend to rank+1 / ncclRecv from rank-1 in one group) behind the Collective interface, on
+// NCCL's native collectives (ncclAllReduce, ncclAllGather, ncclReduceScatter, the P2P ring =
+// ncclSend to rank+1 / ncclRecv from rank-1 in one group, AllToAll = ncclSend/ncclRecv with every
+// peer in one group, as nccl-tests; ncclBroadcast from the shape's root) behind the Collective interface, on
 // the path a profile forces (transport/nccl/path_profile.h) and attested from NCCL's own INFO
 // log: every connection NCCL made for this communicator must be of the forced transport family,
 // else the constructor / prepare() throw fb::Error "forced path X but NCCL used Y".
@@ -24,8 +25,4 @@ std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs,
 BackendStatus probe();   // built? GPUs visible? (used by --list; must not hang: no GPU -> usable=false, reason)
 std::string topologyText();  // nvidia-smi topo -m style picture + link details for --list and run.json ("" if no GPU)
 
-// busbw as % of the nominal link rate in path.details["nominal_GBps"] (NVLink: active links ×
-// per-link GB/s; PCIe and shm: generation × width of the GPU's link; ib/roce: port rate);
-// -1 when the path has no nominal rate (socket) or busbw is not positive.
-double percentOfNominal(double busBwGBps, const PathInfo& path);
 }  // namespace fb::nccl

@@ -719,12 +719,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
                                  " peers run on this host (kernel loopback path for those)");
     nominal = size_ > 1 ? topo::nicRate(iface_.name) : topo::NicRate{-1, "single rank, no link"};
   }
-  if (nominal.gbps > 0) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.6g", nominal.gbps);
-    d.emplace_back("nominal_GBps", buf);
-  }
-  d.emplace_back("nominal_basis", nominal.basis);
+  path_.setNominal(nominal.gbps, nominal.basis);
   if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
 }
 

@@ -119,7 +119,6 @@ class VerbsTransport final : public Transport {
   std::string_view name() const override { return "verbs"; }
   PathInfo path() const override;
   // GPU memory only with GPUDirect RDMA (--gpu-memory, and the probe said it can work here).
-  bool supports(MemKind kind) const override { return kind == MemKind::kHost || gpuDirect_; }
   void registerMemory(void* ptr, std::size_t bytes, MemKind kind) override;
   void deregisterMemory(void* ptr) override;
   Request isend(int peer, const void* buf, std::size_t bytes) override;

@@ -1,4 +1,4 @@
-#include "socket_pair_bootstrap.h"
+#include "bootstrap/socket_pair_bootstrap.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
