@@ -92,7 +92,6 @@ const Unsupported kUnsupported[] = {
     {"-m,--agg_iters", "operations are not aggregated into groups: use -n/--iters for more operations per timed batch"},
     {"-N,--run_cycles", "use --repeat R (timed batches per size, the row gives their median, min and max)"},
     {"-p,--parallel_init", "each backend sets up its own connections or communicator: there is nothing to choose"},
-    {"-r,--root", "fabricbench's collectives have no root (allreduce, allgather, reducescatter, p2pring)"},
     {"-z,--blocking", "every backend's timed batch is asynchronous, and the batch ends when the data has arrived"},
     {"-y,--stream_null", "each rank uses its own CUDA stream (the default stream is never used)"},
     {"-C,--report_cputime", "use --timer host for nccl-tests' host-clock timing"},
@@ -102,7 +101,7 @@ const Unsupported kUnsupported[] = {
 };
 
 const char* kHelpFooter = R"(
-nccl-tests' flags -b -e -f -i -n -w -c -d -o -a -G -T mean what they mean there (-d also takes
+nccl-tests' flags -b -e -f -i -n -w -c -d -o -a -G -T -r mean what they mean there (-d also takes
 nccl-tests' type names: float, half, double, int, bfloat16, all). A repeated flag: the last one wins
 (lists such as --transport and --collective add up).
 
@@ -186,7 +185,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_option("-o,--op", opNames, "reduction operators of allreduce/reducescatter: sum,prod,min,max,avg or all "
                                      "(nccl-tests' -o; avg is NCCL's ncclAvg)")
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
-  app.add_option("--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
+  app.add_option("-r,--root", o.root, "root rank of broadcast (nccl-tests' -r)")->capture_default_str();
   app.add_option("--placement", placement, "out, in or both (out-of-place / in-place, as nccl-tests)")
       ->capture_default_str();
   app.add_flag("--graph", o.coll.cudaGraph, "GPU backends: capture the timed batch in a CUDA graph and replay it");

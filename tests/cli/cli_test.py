@@ -110,11 +110,14 @@ def case_nccl_flags(d):
     check(p.returncode == 0, f"-G 1 / --op all accepted: {p.stderr}")
     # unsupported nccl-tests flags: one line naming what to use instead
     for flag, hint in [("-t", "mpirun -np"), ("-g", "one rank per GPU"), ("-m", "-n"), ("-N", "--repeat"),
-                       ("-p", "nothing to choose"), ("-r", "root"), ("-z", "asynchronous"), ("-y", "stream"),
+                       ("-p", "nothing to choose"), ("-z", "asynchronous"), ("-y", "stream"),
                        ("-C", "--timer"), ("-R", "registers"), ("-J", "--benchmark_out")]:
         bad_input(fb1([flag, "1"]), hint, f"nccl-tests {flag}")
     bad_input(fb1(["-d", "int8"]), "unknown dtype 'int8'", "-d int8")
-    bad_input(fb1(["-o", "max"]), "-o/--op 'max'", "-o max")
+    bad_input(fb1(["-o", "median"]), "-o/--op 'median'", "-o median")
+    # nccl-tests' -r is the broadcast root; -o takes every operator the backends have
+    p = fb1(TCP + ["--collective", "broadcast", "-r", "0", "-o", "max", "-b", "8", "-e", "8", "--benchmark_list_tests"])
+    check(p.returncode == 0 and p.stdout.split() != [], f"-r 0 / -o max accepted: {p.returncode} {p.stderr.strip()}")
     bad_input(fb1(["-G", "4"]), "-G 4", "-G 4")
 
 
@@ -171,7 +174,7 @@ def case_help(d):
               "--dtype": "float", "--op": "sum", "--placement": "out", "--path": "auto", "--cudagraph": "0",
               "--tcp-if": "lo", "--ib-dev": "x", "--ib-port": "1", "--gid-index": "0", "--timeout": "5",
               "--results-dir": d, "--run-id": "help-x", "--progress": "0",
-              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu"}
+              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu", "--root": "0"}
     skip = {"--help", "--version", "--list", "--resume", "--overwrite", "--no-files"}
     for o in sorted(opts - skip):
         args = [o] + ([values[o]] if o in values else [])
@@ -220,7 +223,8 @@ def case_gbench(d):
     check(set(os.listdir(d)) == before, "list_tests created a result folder")
     p = fb1(["--transport", "tcp", "-b", "8", "-e", "64", "-f", "8", "--benchmark_filter=-/64$", "--benchmark_list_tests"])
     want = [n for c in ("allreduce", "allgather", "reducescatter") for n in (f"{c}/tcp/8", f"{c}/tcp/8/inplace", f"{c}/tcp/64/inplace")]
-    check(p.stdout.split() == want + ["p2pring/tcp/8"], f"negative filter: {p.stdout.split()}")
+    want += ["p2pring/tcp/8", "alltoall/tcp/8", "broadcast/tcp/8", "broadcast/tcp/8/inplace", "broadcast/tcp/64/inplace"]
+    check(p.stdout.split() == want, f"negative filter: {p.stdout.split()}")
     # refused: unknown, malformed, unsupported
     for args, needle in [(["--benchmark_bogus=1"], "unknown Google Benchmark flag"),
                          (["--benchmark_filter=["], "not a valid regular expression"),
