@@ -115,7 +115,7 @@ def trial(a, np_, sig, phase, victim, root):
     folder = os.path.join(root, run_id)
     cmd = [a.mpirun, "--oversubscribe", "-np", str(np_), "-x", "FB_TEST_MARK", a.fabricbench,
            "--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce,allgather,reducescatter,p2pring",
-           "--placement", "out", "-b", "1M", "-e", "1M", "-n", "40", "-w", "1", "--timeout", str(TIMEOUT),
+           "--placement", "out", "-b", "1M", "-e", "1M", "-n", "200", "-w", "1", "--timeout", str(TIMEOUT),
            "--results-dir", root, "--run-id", run_id]
     proc = subprocess.Popen(cmd, env=env(mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     table = os.path.join(folder, "table.csv")
@@ -127,9 +127,11 @@ def trial(a, np_, sig, phase, victim, root):
             if victim in pids:
                 sent = pids[victim]
         elif phase == "midrow":
-            # 0.3 s after the first row: the ranks are inside the next row's batch.
+            # Just after the first row: the ranks are inside the next row's batches (-n 200 x 3
+            # repeats keeps a row longer than this wait on an idle machine; at -n 40 with 0.3 s the
+            # signal came after the last row on an idle CI machine).
             if rows_in(table) >= 1 and victim in pids:
-                time.sleep(0.3)
+                time.sleep(0.05)
                 sent = pids[victim]
         else:  # between rows: the moment a row is written, the ranks are between two rows
             if rows_in(table) >= 1 and victim in pids:
