@@ -5,7 +5,7 @@
 #   lab               lab up: srun sees n1,n2 with their own hostname and NIC; lab down leaves nothing
 #   sbatch-srun       sbatch --wait slurm/allreduce.sbatch, 2 nodes x 2 ranks, srun --mpi=pmix
 #   sbatch-mpirun     the same with mpirun inside the allocation
-#   collectives       slurm/collectives.sbatch (all four collectives), 2 nodes x 2 ranks
+#   collectives       slurm/collectives.sbatch (all six collectives), 2 nodes x 2 ranks
 #   shaped RATE       NICs shaped with tc tbf to RATE (1gbit, 200mbit); iperf3 goodput n2->n1 is the
 #                     ground truth; 1 rank per node, 64 MiB tcp AllReduce and P2P ring busbw must be
 #                     90-100 % of it; mpi reference rows in the same table
@@ -153,7 +153,7 @@ case "$CASE" in
     $CHECK rows "$R" 4 2 >/dev/null || fail "rows"
     colls=$(awk -F, 'NR>1{print $4}' "$R/table.csv" | sort -u | paste -sd,)
     say "collectives: $colls"
-    [ "$colls" = "allgather,allreduce,p2pring,reducescatter" ] || fail "collectives '$colls'"
+    [ "$colls" = "allgather,allreduce,alltoall,broadcast,p2pring,reducescatter" ] || fail "collectives '$colls'"
     ;;
 
   shaped)
