@@ -105,7 +105,7 @@ step_bad_settings() {
   }
   check "GID index 7 does not exist on $DEV port 1" --gid-index 7
   check "link-local" --gid-index 0
-  check "no RDMA device named 'mlx5_9'" --ib-dev mlx5_9
+  check "'mlx5_9': no such RDMA device" --ib-dev mlx5_9
   check "no port 3" --ib-dev "$DEV" --ib-port 3
   # the pair benchmark applies the same rules
   local out rc
