@@ -829,6 +829,12 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     // Every rank got the same verdict through agree(): end cleanly everywhere (rows kept).
     if (bs.rank() == 0) std::cerr << e.what() << "\n" << std::flush;
     if (showVerdictsEnv()) std::cerr << identity() + " verdict: failed: " + e.what() + "\n" << std::flush;
+    // Every rank is alive (they agreed): nobody leaves before all have said their verdict, so the
+    // launcher, which ends the job once the first rank exits non-zero, cannot cut a rank's last words.
+    try {
+      bs.barrier();
+    } catch (const std::exception&) {
+    }
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("failed: ") + e.what();
