@@ -295,9 +295,7 @@ struct RunState {
       (void)w;
       ::close(fd);
     }
-    std::cerr << "fabricbench: error: writing results stopped: " << why << "; " << resultDir
-              << "/run.json keeps the rows written before (marker WRITING-STOPPED.txt); the run stops\n"
-              << std::flush;
+    ::fb::printLine("fabricbench: error: writing results stopped: ", why, "; ", resultDir, "/run.json keeps the rows written before (marker WRITING-STOPPED.txt); the run stops");
   }
 };
 
@@ -426,7 +424,7 @@ void printList(Bootstrap& bs, const Options& o) {
   }
   int leader = 0;
   while (leader < bs.size() && !reports[leader]) ++leader;
-  if (bs.rank() == leader) std::cerr << "fabricbench: error: " << verdict << "\n" << std::flush;
+  if (bs.rank() == leader) ::fb::printLine("fabricbench: error: ", verdict);
   if (state && bs.rank() == 0) {
     RunSummary sum;
     sum.ok = false;
@@ -473,16 +471,14 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
   for (int r = 0; r < bs.size(); ++r) {
     if (all[r].rfind("ER", 0) == 0) {
       if (bs.rank() == 0)
-        std::cerr << "fabricbench: error: " << all[r].substr(2) << (bs.size() > 1 ? fmt::format(" (rank {})", r) : "")
-                  << "\n";
+        ::fb::printLine("fabricbench: error: ", all[r].substr(2), (bs.size() > 1 ? fmt::format(" (rank {})", r) : ""));
       return kExitBadInput;
     }
   }
   for (int r = 1; r < bs.size(); ++r) {
     if (canonicalOf(all[r]) != canonicalOf(all[0])) {
       if (bs.rank() == 0)
-        std::cerr << "fabricbench: error: ranks were started with different flags (rank 0: '" << rawOf(all[0])
-                  << "', rank " << r << ": '" << rawOf(all[r]) << "')\n";
+        ::fb::printLine("fabricbench: error: ranks were started with different flags (rank 0: '", rawOf(all[0]), "', rank ", r, ": '", rawOf(all[r]), "')");
       return kExitBadInput;
     }
   }
@@ -550,7 +546,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     }
     claim = broadcastString(claim);
     if (claim.rfind("ER", 0) == 0) {
-      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << claim.substr(2) << "\n";
+      if (bs.rank() == 0) ::fb::printLine("fabricbench: error: ", claim.substr(2));
       return kExitBadInput;
     }
     auto sep = claim.find('\x1f');
@@ -661,8 +657,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     msg.assign(reinterpret_cast<const char*>(b.data()), b.size());
     if (msg[0] == 'E') {
       if (bs.rank() == 0)
-        std::cerr << "fabricbench: error: cannot create the result files in " << (std::filesystem::path(o.resultsDir) / runId).string()
-                  << ": " << msg.substr(1) << "\n" << std::flush;
+        ::fb::printLine("fabricbench: error: cannot create the result files in ", (std::filesystem::path(o.resultsDir) / runId).string(), ": ", msg.substr(1));
       return 1;
     }
     resultDir = msg.substr(1);
@@ -679,7 +674,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
         writeFileAtomic(o.gb.out, o.gb.outFormat == "csv" ? benchmarkCsv(state.named, o.gb)
                                                           : benchmarkJson(state.named, o.gb, ctx));
       } catch (const std::exception& e) {
-        std::cerr << "fabricbench: error: --benchmark_out=" << o.gb.out << ": " << e.what() << "\n";
+        ::fb::printLine("fabricbench: error: --benchmark_out=", o.gb.out, ": ", e.what());
       }
     }
     if (o.gb.format == "json") std::cout << benchmarkJson(state.named, o.gb, ctx) << std::flush;
@@ -708,7 +703,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     // Test runs (FB_TEST_FAIL) show every rank's verdict, so a test can see they are the same.
     const bool showVerdicts = showVerdictsEnv();
     auto showVerdict = [&](const std::string& text) {
-      if (showVerdicts) std::cerr << identity() + " verdict: " + text + "\n" << std::flush;  // one write
+      if (showVerdicts) ::fb::printLine(identity() + " verdict: " + text);
     };
     flushNotes();
     for (std::size_t b = 0; b < backends.size(); ++b) {
@@ -815,7 +810,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     // got the same verdict through agree(), so no abort is needed. Nothing was measured yet
     // by this backend; a folder without rows is removed.
     if (progress) progress->stop();
-    if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
+    if (bs.rank() == 0) ::fb::printLine("fabricbench: error: ", e.what());
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("bad input: ") + e.what();
@@ -827,8 +822,8 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     return kExitBadInput;
   } catch (const AgreedFailure& e) {
     // Every rank got the same verdict through agree(): end cleanly everywhere (rows kept).
-    if (bs.rank() == 0) std::cerr << e.what() << "\n" << std::flush;
-    if (showVerdictsEnv()) std::cerr << identity() + " verdict: failed: " + e.what() + "\n" << std::flush;
+    if (bs.rank() == 0) ::fb::printLine(e.what());
+    if (showVerdictsEnv()) ::fb::printLine(identity() + " verdict: failed: " + e.what());
     // Every rank is alive (they agreed): nobody leaves before all have said their verdict, so the
     // launcher, which ends the job once the first rank exits non-zero, cannot cut a rank's last words.
     try {
@@ -913,7 +908,7 @@ int main(int argc, char** argv) {
     try {
       rc = fb::realMain(argc, argv, bs, state, startupTimeout);
     } catch (const fb::ConfigError& e) {
-      if (bs.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << "\n";
+      if (bs.rank() == 0) ::fb::printLine("fabricbench: error: ", e.what());
       rc = 2;
     } catch (const std::exception& e) {
       fb::failJob(bs, state.begun ? &state : nullptr, e);

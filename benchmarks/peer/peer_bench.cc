@@ -730,7 +730,7 @@ int realMain(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-peer: ", e.what());
     return kExitBadInput;
   }
   char host[256] = {0};
@@ -756,7 +756,7 @@ int realMain(int argc, char** argv) {
       sinks.push_back(makeJsonSink(resultDir + "/run.json"));
     }
   } catch (const ConfigError& e) {
-    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-peer: ", e.what());
     return kExitBadInput;
   }
   RunMeta meta;
@@ -784,10 +784,10 @@ int realMain(int argc, char** argv) {
                  : !bench.sanityOk_ ? "FAILED: the P2P sanity check failed for at least one pair (see above)"
                                     : "passed: wrong = 0 in every row";
   } catch (const ConfigError& e) {
-    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-peer: ", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "fabricbench-peer: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-peer: ", e.what());
     sum.ok = false;
     sum.status = std::string("aborted: ") + e.what();
     rc = 1;

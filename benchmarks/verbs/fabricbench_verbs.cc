@@ -530,10 +530,10 @@ int mainMpi(int argc, char** argv) {
       rc = bs.rank() == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
       if (rc != 0) rc = 2;
     } catch (const ConfigError& e) {
-      if (bs.rank() == 0) std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+      if (bs.rank() == 0) ::fb::printLine("fabricbench-verbs: error: ", e.what());
       rc = 2;
     } catch (const std::exception& e) {
-      std::cerr << "fabricbench-verbs: " << e.what() << "\n" << std::flush;
+      ::fb::printLine("fabricbench-verbs: ", e.what());
       bs.abortJob(1);
     }
   }
@@ -559,7 +559,7 @@ int mainNoMpi(int argc, char** argv) {
     std::vector<std::size_t> sizes;
     validate(a, socket ? 2 : a.threads, sizes);  // bad input ends here, before any connection
   } catch (const ConfigError& e) {
-    std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-verbs: error: ", e.what());
     return 2;
   } catch (const UnavailableError& e) {
     std::printf("SKIPPED: verbs unavailable: %s\n", e.what());
@@ -577,10 +577,10 @@ int mainNoMpi(int argc, char** argv) {
              timeout);
     return *std::max_element(rcs.begin(), rcs.end());
   } catch (const ConfigError& e) {
-    std::cerr << "fabricbench-verbs: error: " << e.what() << "\n";
+    ::fb::printLine("fabricbench-verbs: error: ", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "fabricbench-verbs: " << e.what() << "\n" << std::flush;
+    ::fb::printLine("fabricbench-verbs: ", e.what());
     return 1;
   }
 }

@@ -1,6 +1,8 @@
 #include "core/error.h"
 
+#include <cerrno>
 #include <cstring>
+#include <unistd.h>
 #include <mutex>
 
 namespace fb {
@@ -25,5 +27,16 @@ std::string where(const char* file, int line) {
   return std::string(" (") + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
 }
 std::string errnoText(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+void writeStderrLine(const std::string& line) {
+  std::size_t done = 0;
+  while (done < line.size()) {
+    ssize_t w = ::write(2, line.data() + done, line.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    done += static_cast<std::size_t>(w);
+  }
+}
 }  // namespace detail
+
 }  // namespace fb

@@ -41,7 +41,15 @@ std::string concat(const Args&... args) {
   return os.str();
 }
 std::string where(const char* file, int line);
+void writeStderrLine(const std::string& line);
 }  // namespace detail
+
+// One line to stderr in a single write(2): a launcher that merges several ranks' stderr
+// (mpirun, srun) can then never splice another rank's line into the middle of this one.
+template <typename... Args>
+void printLine(const Args&... args) {
+  detail::writeStderrLine(detail::concat(args...) + "\n");
+}
 
 }  // namespace fb
 

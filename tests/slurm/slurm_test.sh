@@ -11,7 +11,7 @@
 #                     90-100 % of it; mpi reference rows in the same table
 #   install-requeue   cmake --install to a prefix; from <prefix>/share/fabricbench, with no FB_HOME, FB_BIN
 #                     or build tree in the environment, sbatch slurm/allreduce.sbatch: the installed binary
-#                     runs; the finished job is requeued once (scontrol requeue) and runs again: both
+#                     runs; the finished job is requeued once (scontrol requeuehold, then release) and runs again: both
 #                     runs' result folders are kept (<job>.<step> and <job>.<step>-2), the first unchanged
 #   kill LAUNCHER WHAT  SIGKILL mid-run to the job's processes on n2: WHAT = ranks (the fabricbench
 #                     processes) or all (also slurmstepd and orted: the node is gone for the job).
@@ -278,8 +278,13 @@ case "$CASE" in
     JOB=${out%%;*}
     say "job $JOB submitted from $SUB"
     wait_job 120
-    # requeue the finished job at once (it must still be known: MinJobAge is short in the lab)
-    scontrol requeue "$JOB" || { fail "scontrol requeue $JOB failed (first run: state $JSTATE, exit $JRC)"; exit 1; }
+    # Requeue the finished job at once (it must still be known: MinJobAge is short in the lab), held:
+    # slurmd revoked the job's credential when it ended, and a relaunch whose credential is dated in
+    # that same second is killed ("Killing non-startable batch JobId: Job credential revoked", seen
+    # in CI). Released after 2 s, the new credential is younger than the revocation.
+    scontrol requeuehold "$JOB" || { fail "scontrol requeuehold $JOB failed (first run: state $JSTATE, exit $JRC)"; exit 1; }
+    sleep 2
+    scontrol release "$JOB" || { fail "scontrol release $JOB failed"; exit 1; }
     [ "$JRC" = 0 ] || fail "first run: job state $JSTATE, exit $JRC"
     R1=$(result_dir "$JOB" 1)
     [ -n "$R1" ] && [ -s "$R1/table.csv" ] || { fail "first run left no results in $SUB/results/$JOB*"; exit 1; }
