@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -304,6 +305,50 @@ class RunStopped : public Error {
   using Error::Error;
 };
 
+// The settings that make rows comparable: --resume keeps an earlier run's rows only when the run
+// measured them the same way (run.json's "config" holds these keys).
+nlohmann::json measurementConfig(const Options& o) {
+  std::vector<std::string> ops;
+  for (auto op : o.ops) ops.emplace_back(opName(op));
+  return {{"iters", o.runner.iters},
+          {"warmup", o.runner.warmupIters},
+          {"path", o.coll.path},
+          {"cuda_graph", o.coll.cudaGraph},
+          {"ops", ops},
+          {"root", o.root},
+          {"rotate_buffers", o.coll.rotateBuffers},
+          {"timer", timerName(o.runner.timer)},
+          {"rank_time", rankTimeName(o.runner.rankTime)},
+          {"average", static_cast<int>(o.runner.rankTime)},
+          {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
+          {"per_op", o.runner.perOp},
+          {"op", o.reduceOp}};
+}
+
+// --resume into a run measured another way would mix incomparable rows in one table: refused,
+// naming the first setting that differs.
+void checkResumable(const Options& o, const std::filesystem::path& dir) {
+  auto runJson = dir / "run.json";
+  if (!std::filesystem::exists(runJson)) return;
+  nlohmann::json earlier;
+  try {
+    std::ifstream in(runJson);
+    earlier = nlohmann::json::parse(in).value("config", nlohmann::json::object());
+  } catch (const std::exception& e) {
+    throw ConfigError("--resume: cannot read " + runJson.string() + ": " + e.what());
+  }
+  const nlohmann::json current = measurementConfig(o);
+  // In the order a user sets them ("average" repeats rank_time as nccl-tests' -a number).
+  for (const char* key : {"iters", "warmup", "timer", "rank_time", "repeat", "per_op", "op", "ops", "root", "path",
+                          "cuda_graph", "rotate_buffers"}) {
+    const nlohmann::json& now = current.at(key);
+    if (!earlier.contains(key) || earlier[key] == now) continue;
+    throw ConfigError(fmt::format("--resume: the earlier run in {} was measured with {} = {}, this one with {} = {} "
+                                  "(resume with the same settings, or choose another --run-id)",
+                                  dir.string(), key, earlier[key].dump(), key, now.dump()));
+  }
+}
+
 // Checks only rank 0 can make (it owns the files), before any communication of data.
 void preflight(const Options& o) {
   namespace fs = std::filesystem;
@@ -319,6 +364,7 @@ void preflight(const Options& o) {
       } catch (const std::exception& e) {
         throw ConfigError(std::string("--resume: cannot read the earlier rows: ") + e.what());
       }
+      checkResumable(o, dir);
     }
   }
   if (!o.gb.out.empty() && !o.list && !o.gb.listTests) {
@@ -599,17 +645,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     meta.fingerprint["ranks"] = bs.size();
     meta.fingerprint["nodes"] = nodes;
     meta.config = {{"minbytes", o.minBytes}, {"maxbytes", o.maxBytes}, {"stepfactor", o.stepFactor},
-                   {"stepbytes", o.stepBytes}, {"iters", o.runner.iters}, {"warmup", o.runner.warmupIters},
-                   {"check", o.runner.checkRounds}, {"timeout_s", o.runner.timeout.count() / 1000},
-                   {"transports", o.transports}, {"path", o.coll.path}, {"cuda_graph", o.coll.cudaGraph},
-                   {"ops", [&] { std::vector<std::string> v; for (auto op : o.ops) v.emplace_back(opName(op)); return v; }()},
-                   {"root", o.root},
-                   {"rotate_buffers", o.coll.rotateBuffers},
-                   {"timer", timerName(o.runner.timer)}, {"rank_time", rankTimeName(o.runner.rankTime)},
-                   {"average", static_cast<int>(o.runner.rankTime)},
-                   {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
-                   {"per_op", o.runner.perOp}, {"require", o.required},
-                   {"op", o.reduceOp}, {"time", timeDefinition(o.runner)}};
+                   {"stepbytes", o.stepBytes}, {"check", o.runner.checkRounds},
+                   {"timeout_s", o.runner.timeout.count() / 1000}, {"transports", o.transports},
+                   {"require", o.required}, {"time", timeDefinition(o.runner)}};
+    meta.config.update(measurementConfig(o));
     if (!previousRows.empty()) {
       meta.config["resumed_rows"] = previousRows.size();
       state.notes.push_back(fmt::format("resumed: {} rows measured by an earlier run of {} are kept, not measured again",

@@ -270,6 +270,13 @@ def case_never_overwritten(d):
     check(digest(os.path.join(d, "777.3")) == h1, "the refused run touched the folder")
     bad_input(fb1(["--resume"]), "--run-id", "--resume without --run-id")
     bad_input(fb1(["--resume", "--overwrite", "--run-id", "x"]), "exclude", "--resume --overwrite")
+    # --resume with other measurement settings (-n, --timer, -o, --root): refused, naming the setting,
+    # the earlier folder untouched
+    for extra, key in ((["-n", "5"], "iters"), (["--timer", "host"], "timer"), (["-o", "max"], "op"),
+                       (["--root", "1"], "root")):
+        args = base + extra   # the last -n wins (nccl-tests' convention)
+        bad_input(fb(2, args + ["--run-id", "777.3", "--resume"]), f"{key} = ", f"--resume with {' '.join(extra)}")
+        check(digest(os.path.join(d, "777.3")) == h1, f"the refused --resume {' '.join(extra)} touched the folder")
     # --resume: a wider sweep measures only the missing sizes
     p = fb(2, TCP + ["-b", "8", "-e", "512", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "777.3",
                      "--resume", "--progress", "0"])
