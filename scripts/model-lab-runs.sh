@@ -10,7 +10,8 @@
 # launched with sbatch --wait slurm/collectives.sbatch). Then fit and check with, for example:
 #   fabricbench-model validate --fit OUTDIR/PREFIX-RATE-2x1 --check OUTDIR/PREFIX-RATE-3x1 ...
 # Knobs (environment): FB_SIZES (-b 4K -e 64M -f 2), FB_ITERS (3), FB_WARMUP (1),
-# FB_TRANSPORTS (tcp,mpi), FB_BIN (build/benchmarks/fabricbench). Needs root (exit 77 without).
+# FB_TRANSPORTS (tcp,mpi), FB_BIN (build/benchmarks/fabricbench), FB_PROGRESS (block), TBF_BURST
+# (32kb: tc tbf bucket). Needs root (exit 77 without).
 # Exit: 0 every run passed; 1 a run failed; 2 bad arguments; 77 the lab cannot run here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,13 @@ export FB_HOME=$SRC FB_BIN=${FB_BIN:-$SRC/build/benchmarks/fabricbench} FB_RESUL
 export FB_LAUNCHER=${FB_LAUNCHER:-srun} FB_TRANSPORTS=${FB_TRANSPORTS:-tcp,mpi}
 export FB_SIZES=${FB_SIZES:-"-b 4K -e 64M -f 2"} FB_ITERS=${FB_ITERS:-3} FB_WARMUP=${FB_WARMUP:-1}
 export FB_EXTRA_ARGS="--placement out"
+# The lab's nodes share this machine's few cores: ranks that spin would take the core a peer on
+# another "node" needs (progress.h cannot see that from inside a namespace), so tcp ranks block.
+export FB_PROGRESS=${FB_PROGRESS:-block}
+# tc tbf lets a full bucket through at memory speed: with lab_shape.sh's default 512 KB bucket a
+# 1 MiB message partly bypasses the rate, which the model (rate-bound) does not describe. A small
+# bucket keeps every size in the fit band rate-bound.
+export TBF_BURST=${TBF_BURST:-32kb}
 export FBLAB_NODES=$maxn
 WORK=$(mktemp -d /tmp/fb-model-lab.XXXXXX)
 cleanup() { "$LAB/lab_down.sh" >/dev/null 2>&1 || echo "model-lab-runs: lab_down.sh failed" >&2; rm -rf "$WORK"; }
@@ -45,6 +53,7 @@ rc=0; FBLAB_RATE=$RATE "$LAB/lab_up.sh" > "$WORK/env.sh" || rc=$?
 [ "$rc" = 0 ] || { echo "model-lab-runs: lab_up.sh exited $rc" >&2; exit 1; }
 source "$WORK/env.sh"
 "$LAB/lab_shape.sh" show
+echo "model-lab-runs: FB_PROGRESS=$FB_PROGRESS TBF_BURST=$TBF_BURST"
 failed=0
 for s in $SHAPES; do
   n=${s%x*} g=${s#*x}
