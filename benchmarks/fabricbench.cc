@@ -956,6 +956,10 @@ int main(int argc, char** argv) {
     fb::shutdown::onContinue(nullptr);
     benchmark::Shutdown();
   }
+  // Tests only (tests/mpi/faults.py, phase "shutdown"): a pause before shutdown, to stop a rank there.
+  if (const char* p = std::getenv("FB_TEST_SHUTDOWN_PAUSE_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(p)));
+  fb::shutdown::armShutdownWatchdog(std::chrono::seconds(startupTimeout), rc);
   MPI_Finalize();
   return rc;
 }

@@ -75,10 +75,11 @@ char procState(const std::string& pid) {
   return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
 }
 
-[[noreturn]] void watchdogFired(int seconds) {
+// `phase` names what did not finish; `after` is appended to the line; the process ends with `code`.
+[[noreturn]] void watchdogFired(int seconds, const std::string& phase, const std::string& after, int code) {
   // Resumed (SIGCONT) while starting: this rank was the stopped one, or the launcher is already
   // ending the job and another rank has said why.
-  if (g_continued) std::_Exit(1);
+  if (g_continued) std::_Exit(code);
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::map<std::string, std::string> myEnv;
@@ -121,17 +122,16 @@ char procState(const std::string& pid) {
       what = std::string("no rank of this job on ") + host +
              " is stopped (a rank on another node is stuck or lost, or the launcher did not start every rank)";
     }
-    std::string line = "fabricbench: error: start-up (MPI_Init and the first exchange) did not finish within " +
-                       std::to_string(seconds) + " s (--timeout) on rank " +
-                       (me.rank >= 0 ? std::to_string(me.rank) : std::string("?")) + " (" + host + "): " + what +
-                       "\n";
+    std::string line = "fabricbench: error: " + phase + " did not finish within " + std::to_string(seconds) +
+                       " s (--timeout) on rank " + (me.rank >= 0 ? std::to_string(me.rank) : std::string("?")) +
+                       " (" + host + "): " + what + after + "\n";
     ssize_t w = ::write(2, line.data(), line.size());
     (void)w;
   }
   // Stay a moment, so that a rank here that fires just after still sees this one running and
   // leaves the line to it.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  std::_Exit(1);
+  std::_Exit(code);
 }
 
 }  // namespace
@@ -206,7 +206,17 @@ int timeoutFromArgs(int argc, char** argv, int fallback) {
 void armStartupWatchdog(std::chrono::seconds timeout) {
   std::thread([timeout] {
     std::unique_lock<std::mutex> lk(g_wdMu);
-    if (!g_wdCv.wait_for(lk, timeout, [] { return g_wdDisarmed; })) watchdogFired(static_cast<int>(timeout.count()));
+    if (!g_wdCv.wait_for(lk, timeout, [] { return g_wdDisarmed; }))
+      watchdogFired(static_cast<int>(timeout.count()), "start-up (MPI_Init and the first exchange)", "", 1);
+  }).detach();
+}
+
+void armShutdownWatchdog(std::chrono::seconds timeout, int exitCode) {
+  const int code = exitCode != 0 ? exitCode : 1;
+  const std::string after = exitCode == 0 ? "; the run itself had finished (its result files are complete)" : "";
+  std::thread([timeout, code, after] {
+    std::this_thread::sleep_for(timeout);
+    watchdogFired(static_cast<int>(timeout.count()), "shutdown (MPI_Finalize)", after, code);
   }).detach();
 }
 

@@ -14,7 +14,8 @@
 //    job resumed), the next row rewrites run.json as "running" and the end rewrites both.
 //  * armStartupWatchdog(): a rank that has not disarmed it within the time (MPI_Init and the
 //    bootstrap's first collective included) prints one line naming what this host can see (a
-//    rank of this job stopped, or exited) and ends with exit code 1.
+//    rank of this job stopped, or exited) and ends with exit code 1. armShutdownWatchdog() does the
+//    same for MPI_Finalize.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -35,5 +36,9 @@ std::string signalName(int sig);
 int timeoutFromArgs(int argc, char** argv, int fallback);
 void armStartupWatchdog(std::chrono::seconds timeout);
 void disarmStartupWatchdog();
+// Armed just before MPI_Finalize, which waits for every rank: if a rank is stopped or lost then,
+// the same one line per host after `timeout`, and the process ends with exitCode (1 when it was
+// 0, so that the launcher ends the job, the stopped rank included).
+void armShutdownWatchdog(std::chrono::seconds timeout, int exitCode);
 
 }  // namespace fb::shutdown

@@ -5,7 +5,8 @@
 #   ONLY="name ..."   run just those steps (file names without .sh; build and tests always run)
 #   SKIP_CTEST=1      skip ctest -L gpu
 # Each step runs under its own time limit (FB_STEP_LIMIT in the step's first 5 lines, default 120 s),
-# so a hang costs that step only. Steps see: B (build dir), OUT (this pass's folder), MPI (launcher).
+# so a hang costs that step only. Steps see: B (build dir), OUT (this pass's folder), MPI (launcher),
+# NGPU (GPUs here), NP (ranks in $MPI: 2, or 1 on a 1-GPU host), SINGLE (--allow-single-rank when NP is 1).
 set -uo pipefail
 out=${1:-gpu-out}
 mkdir -p "$out"
@@ -14,7 +15,12 @@ source .gpu-node/activate.sh
 export CUDAHOSTCXX=${CUDAHOSTCXX:-/opt/gcc/bin/g++} NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export B=build-gpu OUT=$out
-export MPI="mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE=0"
+# One rank per GPU, two at most (the steps compare two GPUs); on a 1-GPU host the steps run one
+# rank and pass --allow-single-rank ($SINGLE).
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+NP=$(( NGPU >= 2 ? 2 : 1 ))
+export NGPU NP SINGLE=$([ "$NP" = 1 ] && echo --allow-single-rank)
+export MPI="mpirun -np $NP --bind-to none -x NCCL_NVLS_ENABLE=0"
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
@@ -24,6 +30,7 @@ if [ -z "${SKIP_CTEST:-}" ]; then
   (cd $B && timeout 300 ctest -L gpu --output-on-failure --timeout 150) > "$out/ctest-gpu.log" 2>&1
   echo "ctest -L gpu exit $?"; grep -E "tests passed|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | tail -20
 fi
+echo "GPUs: $NGPU; steps run $NP rank(s)"
 $MPI $B/benchmarks/fabricbench --list > "$out/list.txt" 2>&1; echo "--list exit $?"
 for s in scripts/gpu-steps/*.sh; do
   [ -e "$s" ] || continue

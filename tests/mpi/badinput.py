@@ -123,6 +123,16 @@ SINGLE = [
     (["--benchmark_filter=a{2,1}"], "not a valid regular expression"),
     (["--benchmark_enable_random_interleaving=true"], "random_interleaving is refused"),
     (["--benchmark_enable_random_interleaving"], "random_interleaving is refused"),
+    (["--benchmark_min_time=abc"], "--benchmark_min_time is not supported"),
+    (["--benchmark_min_time=0.5"], "use -n/--iters"),
+    (["--benchmark_bogus=1"], "unknown Google Benchmark flag --benchmark_bogus"),
+    (["--benchmark_out={D}/missing/out.json"], "does not exist or is not writable"),
+    (["--benchmark_out={D}/afile/out.json"], "does not exist or is not writable"),
+    (["--benchmark_out={D}"], "is a folder"),
+    (["--benchmark_repetitions=x"], "expected a count >= 1"),
+    (["--benchmark_repetitions=0"], "expected a count >= 1"),
+    (["--benchmark_out_format=xml"], "choose console, json or csv"),
+    (["--benchmark_format=yaml"], "choose console, json or csv"),
 ]
 
 # Under mpirun -np 2: the same verdict reached by both ranks, one line.
@@ -151,6 +161,9 @@ NP2 = [
     (["--results-dir", "{D}", "--run-id", "taken"], "already exists"),
     (["--benchmark_filter=["], "not a valid regular expression"),
     (["--benchmark_enable_random_interleaving=true"], "random_interleaving is refused"),
+    (["--benchmark_min_time=abc"], "--benchmark_min_time is not supported"),
+    (["--benchmark_bogus=1"], "unknown Google Benchmark flag --benchmark_bogus"),
+    (["--benchmark_out={D}/missing/out.json"], "does not exist or is not writable"),
     (["--bogus"], "--bogus"),
 ]
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Fault suite over tcp: SIGKILL, SIGSTOP and SIGTERM of one rank at start-up, in the middle of a
-row and between rows, at np 2, 3 and 4, the victim's position cycling over first, middle and last.
+row and between rows, at np 2, 3 and 4, the victim's position cycling over first, middle and last;
+and SIGSTOP of one rank during shutdown (after the result files are finished, while the others wait
+in MPI_Finalize), at np 2, 3 and 4.
 
 Each trial counts, and the suite requires every count to be 0:
   hangs           the job did not end within its limit (kill/term 25 s, stop --timeout + 25 s)
@@ -117,7 +119,12 @@ def trial(a, np_, sig, phase, victim, root):
            "--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce,allgather,reducescatter,p2pring",
            "--placement", "out", "-b", "1M", "-e", "1M", "-n", "200", "-w", "1", "--timeout", str(TIMEOUT),
            "--results-dir", root, "--run-id", run_id]
-    proc = subprocess.Popen(cmd, env=env(mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    e = env(mark)
+    if phase == "shutdown":
+        e["FB_TEST_SHUTDOWN_PAUSE_MS"] = "1500"   # every rank pauses before MPI_Finalize
+        cmd[cmd.index("-x"):cmd.index("-x")] = ["-x", "FB_TEST_SHUTDOWN_PAUSE_MS"]
+        cmd[cmd.index("-n", cmd.index(a.fabricbench)) + 1] = "20"
+    proc = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     table = os.path.join(folder, "table.csv")
     t_start = time.time()
     sent = None
@@ -132,6 +139,13 @@ def trial(a, np_, sig, phase, victim, root):
             # signal came after the last row on an idle CI machine).
             if rows_in(table) >= 1 and victim in pids:
                 time.sleep(0.05)
+                sent = pids[victim]
+        elif phase == "shutdown":  # run.json finished: the ranks are in their pause before MPI_Finalize
+            try:
+                done = json.load(open(os.path.join(folder, "run.json"))).get("finished") is True
+            except (OSError, ValueError):
+                done = False
+            if done and victim in pids:
                 sent = pids[victim]
         else:  # between rows: the moment a row is written, the ranks are between two rows
             if rows_in(table) >= 1 and victim in pids:
@@ -197,6 +211,20 @@ def main():
     counts = {"trials": 0, "not_sent": 0, "hangs": 0, "torn": 0, "stale": 0, "wrong_named": 0, "named_right": 0}
     t0 = time.time()
     k = 0
+
+    def report(r, victim):
+        counts["trials"] += 1
+        counts["not_sent"] += not r["sent"]
+        counts["hangs"] += r["hang"]
+        counts["torn"] += bool(r["torn"])
+        counts["stale"] += bool(r["stale"])
+        counts["wrong_named"] += bool(r["wrong_named"])
+        counts["named_right"] += victim in r["named"]
+        bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"]
+        print(f"{'FAIL' if bad else 'ok  '} {r['run_id']:<24} mpirun exit {r['rc']}, ended "
+              f"{r['took']:.1f} s after the signal; named {r['named']}; status: {r['status'][:110]}"
+              + (f"\n     hang={r['hang']} torn={r['torn']} stale={r['stale']} wrong_named="
+                 f"{r['wrong_named']} sent={r['sent']} ours={r['ours']}" if bad else ""), flush=True)
     with tempfile.TemporaryDirectory(prefix="fb-faults-") as root:
         for np_ in nps:
             for sig in sigs:
@@ -206,18 +234,12 @@ def main():
                     if a.only and a.only not in f"{sig.name}-{phase}-np{np_}-r{victim}":
                         continue
                     r = trial(a, np_, sig, phase, victim, root)
-                    counts["trials"] += 1
-                    counts["not_sent"] += not r["sent"]
-                    counts["hangs"] += r["hang"]
-                    counts["torn"] += bool(r["torn"])
-                    counts["stale"] += bool(r["stale"])
-                    counts["wrong_named"] += bool(r["wrong_named"])
-                    counts["named_right"] += victim in r["named"]
-                    bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"]
-                    print(f"{'FAIL' if bad else 'ok  '} {r['run_id']:<24} mpirun exit {r['rc']}, ended "
-                          f"{r['took']:.1f} s after the signal; named {r['named']}; status: {r['status'][:110]}"
-                          + (f"\n     hang={r['hang']} torn={r['torn']} stale={r['stale']} wrong_named="
-                             f"{r['wrong_named']} sent={r['sent']} ours={r['ours']}" if bad else ""), flush=True)
+                    report(r, victim)
+        for np_ in nps:   # a rank stopped during shutdown: the others must not wait in MPI_Finalize forever
+            victim = [0, np_ // 2, np_ - 1][np_ % 3]
+            if a.only and a.only not in f"SIGSTOP-shutdown-np{np_}-r{victim}":
+                continue
+            report(trial(a, np_, signal.SIGSTOP, "shutdown", victim, root), victim)
     print(f"{counts['trials']} trials in {time.time() - t0:.0f} s: hangs {counts['hangs']}, torn rows/files "
           f"{counts['torn']}, stale run.json where rank 0 survived {counts['stale']}, wrong rank named "
           f"{counts['wrong_named']}, signal not delivered {counts['not_sent']}; the victim was named in "
