@@ -141,12 +141,12 @@ BackendEntry ncclEntry() {
                             : "not built: CUDA toolkit or NCCL not found at configure time";
 #endif
   e.addOptions = [](CLI::App& app, Options& o) {
-    app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce")->capture_default_str();
+    app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce|local (local: one rank, one GPU)")->capture_default_str();
   };
   e.validate = [](Options& o) {
-    static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce"};
+    static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce", "local"};
     if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
-      throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib or roce)");
+      throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib, roce or local)");
   };
   return e;
 }

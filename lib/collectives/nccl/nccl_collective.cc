@@ -132,8 +132,10 @@ class NcclCollective : public Collective {
  public:
   NcclCollective(CollKind kind, Bootstrap& bs, const CollectiveOptions& opts, const PathProfile& profile)
       : kind_(kind), bs_(bs), opts_(opts), profile_(profile) {
-    if (bs.size() < 2)
+    if (bs.size() < 2 && profile.name != "local")
       FB_THROW(UnavailableError, "nccl path ", profile.name, ": needs at least 2 ranks (one GPU each) to use a fabric");
+    if (bs.size() > 1 && profile.name == "local")
+      FB_THROW(UnavailableError, "nccl path local: one rank only (", bs.size(), " ranks use a fabric: choose its path)");
     device_ = deviceForLocalRank(bs.localRank());
     FB_CUDA_CHECK(cudaSetDevice(device_));
     comm_ = commFor(bs, device_, profile, opts.logDir);
@@ -372,6 +374,17 @@ class NcclCollective : public Collective {
   // Reads NCCL's INFO lines written since the communicator was created, checks every
   // connection of this rank against the forced path on every rank, and fills path_.
   void attest() {
+    if (profile_.name == "local") {  // one rank: no connection to attest, no link to rate
+      PathInfo p;
+      p.label = "local (1 rank, no link)";
+      p.details = {{"profile", "local"},
+                   {"attested", "not needed: one rank connects to nothing"},
+                   {"nccl_version", ncclRuntimeVersion()},
+                   {"cuda_device", std::to_string(device_)}};
+      p.setNominal(-1, "one rank: no link crossed, no nominal rate");
+      path_ = std::move(p);
+      return;
+    }
     std::string text = comm_->logSinceInit();
     auto log = topo::parseNcclLog(text);
     const int rank = bs_.rank();
@@ -486,6 +499,7 @@ std::vector<std::string> availablePaths(Bootstrap& bs) {
   }
   const int localSize = bs.localSize();
   const int nodes = bs.nodeCount();
+  if (nDev > 0 && bs.size() == 1) mine.push_back("local");
   if (nDev > 0 && bs.size() >= 2) {
     const auto& t = topo::localTopology();
     if (nodes == 1 && localSize <= nDev) {
@@ -539,7 +553,7 @@ std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const C
     p = paths.front();
   }
   if (!isPathName(p))
-    FB_THROW(ConfigError, "unknown NCCL path '", p, "' (expected auto, nvlink, pcie, shm, socket, ib or roce)");
+    FB_THROW(ConfigError, "unknown NCCL path '", p, "' (expected auto, nvlink, pcie, shm, socket, ib, roce or local)");
   auto profile = makeProfile(p, topo::localTopology().rdma);
   return std::make_unique<NcclCollective>(kind, bs, opts, profile);
 }

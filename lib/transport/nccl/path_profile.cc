@@ -25,7 +25,8 @@ const topo::RdmaPort* pickPort(const std::vector<topo::RdmaPort>& rdma, const st
 }  // namespace
 
 const std::vector<std::string>& pathNames() {
-  static const std::vector<std::string> k = {"nvlink", "pcie", "shm", "socket", "ib", "roce"};
+  // "local": one rank on one GPU (no link crossed; NCCL's kernels and launch cost alone).
+  static const std::vector<std::string> k = {"nvlink", "pcie", "shm", "socket", "ib", "roce", "local"};
   return k;
 }
 
@@ -66,8 +67,10 @@ PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPor
       p.env.push_back({"NCCL_IB_GID_INDEX", std::to_string(port->roceV2GidIndex)});
     }
     p.family = "NET/IB";
+  } else if (name == "local") {
+    p.family = "local";  // nothing forced: one rank connects to nothing
   } else {
-    FB_THROW(ConfigError, "unknown NCCL path '", name, "' (expected auto, nvlink, pcie, shm, socket, ib or roce)");
+    FB_THROW(ConfigError, "unknown NCCL path '", name, "' (expected auto, nvlink, pcie, shm, socket, ib, roce or local)");
   }
   return p;
 }
