@@ -64,7 +64,7 @@ void HostCollective::prepare(const CollShape& shape) {
   work_[1].resize(sc.work);
   for (AlignedBuffer* b : {&main_, &aux_, &tmp_, &work_[0], &work_[1]}) {
     if (b->ptr) {
-      t_->registerMemory(b->ptr, b->allocated, MemKind::kHost);
+      t_->registerMemory(b->ptr, b->allocated);
       registered_.push_back(b->ptr);
     }
   }

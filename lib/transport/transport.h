@@ -26,8 +26,6 @@
 
 namespace fb {
 
-enum class MemKind { kHost, kDevice };
-
 struct Request {
   std::uint64_t id = 0;  // 0 = empty / already completed
   explicit operator bool() const { return id != 0; }
@@ -48,7 +46,7 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::string_view name() const = 0;  // "tcp", "verbs", ...
   virtual PathInfo path() const = 0;
-  virtual void registerMemory(void* /*ptr*/, std::size_t /*bytes*/, MemKind /*kind*/) {}
+  virtual void registerMemory(void* /*ptr*/, std::size_t /*bytes*/) {}  // host memory
   virtual void deregisterMemory(void* /*ptr*/) {}
 
   virtual Request isend(int peer, const void* buf, std::size_t bytes) = 0;

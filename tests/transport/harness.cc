@@ -17,7 +17,7 @@ Buffer::Buffer(Transport& t, std::size_t bytes)
     : t_(t), bytes_(bytes), data_(new std::byte[bytes ? bytes : 1]) {
   // Poison so an unwritten receive buffer never matches a pattern by accident.
   std::memset(data_.get(), 0xA5, bytes ? bytes : 1);
-  t_.registerMemory(data_.get(), bytes ? bytes : 1, MemKind::kHost);
+  t_.registerMemory(data_.get(), bytes ? bytes : 1);
 }
 
 Buffer::~Buffer() { t_.deregisterMemory(data_.get()); }

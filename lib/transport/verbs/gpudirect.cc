@@ -215,37 +215,4 @@ GpuDirectStatus probeGpuDirect(const std::string& device, std::chrono::milliseco
   return s;
 }
 
-Mr regDeviceMr(ibv_pd* pd, void* ptr, std::size_t bytes, int access) {
-#if FB_HAVE_CUDA
-  const Driver& cu = driver();
-  if (!cu.error.empty()) throw UnavailableError("verbs: GPU memory registration: " + cu.error);
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  CUresult r = cu.memGetAddressRange(&base, &size, CUdeviceptr(ptr));
-  if (r != CUDA_SUCCESS)
-    throw UnavailableError("verbs: " + std::to_string(std::uintptr_t(ptr)) +
-                           " is not CUDA device memory (cuMemGetAddressRange: " + cu.name(r) + ")");
-  const std::size_t page = std::size_t(::sysconf(_SC_PAGESIZE));
-  const std::size_t exportBytes = (size + page - 1) / page * page;  // the driver wants page multiples
-  int fd = -1;
-  r = cu.memGetHandle(&fd, base, exportBytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-  if (r != CUDA_SUCCESS)
-    throw UnavailableError("verbs: cannot export GPU memory as dma-buf (cuMemGetHandleForAddressRange: " +
-                           cu.name(r) + ")");
-  errno = 0;
-  ibv_mr* mr = ::ibv_reg_dmabuf_mr(pd, std::uint64_t(std::uintptr_t(ptr) - base), bytes,
-                                   std::uint64_t(std::uintptr_t(ptr)), fd, access);
-  int e = errno;
-  ::close(fd);  // the MR keeps its own reference to the dma-buf
-  if (!mr) FB_THROW(VerbsError, "ibv_reg_dmabuf_mr(", bytes, " B of GPU memory) failed: ", errText(e));
-  return Mr(mr);
-#else
-  (void)pd;
-  (void)ptr;
-  (void)bytes;
-  (void)access;
-  throw UnavailableError("verbs: GPU memory registration needs a CUDA build (this one has none)");
-#endif
-}
-
 }  // namespace fb::verbs

@@ -41,12 +41,4 @@ std::string loadedPeermemModule(const std::string& sysModule = "/sys/module");
 GpuDirectStatus probeGpuDirect(const std::string& device,
                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-// Registers GPU memory [ptr, ptr + bytes) (from cudaMalloc/cuMemAlloc, on the calling thread's
-// current CUDA context) with pd through dma-buf: the whole allocation is exported with
-// cuMemGetHandleForAddressRange and [ptr, ptr + bytes) registered at iova = ptr.
-// UnavailableError in builds without CUDA or when the driver refuses; VerbsError when the
-// device refuses. Written for GPU+RDMA hosts; no machine of this project has both, so it has
-// been compiled, never run.
-Mr regDeviceMr(ibv_pd* pd, void* ptr, std::size_t bytes, int access);
-
 }  // namespace fb::verbs

@@ -118,8 +118,8 @@ class VerbsTransport final : public Transport {
 
   std::string_view name() const override { return "verbs"; }
   PathInfo path() const override;
-  // GPU memory only with GPUDirect RDMA (--gpu-memory, and the probe said it can work here).
-  void registerMemory(void* ptr, std::size_t bytes, MemKind kind) override;
+  // Host memory (GPU memory over verbs is detected and refused with its reason: agreeOnSelection).
+  void registerMemory(void* ptr, std::size_t bytes) override;
   void deregisterMemory(void* ptr) override;
   Request isend(int peer, const void* buf, std::size_t bytes) override;
   Request irecv(int peer, void* buf, std::size_t bytes) override;
@@ -169,20 +169,13 @@ class VerbsTransport final : public Transport {
   std::deque<std::uint64_t> selfSends_, selfRecvs_;
   std::size_t chunkMax_ = kMaxChunk;
   int minPathMtu_ = 0;
-  bool gpuDirectAsked_ = false;  // --gpu-memory
-  bool gpuDirect_ = false;       // asked, and possible: kDevice memory is registered for the NIC
-  GpuDirectStatus gdr_;
 };
 
 // ------------------------------------------------------------------ set-up
 VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel)
     : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
-  gpuDirectAsked_ = o.gpuDirect;
+  (void)o;  // --gpu-memory never gets here: agreeOnSelection refuses it with its reason
   progress_ = chooseProgress(bs);
-  if (o.gpuDirect) {  // agreeOnSelection already refused the run when it is not possible
-    gdr_ = probeGpuDirect(sel_.device.name);
-    gpuDirect_ = gdr_.possible;
-  }
   port_.port = sel_.port.port;
   port_.gidIndex = sel_.gidIndex;
   port_.ethernet = sel_.port.ethernet;
@@ -299,18 +292,10 @@ VerbsTransport::~VerbsTransport() {
 }
 
 // ------------------------------------------------------------------ memory
-void VerbsTransport::registerMemory(void* ptr, std::size_t bytes, MemKind kind) {
-  if (kind != MemKind::kHost && !gpuDirect_)
-    throw UnavailableError(std::string("verbs: GPU memory needs GPUDirect RDMA: ") +
-                           (gpuDirectAsked_ ? gdr_.text() : "not asked for (--gpu-memory)") +
-                           "; verbs rows run on host memory");
+void VerbsTransport::registerMemory(void* ptr, std::size_t bytes) {
   if (!ptr || bytes == 0) return;
   constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  // GPU memory: plain ibv_reg_mr when a peer-memory module is loaded, else dma-buf.
-  auto reg = [&](void* p, std::size_t n) {
-    if (kind == MemKind::kDevice && gdr_.via == "dma-buf") return regDeviceMr(pd_.get(), p, n, kAccess);
-    return regMr(pd_.get(), p, n, kAccess);
-  };
+  auto reg = [&](void* p, std::size_t n) { return regMr(pd_.get(), p, n, kAccess); };
   auto key = reinterpret_cast<std::uintptr_t>(ptr);
   auto it = regions_.find(key);
   if (it != regions_.end()) {
@@ -720,7 +705,7 @@ PathInfo VerbsTransport::path() const {
             (sel_.port.ethernet ? (g && !g->type.empty() ? g->type : std::string("RoCE")) : std::string("IB")) +
             (g ? " gid" + std::to_string(sel_.gidIndex) + " " + g->text : " lid" + std::to_string(sel_.port.lid)) +
             " mtu" + std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu) + " " + compactRate +
-            (gpuDirect_ ? " gpudirect=yes" : " gpudirect=no");
+            " gpudirect=no";
   p.details = {{"device", sel_.device.name},
                {"port", std::to_string(sel_.port.port)},
                {"link_layer", sel_.port.linkLayer()},
@@ -731,9 +716,7 @@ PathInfo VerbsTransport::path() const {
                {"path_mtu", std::to_string(minPathMtu_ ? minPathMtu_ : sel_.port.activeMtu)},
                {"rate", sel_.port.rate},
                {"fw", sel_.device.fwVer},
-               {"gpudirect", gpuDirect_ ? gdr_.text()
-                             : gpuDirectAsked_ ? "no: " + gdr_.text()
-                                               : std::string("no (host memory; --gpu-memory not given)")},
+               {"gpudirect", "no (host memory; --gpu-memory not given)"},
                {"why", sel_.why},
                {"progress", progress_.why}};
   // % of nominal: the port's rate (lanes x lane rate, Gb/s) in GB/s.
