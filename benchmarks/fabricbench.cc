@@ -196,7 +196,8 @@ struct RunState {
   std::string writeError;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
   std::vector<std::string> notes;
-  std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV
+  std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV (rank 0, only when asked for)
+  bool keepNamed = false;
   Progress* progress = nullptr;
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
@@ -204,7 +205,7 @@ struct RunState {
   void add(const Sample& s, const std::string& backend, const std::string& name = "") {
     std::lock_guard<std::timed_mutex> lk(mu);
     if (ended) return;
-    named.push_back({name, s});
+    if (keepNamed) named.push_back({name, s});
     if (std::find(measured.begin(), measured.end(), backend) == measured.end()) measured.push_back(backend);
     ++rows;
     if (s.wrong > 0) {
@@ -702,6 +703,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     resultDir = msg.substr(1);
   }
   o.coll.logDir = resultDir.empty() ? std::string() : resultDir + "/logs";
+  // Every row is kept for Google Benchmark's JSON/CSV only where they are written (a long sweep
+  // must not grow every rank's memory by a row's details each).
+  state.keepNamed = bs.rank() == 0 && ((!o.gb.out.empty() && o.gb.outFormat != "console") ||
+                                       o.gb.format == "json" || o.gb.format == "csv");
   auto writeBenchmarkOutputs = [&] {
     if (bs.rank() != 0) return;
     std::vector<std::pair<std::string, std::string>> ctx = {
@@ -755,6 +760,17 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
         CollFactory make = be.entry->open(bs, o, be.path);
         using Key = std::tuple<CollKind, DataType, bool, ReduceOp, int>;
         std::map<Key, std::shared_ptr<Collective>> colls;
+        // Google Benchmark keeps every run's result until its benchmarks are cleared: they are
+        // registered and run in batches, so a long sweep does not grow memory row by row.
+        constexpr std::size_t kBatchRows = 256;
+        std::size_t registered = 0;
+        auto runRegistered = [&] {
+          if (registered == 0) return;
+          NullReporter quiet;
+          ran += benchmark::RunSpecifiedBenchmarks(&quiet);
+          benchmark::ClearRegisteredBenchmarks();
+          registered = 0;
+        };
         for (std::size_t i = 0; i < points.size(); ++i) {
           const auto& pt = points[i];
           const CollRequest& r = pt.req;
@@ -797,9 +813,9 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
                 throw RunStopped("writing the result files stopped on rank 0");
             }
           })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+          if (++registered == kBatchRows) runRegistered();
         }
-        NullReporter quiet;
-        ran += benchmark::RunSpecifiedBenchmarks(&quiet);
+        runRegistered();
       } catch (const UnavailableError& e) {
         state.notes.push_back("skipped " + be.label() + ": " + e.what());
         state.skipped.emplace_back(be.label(), e.what());

@@ -7,6 +7,7 @@
 
 #include "collectives/host_reduce.h"
 #include "core/error.h"
+#include "core/units.h"
 
 namespace fb {
 namespace {
@@ -36,6 +37,20 @@ bool implements(HostAlgo a, CollKind k) {
     case HostAlgo::kRecursiveHalving: return k == CollKind::kReduceScatter;
   }
   return false;
+}
+
+std::size_t parsePiece() {
+  const char* e = std::getenv("FB_HOST_PIECE");
+  if (!e || !*e) return kHostPieceBytes;
+  std::size_t b = 0;
+  try {
+    b = parseSize(e);
+  } catch (const std::exception&) {
+    b = 0;
+  }
+  if (b < (4u << 10) || b > (64u << 20))
+    throw ConfigError(std::string("FB_HOST_PIECE='") + e + "': expected a size from 4K to 64M (e.g. 256K)");
+  return b;
 }
 
 Override parseOverride() {
@@ -280,7 +295,15 @@ std::string_view hostAlgoName(HostAlgo a) {
   return "?";
 }
 
-void validateHostAlgoEnv() { parseOverride(); }
+void validateHostAlgoEnv() {
+  parseOverride();
+  parsePiece();
+}
+
+std::size_t hostPieceBytes() {
+  static const std::size_t piece = parsePiece();
+  return piece;
+}
 
 HostAlgo chooseHostAlgo(CollKind k, std::size_t bytes, int n) {
   Override o = parseOverride();

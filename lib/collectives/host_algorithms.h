@@ -38,7 +38,7 @@ std::string_view hostAlgoName(HostAlgo a);  // "ring", "recursive-doubling", ...
 // The algorithm for one point: FB_HOST_ALGO if it names one for `k`, else by size and n.
 // Throws ConfigError for a malformed FB_HOST_ALGO.
 HostAlgo chooseHostAlgo(CollKind k, std::size_t bytes, int nRanks);
-// Checks FB_HOST_ALGO without using it (for option validation before any communication).
+// Checks FB_HOST_ALGO and FB_HOST_PIECE without using them (option validation before any communication).
 void validateHostAlgoEnv();
 
 // Scratch an algorithm needs besides the send and receive buffers (bytes; registered by the caller).
@@ -66,11 +66,14 @@ void runHostAlgo(HostAlgo a, const HostOp& op);
 // received piece onPiece(offsetBytes, bytes) runs (a reduction overlapping later pieces).
 // `reqs` is reusable storage. Both sides cut the same way, so the pieces match.
 constexpr std::size_t kHostPieceBytes = 1 << 20;
+// The piece size in use: kHostPieceBytes, or FB_HOST_PIECE (a size, e.g. 256K; 4K..64M) for
+// tuning experiments. Read once; a malformed value is a ConfigError.
+std::size_t hostPieceBytes();
 template <typename OnPiece>
 void exchangePieces(Transport& t, int sendPeer, const std::byte* sendBuf, std::size_t sendBytes, int recvPeer,
                     std::byte* recvBuf, std::size_t recvBytes, std::size_t elt, Deadline deadline,
                     std::vector<Request>& reqs, OnPiece&& onPiece) {
-  const std::size_t piece = std::max<std::size_t>(elt, kHostPieceBytes / elt * elt);
+  const std::size_t piece = std::max<std::size_t>(elt, hostPieceBytes() / elt * elt);
   reqs.clear();
   std::size_t nRecv = 0;
   if (recvPeer >= 0) {

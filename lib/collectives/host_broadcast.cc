@@ -25,7 +25,7 @@ class HostBroadcast final : public HostCollective {
     const int pos = mod(r - root);  // place in the chain
     const int next = pos + 1 < n ? mod(r + 1) : -1;
     const int prev = pos > 0 ? mod(r - 1) : -1;
-    const std::size_t pieceElems = std::max<std::size_t>(1, kPieceBytes / elt_);
+    const std::size_t pieceElems = std::max<std::size_t>(1, hostPieceBytes() / elt_);
     const std::size_t pieces = std::max<std::size_t>(1, (count + pieceElems - 1) / pieceElems);
     auto piece = [&](std::size_t i) {
       std::size_t off = i * pieceElems;

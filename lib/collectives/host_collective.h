@@ -48,7 +48,7 @@ class HostCollective : public Collective {
   virtual void runOnce(Deadline deadline) = 0;
 
   // Send `sendElems` from sendBuf to `to` while receiving `recvElems` from `from` into recvBuf, in
-  // pieces of kPieceBytes all posted at once (exchangePieces, host_algorithms.h); after each received piece, onPiece(offset, count)
+  // pieces of hostPieceBytes() all posted at once (exchangePieces, host_algorithms.h); after each received piece, onPiece(offset, count)
   // runs (e.g. a reduction), so it overlaps the wire. to/from -1: that direction is idle.
   template <typename OnPiece>
   void pipelinedExchange(int to, const std::byte* sendBuf, std::size_t sendElems, int from, std::byte* recvBuf,
@@ -66,7 +66,6 @@ class HostCollective : public Collective {
   int mod(int a) const { return ((a % s_.nRanks) + s_.nRanks) % s_.nRanks; }
   int rank() const { return t_->rank(); }
 
-  static constexpr std::size_t kPieceBytes = kHostPieceBytes;
 
   std::shared_ptr<Transport> t_;
   CollShape s_{};

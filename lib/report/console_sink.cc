@@ -49,7 +49,7 @@ class ConsoleSink : public ResultSink {
     }
     std::string wrong = s.wrong < 0 ? "N/A" : std::to_string(s.wrong);
     std::string pct = s.pctNominal < 0 ? "-" : fmt::format("{:.1f}", s.pctNominal);
-    rows_.push_back(s);
+    keep(s);
     auto us = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.2f}", v); };
     std::string line = fmt::format("  {:>12} {:>12} {:>8} {:>13} {:<{}} {:>5} {:>12.2f} {:>11.3f} {:>11.3f} {:>8} {:>8} {:>10} {:>10}",
                                    s.bytes, s.count, s.dtype, s.coll, ip, ipWidth_, s.inPlace ? "in" : "out", s.timeUs,
@@ -61,18 +61,51 @@ class ConsoleSink : public ResultSink {
   void end(const RunSummary& summary) override {
     std::string t = fmt::format("#\n# status: {} ({})\n", summary.ok ? "ok" : "NOT OK", summary.status);
     for (const auto& n : summary.notes) t += "# note: " + n + "\n";
-    t += consoleHeadline(rows_);
+    t += consoleHeadline(keptRows());
     put(t);
   }
 
  private:
+  // The headline needs, per series, its labels once and each size's figures: a long sweep keeps
+  // a few numbers per row, not the row.
+  struct Point {
+    std::size_t bytes;
+    double busBwGBps, timeUs;
+    std::int64_t wrong;
+  };
+  void keep(const Sample& s) {
+    std::size_t k = 0;
+    while (k < heads_.size() && !(heads_[k].coll == s.coll && heads_[k].impl == s.impl && heads_[k].path == s.path &&
+                                   heads_[k].dtype == s.dtype && heads_[k].inPlace == s.inPlace))
+      ++k;
+    if (k == heads_.size()) {
+      Sample h;
+      h.coll = s.coll, h.impl = s.impl, h.path = s.path, h.dtype = s.dtype, h.inPlace = s.inPlace;
+      h.nRanks = s.nRanks, h.nNodes = s.nNodes;
+      heads_.push_back(std::move(h));
+      points_.emplace_back();
+    }
+    points_[k].push_back({s.bytes, s.busBwGBps, s.timeUs, s.wrong});
+  }
+  std::vector<Sample> keptRows() const {
+    std::vector<Sample> rows;
+    for (std::size_t k = 0; k < heads_.size(); ++k)
+      for (const auto& p : points_[k]) {
+        rows.push_back(heads_[k]);
+        rows.back().bytes = p.bytes, rows.back().busBwGBps = p.busBwGBps, rows.back().timeUs = p.timeUs;
+        rows.back().wrong = p.wrong;
+      }
+    return rows;
+  }
+
   void put(const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), out_);
     std::fflush(out_);
   }
   std::FILE* out_;
   std::string lastKey_;
-  std::vector<Sample> rows_;
+  std::vector<Sample> heads_;               // one per series, labels only
+  std::vector<std::vector<Point>> points_;  // per series, in arrival order
   std::size_t ipWidth_ = 12;
   bool perOp_ = false;
 };
