@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FB_STEP_LIMIT=150
+# FB_STEP_LIMIT=270
 # compute-sanitizer memcheck, racecheck and synccheck over the kernel tests (test_kernels) and the
 # cuda and nccl backends of fabricbench at small sizes ($MPI: one rank per GPU, 2 at most; one rank
 # with --allow-single-rank on a 1-GPU host); every run must report 0 errors. One line per (tool,
@@ -51,9 +51,9 @@ for tool in memcheck racecheck synccheck; do
   timeout 25 "$CS" --tool "$tool" --error-exitcode 99 --print-limit 100 "$B/tests/kernels/test_kernels" > "$log" 2>&1
   check "$tool test_kernels" "$log" $? "0"
   log=$OUT/sanitizer-fabricbench-$tool.log
-  timeout 25 $MPI -x NCCL_NVLS_ENABLE=0 "$CS" --tool "$tool" --error-exitcode 99 --print-limit 100 \
+  timeout 60 $MPI -x NCCL_NVLS_ENABLE=0 "$CS" --tool "$tool" --error-exitcode 99 --print-limit 100 \
     "$B/benchmarks/fabricbench" --transport cuda,nccl --path auto --collective all -b 8 -e 64K -f 16 -n 2 -w 1 \
-    --timeout 20 --no-files ${SINGLE:-} > "$log" 2>&1
+    --timeout 45 --no-files ${SINGLE:-} > "$log" 2>&1
   rc=$?
   check "$tool fabricbench cuda,nccl np$NP" "$log" $rc "0 4" \
     "^# (passed|partial): .*wrong = 0; measured: (cuda, nccl[^;,]*|nccl[^;,]*, cuda);"
