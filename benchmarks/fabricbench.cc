@@ -25,6 +25,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <regex>
 #include <set>
@@ -764,17 +765,30 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
         // registered and run in batches, so a long sweep does not grow memory row by row.
         constexpr std::size_t kBatchRows = 256;
         std::size_t registered = 0;
+        std::optional<Key> current;
         auto runRegistered = [&] {
           if (registered == 0) return;
           NullReporter quiet;
           ran += benchmark::RunSpecifiedBenchmarks(&quiet);
-          benchmark::ClearRegisteredBenchmarks();
+          benchmark::ClearRegisteredBenchmarks();  // the batch's lambdas, and their collectives
           registered = 0;
+          // The plan runs each (collective, dtype, placement, op) over all its sizes before the
+          // next: a collective whose rows are done is freed with its buffers (every rank is past
+          // its last row: each row ends in an agreement), so memory does not grow over a sweep.
+          for (auto it = colls.begin(); it != colls.end();) {
+            if (it->second && (!current || it->first != *current)) {
+              runner.forget(it->second.get());
+              it = colls.erase(it);
+            } else {
+              ++it;
+            }
+          }
         };
         for (std::size_t i = 0; i < points.size(); ++i) {
           const auto& pt = points[i];
           const CollRequest& r = pt.req;
           auto key = std::make_tuple(r.kind, r.dtype, r.inPlace, r.op, r.root);
+          current = key;
           auto it = colls.find(key);
           if (it == colls.end()) {
             Support sup;

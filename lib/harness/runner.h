@@ -68,6 +68,9 @@ class Runner {
   Runner(Bootstrap& bootstrap, RunnerConfig config) : bs_(bootstrap), cfg_(config) {}
   Sample run(Collective& coll, const CollShape& shape);
   const RunnerConfig& config() const { return cfg_; }
+  // The collective is about to be destroyed: its measured rate must not outlive it (a new one
+  // could get its address).
+  void forget(const Collective* coll) { lastRate_.erase(coll); }
 
  private:
   Bootstrap& bs_;

@@ -5,7 +5,9 @@ and SIGSTOP of one rank during shutdown (after the result files are finished, wh
 in MPI_Finalize), at np 2, 3 and 4.
 
 Each trial counts, and the suite requires every count to be 0:
-  hangs           the job did not end within its limit (kill/term 25 s, stop --timeout + 25 s)
+  hangs           the job did not end within its limit (kill/term 25 s, stop --timeout + 45 s: a row's
+                  deadline is --timeout plus its operations at a 10 MB/s floor rate until the collective's
+                  own rate is known, up to 21 s for 200 x 1 MiB, then 3 s of reports and the teardown)
   torn            table.csv with a partial or malformed line, run.json that does not parse, a
                   stray temporary file (.run.json.tmp.*, .report.md.tmp.*), a row with wrong > 0
   stale           rank 0 survived (the victim was another rank, or rank 0 got SIGTERM) and the
@@ -161,7 +163,7 @@ def trial(a, np_, sig, phase, victim, root):
             break
         time.sleep(0.005 if phase == "startup" else 0.02)
     t_sig = time.time()
-    limit = TIMEOUT + 25 if sig == signal.SIGSTOP else 25
+    limit = TIMEOUT + 45 if sig == signal.SIGSTOP else 25
     hang = False
     try:
         out, err = proc.communicate(timeout=limit)

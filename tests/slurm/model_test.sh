@@ -16,7 +16,8 @@ MODEL=${FB_MODEL_BIN:-$SRC/build/tools/fabricbench-model}
 WORK=$(mktemp -d /tmp/fabricbench-modeltest.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 rc=0
-FB_BIN=${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench} FB_TRANSPORTS=tcp FB_SIZES="-b 2M -e 16M -f 2" FB_ITERS=5 \
+# Progress as a user's run has it (auto: these 1-rank nodes spin); model-lab-runs.sh's full series blocks.
+FB_PROGRESS=${FB_PROGRESS:-auto} FB_BIN=${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench} FB_TRANSPORTS=tcp FB_SIZES="-b 2M -e 16M -f 2" FB_ITERS=5 \
   FB_WARMUP=1 "$SRC/scripts/model-lab-runs.sh" 200mbit "$WORK/results" ci "2x1 3x1" || rc=$?
 [ "$rc" = 77 ] && { echo "SKIP: the lab cannot run here (see above)"; exit 77; }
 [ "$rc" = 0 ] || { echo "FAIL: lab runs exited $rc"; exit 1; }
