@@ -297,44 +297,47 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) throw IoError("cannot create a temporary file next to " + path + ": " + std::strerror(errno));
-  std::string tmp(name.data());
-  auto fail = [&](const char* what) {
+  // The temporary file is made, and removed on failure, through a descriptor of the folder: a
+  // folder moved away meanwhile takes no stray temporary with it. The rename goes to the path,
+  // so a vanished folder is still found out.
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd < 0) throw IoError("cannot open the folder of " + path + ": " + std::strerror(errno));
+  static std::atomic<unsigned> counter{0};
+  std::string tmpName;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmpName = fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
+    fd = ::openat(dirFd, tmpName.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
     int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw IoError(std::string(what) + " " + tmp + " (for " + path + "): " + std::strerror(e));
+    ::close(dirFd);
+    throw IoError("cannot create a temporary file next to " + path + ": " + std::strerror(e));
+  }
+  const std::string tmp = (dir / tmpName).string();
+  auto fail = [&](const std::string& what, int e, bool open) {
+    if (open) ::close(fd);
+    ::unlinkat(dirFd, tmpName.c_str(), 0);
+    ::close(dirFd);
+    throw IoError(what + ": " + std::strerror(e));
   };
   std::size_t off = 0;
   while (off < content.size()) {
     ssize_t w = ::write(fd, content.data() + off, content.size() - off);
     if (w < 0) {
       if (errno == EINTR) continue;
-      fail("write");
+      fail("write " + tmp + " (for " + path + ")", errno, true);
     }
     off += static_cast<std::size_t>(w);
   }
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
-  if (g_durable && ::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw IoError("close " + tmp + ": " + std::strerror(e));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw IoError("rename " + tmp + " -> " + path + ": " + std::strerror(e));
-  }
-  int dfd = g_durable ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dfd >= 0) {
-    ::fsync(dfd);  // make the rename durable; best effort
-    ::close(dfd);
-  }
+  if (::fchmod(fd, 0644) != 0) fail("chmod " + tmp + " (for " + path + ")", errno, true);
+  if (g_durable && ::fsync(fd) != 0) fail("fsync " + tmp + " (for " + path + ")", errno, true);
+  if (::close(fd) != 0) fail("close " + tmp, errno, false);
+  if (::renameat(dirFd, tmpName.c_str(), AT_FDCWD, path.c_str()) != 0)
+    fail("rename " + tmp + " -> " + path, errno, false);
+  if (g_durable) ::fsync(dirFd);  // make the rename durable; best effort
+  ::close(dirFd);
 }
 
 }  // namespace fb
