@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
+
 namespace fb::shutdown {
 namespace {
 
@@ -125,8 +127,7 @@ char procState(const std::string& pid) {
     std::string line = "fabricbench: error: " + phase + " did not finish within " + std::to_string(seconds) +
                        " s (--timeout) on rank " + (me.rank >= 0 ? std::to_string(me.rank) : std::string("?")) +
                        " (" + host + "): " + what + after + "\n";
-    ssize_t w = ::write(2, line.data(), line.size());
-    (void)w;
+    fb::detail::writeStderrLine(line);
   }
   // Stay a moment, so that a rank here that fires just after still sees this one running and
   // leaves the line to it.

@@ -21,25 +21,12 @@ import subprocess
 import sys
 import time
 import uuid
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mpi"))
+import ranks  # noqa: E402 (tests/mpi/ranks.py)
 
 
 def rank_pids(mark):
-    pids = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            envb = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            if not os.readlink(f"/proc/{pid}/exe").endswith("fabricbench"):
-                continue
-        except OSError:
-            continue
-        if f"FB_SOAK_MARK={mark}".encode() not in envb:
-            continue
-        for kv in envb:
-            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(kv.split(b"=")[1])] = int(pid)
-    return pids
+    return ranks.rank_pids("FB_SOAK_MARK", mark)
 
 
 def sample(pid):

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import uuid
+import ranks
 
 COLUMNS_MIN = ["size_bytes", "count", "type", "coll", "impl", "path", "placement", "nranks", "time_us",
                "algbw_GBps", "busbw_GBps", "wrong"]
@@ -144,20 +145,7 @@ def case_badinput(a):
 
 
 def rank_pids(mark):
-    pids = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            envb = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if f"FB_TEST_MARK={mark}".encode() not in envb:
-            continue
-        for kv in envb:
-            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(kv.split(b"=")[1])] = int(pid)
-    return pids
+    return ranks.rank_pids("FB_TEST_MARK", mark)
 
 
 def case_kill(a):

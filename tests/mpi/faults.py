@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+import ranks
 
 TIMEOUT = 4  # fabricbench --timeout in the trials (a stopped rank is found after this + 3 s)
 
@@ -40,21 +41,7 @@ def env(mark):
 
 
 def rank_pids(mark):
-    pids = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            envb = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            exe = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            continue
-        if f"FB_TEST_MARK={mark}".encode() not in envb or not exe.endswith("fabricbench"):
-            continue
-        for kv in envb:
-            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(kv.split(b"=")[1])] = int(pid)
-    return pids
+    return ranks.rank_pids("FB_TEST_MARK", mark)
 
 
 def rows_in(table):
