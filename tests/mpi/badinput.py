@@ -92,6 +92,8 @@ SINGLE = [
     (["--tcp-if", "nosuchif0"], "unknown interface 'nosuchif0'"),
     (["--transport", "tcp", "--tcp-if", "203.0.113.77"], "not assigned to any local interface"),
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='junk'", {"FB_TCP_SOCKBUF": "junk"}),
+    (["--transport", "tcp"], "FB_HOST_PIECE='junk'", {"FB_HOST_PIECE": "junk"}),
+    (["--transport", "tcp"], "FB_HOST_PIECE='1G'", {"FB_HOST_PIECE": "1G"}),
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='12Q'", {"FB_TCP_SOCKBUF": "12Q"}),
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='-1'", {"FB_TCP_SOCKBUF": "-1"}),
     # run id and result folder ({D} = a fresh folder of this case)
