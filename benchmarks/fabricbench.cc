@@ -48,6 +48,7 @@
 #include "shutdown.h"
 #include "validate.h"
 #include "report/result_sink.h"
+#include "report/run_folder.h"
 #include "report/verdict.h"
 #include "transport/transport.h"
 
@@ -71,52 +72,11 @@ struct Backend {
 
 bool showVerdictsEnv() { return std::getenv("FB_TEST_FAIL") != nullptr; }
 
-// The default run id: <job>.<step> under Slurm (every srun step and every rerun in one job gets
-// its own folder), else date-time-host. A name that is taken gets -2, -3... (see claimRunDir).
-std::string defaultRunId(const std::string& host) {
-  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
-    std::string id = job;
-    const char* step = std::getenv("SLURM_STEP_ID");
-    if (!step || !*step) step = std::getenv("SLURM_STEPID");
-    if (step && *step) id += std::string(".") + step;
-    return id;
-  }
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
-  return std::string(buf) + "-" + host;
-}
-
-// Claims <resultsDir>/<base>, or <base>-2, <base>-3 ... when taken: mkdir is the claim, so two
-// runs started at once never share a folder, and an earlier run's folder is never written to.
-std::string claimRunDir(const std::string& resultsDir, const std::string& base) {
-  namespace fs = std::filesystem;
-  fs::create_directories(resultsDir);
-  for (int k = 1; k < 10000; ++k) {
-    std::string name = k == 1 ? base : fmt::format("{}-{}", base, k);
-    std::error_code ec;
-    if (fs::create_directory(fs::path(resultsDir) / name, ec)) return name;
-    if (ec) throw IoError("cannot create " + (fs::path(resultsDir) / name).string() + ": " + ec.message());
-  }
-  throw IoError("no free run id after " + base + "-9999 in " + resultsDir);
-}
-
 // What identifies a row for --resume: the same collective, implementation, dtype, placement
 // and size.
 std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
                    std::size_t bytes) {
   return fmt::format("{}|{}|{}|{}|{}", coll, impl, dtype, inPlace ? "in" : "out", bytes);
-}
-
-std::string joinArgs(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) {
-    if (i) s += ' ';
-    std::string a = argv[i];
-    bool quote = a.find_first_of(" \t\"'") != std::string::npos || a.empty();
-    s += quote ? "'" + a + "'" : a;
-  }
-  return s;
 }
 
 // The backends the user asked for, in order, from the backend table. Nothing is opened here;
@@ -641,11 +601,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     RunMeta meta;
     meta.runId = runId;
     meta.commandLine = joinArgs(argc, argv);
-    std::vector<nlohmann::json> per;
-    for (auto& f : fps) per.push_back(nlohmann::json::parse(f));
-    meta.fingerprint = mergeFingerprints(per);
-    meta.fingerprint["ranks"] = bs.size();
-    meta.fingerprint["nodes"] = nodes;
+    meta.fingerprint = runFingerprint(fps, hosts);
     meta.config = {{"minbytes", o.minBytes}, {"maxbytes", o.maxBytes}, {"stepfactor", o.stepFactor},
                    {"stepbytes", o.stepBytes}, {"check", o.runner.checkRounds},
                    {"timeout_s", o.runner.timeout.count() / 1000}, {"transports", o.transports},

@@ -39,6 +39,7 @@
 #include "kernels/reduce.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
+#include "report/run_folder.h"
 #include "topology/topology.h"
 #include "transport/cuda/cuda_ipc.h"
 #include "transport/cuda/p2p_check.h"
@@ -66,7 +67,7 @@ struct Opts {
   int sanityTimeoutMs = 5000;
   std::string runId;
   std::string resultsDir = "results";
-  bool noResults = false;
+  bool noFiles = false;
   bool smSweep = false;
 };
 
@@ -118,7 +119,7 @@ struct Gpu {
 
 class PeerBench {
  public:
-  PeerBench(const Opts& o, std::vector<std::unique_ptr<ResultSink>>& sinks) : o_(o), sinks_(sinks) {}
+  PeerBench(const Opts& o, RunFolder& folder) : o_(o), folder_(folder) {}
 
   int run() {
     int n = 0;
@@ -255,7 +256,7 @@ class PeerBench {
     s.extra = std::move(extra);
     addNominal(s);
     if (wrong > 0) ++badRows_;
-    for (auto& k : sinks_) k->add(s);
+    folder_.add(s);
   }
 
   void sanity() {
@@ -688,7 +689,7 @@ class PeerBench {
   }
 
   const Opts& o_;
-  std::vector<std::unique_ptr<ResultSink>>& sinks_;
+  RunFolder& folder_;
   int n_ = 0;
   std::size_t bytes_ = 0, matrixBytes_ = 0;
   std::vector<Gpu> gpus_;
@@ -697,12 +698,6 @@ class PeerBench {
   int badRows_ = 0;
   bool sanityOk_ = true;
 };
-
-std::string joinArgs(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
-  return s;
-}
 
 int realMain(int argc, char** argv) {
   Opts o;
@@ -721,9 +716,10 @@ int realMain(int argc, char** argv) {
   app.add_flag("--inject-hang", o.injectHang, "sanity check: make each pair's copy wait on a flag nobody sets");
   app.add_option("--sanity-timeout-ms", o.sanityTimeoutMs, "P2P sanity check time-out per pair")
       ->check(CLI::Range(1, 3600000));
-  app.add_option("--run-id", o.runId, "results/<run-id>/ (default: UTC time and host)");
+  app.add_option("--run-id", o.runId, "results/<run-id>/ (default: <job>.<step> under Slurm, else UTC time and host; -peer)");
   app.add_option("--results-dir", o.resultsDir, "parent folder of the run folders");
-  app.add_flag("--no-results", o.noResults, "write no files");
+  app.add_flag("--no-files", o.noFiles, "print only, write no result folder");
+  app.add_flag("--no-results", o.noFiles, "the same as --no-files (deprecated)");
   app.add_flag("--sm-sweep", o.smSweep, "sm: also sweep the copy kernel's launch shape (blocks, threads, unroll)");
   try {
     app.parse(argc, argv);
@@ -735,44 +731,28 @@ int realMain(int argc, char** argv) {
   }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  std::vector<std::unique_ptr<ResultSink>> sinks;
-  std::string resultDir;
+  RunFolder folder;
   try {
     // Validate sizes before touching a GPU.
     parseSize(o.size);
     parseSize(o.matrixSize);
-    if (!o.noResults) {
-      if (o.runId.empty()) {
-        std::time_t now = std::time(nullptr);
-        char buf[32];
-        std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::gmtime(&now));
-        o.runId = std::string(buf) + "-" + host + "-peer";
-      }
-      resultDir = (std::filesystem::path(o.resultsDir) / o.runId).string();
-      std::error_code ec;
-      std::filesystem::create_directories(resultDir, ec);
-      if (ec) throw ConfigError("cannot create " + resultDir + ": " + ec.message());
-      sinks.push_back(makeCsvSink(resultDir + "/table.csv"));
-      sinks.push_back(makeJsonSink(resultDir + "/run.json"));
-    }
-  } catch (const ConfigError& e) {
-    ::fb::printLine("fabricbench-peer: ", e.what());
+    if (!o.noFiles) folder = RunFolder(o.resultsDir, o.runId, host, "peer");
+  } catch (const Error& e) {  // a bad size, a taken --run-id, a folder that cannot be created
+    ::fb::printLine("fabricbench-peer: error: ", e.what());
     return kExitBadInput;
   }
   RunMeta meta;
-  meta.runId = o.runId;
-  meta.resultDir = resultDir;
   meta.commandLine = joinArgs(argc, argv);
   try {
-    meta.fingerprint = collectLocalFingerprint();
+    meta.fingerprint = runFingerprint({collectLocalFingerprint().dump()}, {host});
   } catch (const std::exception& e) {
     meta.fingerprint = nlohmann::json{{"error", e.what()}};
   }
   meta.config = nlohmann::json{{"size", o.size},       {"matrix_size", o.matrixSize}, {"iters", o.iters},
                                {"warmup", o.warmup},   {"tests", o.tests},            {"gpus", o.gpus},
                                {"no_peer_access", o.noPeerAccess}, {"inject_hang", o.injectHang}};
-  for (auto& s : sinks) s->begin(meta);
-  PeerBench bench(o, sinks);
+  folder.begin(meta);
+  PeerBench bench(o, folder);
   RunSummary sum;
   int rc = 0;
   try {
@@ -792,8 +772,8 @@ int realMain(int argc, char** argv) {
     sum.status = std::string("aborted: ") + e.what();
     rc = 1;
   }
-  for (auto& s : sinks) s->end(sum);
-  fmt::print("\n# {}{}\n", sum.status, resultDir.empty() ? "" : "; results in " + resultDir + "/");
+  folder.end(sum);
+  fmt::print("\n# {}{}\n", sum.status, folder.dir().empty() ? "" : "; results in " + folder.dir() + "/");
   if (rc == 0 && !sum.ok) rc = 1;
   return rc;
 }

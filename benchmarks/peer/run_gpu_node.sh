@@ -42,8 +42,8 @@ run allreduce_oneshot 60 env FB_CUDA_ALGO=oneshot $AR --transport cuda -b 8 -e 1
 run peer_bulk 60 $P --tests bulk --results-dir "$RD" --run-id peer-bulk-h200x2
 run test_kernels 150 $B/tests/kernels/test_kernels
 run list 60 mpirun -np 2 $F --list
-run peer_no_peer_access 40 $P --tests sanity,ce --no-peer-access --no-results
-run peer_inject_hang 40 $P --tests sanity --inject-hang --sanity-timeout-ms 1000 --no-results
+run peer_no_peer_access 40 $P --tests sanity,ce --no-peer-access --no-files
+run peer_inject_hang 40 $P --tests sanity --inject-hang --sanity-timeout-ms 1000 --no-files
 run others 150 mpirun -np 2 $F --transport cuda,nccl --path nvlink --collective allgather,reducescatter,p2pring \
   -b 1K -e 256M -f 4 -n 20 -w 5 --placement out --timeout 30 --results-dir "$RD" --run-id others-cuda-vs-nccl
 run allreduce_ring 60 env FB_CUDA_ALGO=ring $AR --transport cuda -b 8 -e 4M -f 4 -n 50 -w 10 --no-files

@@ -34,12 +34,16 @@
 #include <fmt/core.h>
 #include <iostream>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "bootstrap/mpi_bootstrap.h"
 #include "bootstrap/thread_bootstrap.h"
 #include "core/error.h"
+#include "core/sample.h"
 #include "core/units.h"
+#include "report/fingerprint.h"
+#include "report/run_folder.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
 #include "bootstrap/socket_pair_bootstrap.h"
@@ -72,6 +76,9 @@ struct Args {
   int port = 18520;
   int timeoutS = 120;           // control-plane waits (connect, accept, exchanges)
   std::string dump;             // lat: rank 0 writes every half round trip (us) here
+  std::string resultsDir = "results";  // rank 0 writes <resultsDir>/<runId>/ (table.csv, run.json, report.md)
+  std::string runId;            // "" = <job>.<step> under Slurm, else date-time-host; "-verbs" appended
+  bool noFiles = false;
   TransportOptions t;
 };
 
@@ -356,7 +363,67 @@ Selection validate(const Args& a, int ranks, std::vector<std::size_t>& sizes) {
   return select(discoverDevices(), a.t);
 }
 
-int run(Bootstrap& bs, const Args& a, const char* launch) {
+// One row of the result folder: a pair's WRITE bandwidth or latency at one size.
+Sample pairRow(const std::string& test, const std::string& path, std::size_t bytes, int iters, int ranks, int nodes,
+               std::int64_t wrong, int first) {
+  Sample s;
+  s.coll = test;  // "write_bw", "write_lat"
+  s.impl = "verbs";
+  s.path = path;
+  s.dtype = "uint8";
+  s.bytes = bytes;
+  s.count = bytes;
+  s.nRanks = ranks;
+  s.nNodes = nodes;
+  s.iters = iters;
+  s.timer = "steady";
+  s.rankTime = "rank0";
+  s.wrong = wrong;
+  s.extra = {{"pair", fmt::format("{}-{}", first, first + 1)}};
+  return s;
+}
+
+// Rank 0 claims the result folder once every rank accepted the settings; every rank hears the
+// outcome (a taken --run-id: exit 2 everywhere, nothing measured).
+bool openFolder(Bootstrap& bs, const Args& a, RunFolder& folder) {
+  std::string err;
+  if (bs.rank() == 0 && !a.noFiles) {
+    try {
+      folder = RunFolder(a.resultsDir, a.runId, bs.hostname(), "verbs");
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  }
+  err = bs.allGatherStrings(err)[0];
+  if (!err.empty() && bs.rank() == 0) ::fb::printLine("fabricbench-verbs: error: ", err);
+  return err.empty();
+}
+
+// run.json's fingerprint: every rank's, with what verbs discovered; rank 0 begins the folder.
+void beginFolder(Bootstrap& bs, const Args& a, RunFolder& folder, const std::string& mpiVersion, int argc,
+                 char** argv) {
+  if (a.noFiles) return;
+  FingerprintOptions fpo;
+  fpo.mpiVersion = mpiVersion;
+  fpo.extra = {{"rank", bs.rank()}};
+  fpo.rdmaDiscovery = discover(a.t);
+  auto fps = bs.allGatherStrings(collectLocalFingerprint(fpo).dump());
+  auto hosts = bs.hostnames();
+  if (bs.rank() != 0) return;
+  RunMeta meta;
+  meta.commandLine = joinArgs(argc, argv);
+  meta.fingerprint = runFingerprint(fps, hosts);
+  meta.config = {{"test", a.test},     {"sizes", a.sizes},       {"iters", a.iters}, {"tx_depth", a.txDepth},
+                 {"cq_mod", a.cqMod},  {"warmup", a.warmup},     {"check", a.check}, {"packed", a.packed},
+                 {"timer", a.timer},   {"ib_dev", a.t.verbsDevice}, {"ib_port", a.t.verbsPort},
+                 {"gid_index", a.t.gidIndex}};
+  folder.begin(meta);
+}
+
+int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& sel,
+            const std::vector<std::size_t>& sizes, RunFolder& folder);
+
+int run(Bootstrap& bs, const Args& a, const char* launch, int argc, char** argv, const std::string& mpiVersion = "") {
   const bool root = bs.rank() == 0;
   // Settings, agreed by all ranks before anything else.
   std::string err;
@@ -378,6 +445,33 @@ int run(Bootstrap& bs, const Args& a, const char* launch) {
     }
     return verdicts[r][0] == 'U' ? 77 : 2;
   }
+  RunFolder folder;
+  if (!openFolder(bs, a, folder)) return 2;
+  beginFolder(bs, a, folder, mpiVersion, argc, argv);
+  try {
+    int rc = measure(bs, a, launch, *sel, sizes, folder);
+    RunSummary sum;
+    sum.ok = rc == 0;
+    sum.status = rc == 0 ? "passed: wrong = 0 in every row" : "failed: wrong bytes (see the rows)";
+    sum.exitCode = rc;
+    sum.measured = {"verbs"};
+    folder.end(sum);
+    return rc;
+  } catch (const std::exception& e) {
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = std::string("aborted: ") + e.what();
+    sum.exitCode = 1;
+    folder.end(sum);
+    throw;
+  }
+}
+
+int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& sel,
+            const std::vector<std::size_t>& sizes, RunFolder& folder) {
+  const bool root = bs.rank() == 0;
+  auto hosts = bs.hostnames();
+  const int nodes = int(std::set<std::string>(hosts.begin(), hosts.end()).size());
   bool doBw = a.test != "lat", doLat = a.test != "bw";
   std::vector<std::size_t> bwSizes = sizes, latSizes = sizes;
   if (sizes.empty()) {
@@ -388,13 +482,13 @@ int run(Bootstrap& bs, const Args& a, const char* launch) {
   for (auto s : bwSizes) maxBytes = std::max(maxBytes, s);
   for (auto s : latSizes) maxBytes = std::max(maxBytes, s);
 
-  Pair pair(bs, *sel, maxBytes, a.txDepth, a.packed);
+  Pair pair(bs, sel, maxBytes, a.txDepth, a.packed);
   if (root) {
     std::printf("# fabricbench-verbs: %d ranks = %d pairs (%s), path: %s\n", bs.size(), bs.size() / 2, launch,
-                sel->summary().c_str());
+                sel.summary().c_str());
     std::printf("# why: %s\n# max inline %d B, tx-depth %d, cq-mod %d, receive area at +%zu B, timer %s;"
                 " MB = 2^20 B (as perftest), GB = 1e9 B\n",
-                sel->why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod, pair.recvOffset(), a.timer.c_str());
+                sel.why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod, pair.recvOffset(), a.timer.c_str());
   }
   int failures = 0;
   if (doBw) {
@@ -421,9 +515,16 @@ int run(Bootstrap& bs, const Args& a, const char* launch) {
         double t = std::stod(gathered[r]);
         double bps = double(s) * iters / t;
         sumBw += bps;
-        if (root)
-          std::printf("%-10s %-8zu %-7d %12.2f %10.4f %10.4f %8lld   pair %d-%d\n", "write_bw", s, iters, bps / 1048576.0,
-                      bps / 1e9, iters / t / 1e6, (long long)wrongAll, r, r + 1);
+        if (!root) continue;
+        std::printf("%-10s %-8zu %-7d %12.2f %10.4f %10.4f %8lld   pair %d-%d\n", "write_bw", s, iters, bps / 1048576.0,
+                    bps / 1e9, iters / t / 1e6, (long long)wrongAll, r, r + 1);
+        Sample row = pairRow("write_bw", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
+        row.timeUs = t / iters * 1e6;
+        row.algBwGBps = row.busBwGBps = bps / 1e9;
+        row.extra.emplace_back("mbps", fmt::format("{:.2f}", bps / 1048576.0));
+        row.extra.emplace_back("mpps", fmt::format("{:.4f}", iters / t / 1e6));
+        row.extra.emplace_back("tx_depth", std::to_string(a.txDepth));
+        folder.add(row);
       }
       if (root)
         std::printf("RESULT test=write_bw bytes=%zu iters=%d pairs=%d mbps=%.2f gbps=%.4f wrong=%lld\n", s, iters,
@@ -468,6 +569,16 @@ int run(Bootstrap& bs, const Args& a, const char* launch) {
           if (r == 0)
             std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f t_min_us=%.3f wrong=%lld\n", s,
                         iters, md, av, mn, (long long)wrongAll);
+          // time = the median half round trip (perftest's t_typical)
+          Sample row = pairRow("write_lat", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
+          row.timer = a.timer;
+          row.timeUs = row.p50Us = md;
+          row.timeUsMin = mn;
+          row.timeUsMax = mx;
+          row.p99Us = p99;
+          row.algBwGBps = row.busBwGBps = md > 0 ? double(s) / (md * 1e-6) / 1e9 : 0;
+          row.extra.emplace_back("t_avg_us", fmt::format("{:.3f}", av));
+          folder.add(row);
         }
       }
       if (wrongAll) ++failures;
@@ -501,6 +612,10 @@ void addOptions(CLI::App& app, Args& a) {
   app.add_option("--port", a.port, "TCP port of --server/--peer (default 18520)");
   app.add_option("--dump-samples", a.dump, "lat: append every half round trip (us, in order) to FILE (rank 0)");
   app.add_option("--timeout", a.timeoutS, "seconds to wait for a peer in the control plane (default 120)");
+  app.add_option("--results-dir", a.resultsDir, "parent folder of the run folders (default results)");
+  app.add_option("--run-id", a.runId, "rank 0 writes <results-dir>/<run-id>/: table.csv, run.json (with the fingerprint), "
+                                      "report.md (default: <job>.<step> under Slurm, else UTC time and host; -verbs)");
+  app.add_flag("--no-files", a.noFiles, "print only, write no result folder");
 }
 
 // mpirun (or Slurm) starts the ranks unless the command line asks for threads or a TCP pair;
@@ -525,7 +640,7 @@ int mainMpi(int argc, char** argv) {
     addOptions(app, a);
     try {
       app.parse(argc, argv);
-      rc = run(bs, a, "mpirun");
+      rc = run(bs, a, "mpirun", argc, argv, mpiLibraryVersion());
     } catch (const CLI::ParseError& e) {
       rc = bs.rank() == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
       if (rc != 0) rc = 2;
@@ -570,10 +685,10 @@ int mainNoMpi(int argc, char** argv) {
     if (socket) {
       SocketPairBootstrap bs(a.peer, a.port, timeout);
       setIdentity(bs.hostname(), bs.rank());
-      return run(bs, a, a.server ? "tcp pair, this is the server" : "tcp pair, this is the client");
+      return run(bs, a, a.server ? "tcp pair, this is the server" : "tcp pair, this is the client", argc, argv);
     }
     std::vector<int> rcs(std::size_t(a.threads), 0);
-    runRanks(a.threads, [&](Bootstrap& bs) { rcs[std::size_t(bs.rank())] = run(bs, a, "threads of one process"); },
+    runRanks(a.threads, [&](Bootstrap& bs) { rcs[std::size_t(bs.rank())] = run(bs, a, "threads of one process", argc, argv); },
              timeout);
     return *std::max_element(rcs.begin(), rcs.end());
   } catch (const ConfigError& e) {

@@ -165,10 +165,11 @@ client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", 
     echo "$out"; return 1
   }
   # fabricbench-verbs the same way: --server waits (the client retries its connect), --peer prints.
+  # (--no-files: like perftest it writes nothing here; the mpirun reference below writes its folder.)
   ours_pair() {
-    timeout 180 "${PS[@]}" "$FBV" --server --ib-dev "$DEV" --gid-index "$GIDX" "$@" > /tmp/fbv-server.log 2>&1 &
+    timeout 180 "${PS[@]}" "$FBV" --server --no-files --ib-dev "$DEV" --gid-index "$GIDX" "$@" > /tmp/fbv-server.log 2>&1 &
     local sp=$! out crc src c0; c0=$(date +%s.%N)
-    out=$(timeout 180 "${PC[@]}" "$FBV" --peer 127.0.0.1 --ib-dev "$DEV" --gid-index "$GIDX" "$@" 2>&1); crc=$?
+    out=$(timeout 180 "${PC[@]}" "$FBV" --peer 127.0.0.1 --no-files --ib-dev "$DEV" --gid-index "$GIDX" "$@" 2>&1); crc=$?
     out="$out
 client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s"
     wait $sp; src=$?
@@ -257,12 +258,24 @@ client wall-clock: $(awk -v a="$c0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", 
   done
   echo "host steal % of the kept runs (in run order): bw ${sb[*]}; lat ${sl[*]}"
   echo "=== reference (not in the ratios): mpirun -np 2 fabricbench-verbs, bw then lat"
-  out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test bw -s 64K -n "$n_bw" --ib-dev "$DEV" --gid-index "$GIDX" 2>&1) \
+  rm -rf "$R/fbv-results"
+  out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test bw -s 64K -n "$n_bw" --ib-dev "$DEV" --gid-index "$GIDX" \
+        --results-dir "$R/fbv-results" --run-id bw 2>&1) \
     || { echo "$out"; echo "FAIL: fabricbench-verbs under mpirun (bw)"; return 1; }
   echo "$out" | grep -E '^RESULT'
-  out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test lat -s 2 -n "$n_lat" --ib-dev "$DEV" --gid-index "$GIDX" 2>&1) \
+  out=$(timeout 180 "${MPIRUN[@]}" -np 2 "$FBV" --test lat -s 2 -n "$n_lat" --ib-dev "$DEV" --gid-index "$GIDX" \
+        --results-dir "$R/fbv-results" --run-id lat 2>&1) \
     || { echo "$out"; echo "FAIL: fabricbench-verbs under mpirun (lat)"; return 1; }
   echo "$out" | grep -E '^(write_lat|RESULT)'
+  # the result folder is fabricbench's: table.csv with the row, run.json with the fingerprint
+  local t
+  for t in bw lat; do
+    local d="$R/fbv-results/$t"
+    grep -q "^[0-9]*,[0-9]*,uint8,write_$t,verbs," "$d/table.csv" 2>/dev/null \
+      && grep -q '"fingerprint"' "$d/run.json" && grep -q '"rdma' "$d/run.json" && grep -q '"status": "passed' "$d/run.json" \
+      || { ls -l "$d"; cat "$d/table.csv"; echo "FAIL: fabricbench-verbs --run-id $t: no table.csv row or run.json fingerprint"; return 1; }
+  done
+  echo "PASS: fabricbench-verbs wrote $R/fbv-results/{bw,lat}: table.csv rows, run.json with the fingerprint"
   med() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
   local mpb mob mpl mol mpm mom
   mpb=$(med "${pbw[@]}"); mob=$(med "${obw[@]}"); mpl=$(med "${plat[@]}"); mol=$(med "${olat[@]}")
