@@ -96,6 +96,8 @@ SINGLE = [
     (["--transport", "tcp"], "FB_HOST_PIECE='1G'", {"FB_HOST_PIECE": "1G"}),
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='12Q'", {"FB_TCP_SOCKBUF": "12Q"}),
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='-1'", {"FB_TCP_SOCKBUF": "-1"}),
+    (["--transport", "tcp"], "FB_TCP_CHUNK='junk'", {"FB_TCP_CHUNK": "junk"}),
+    (["--transport", "tcp"], "FB_TCP_CHUNK='1K'", {"FB_TCP_CHUNK": "1K"}),
     # run id and result folder ({D} = a fresh folder of this case)
     (["--run-id", "a\nb"], "control character"),
     (["--run-id", "a\tb"], "control character"),

@@ -23,6 +23,8 @@
 // Environment: FB_TCP_SOCKBUF = bytes requested for SO_SNDBUF/SO_RCVBUF (default 4M;
 // 0 = leave the kernel's autotuning alone). It is applied only when net.core.{w,r}mem_max
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
+// FB_TCP_CHUNK = bytes one sendmsg/readv moves before the other direction (and the other peers)
+// get a turn (default 384K, 4K..64M): sending and receiving advance together.
 // FB_PROGRESS=auto|spin|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
 // poll() only while the node's ranks have a core each; oversubscribed, it sleeps at once.
 #pragma once
@@ -45,6 +47,7 @@ BackendStatus probe(const TransportOptions& options);
 // throws ConfigError. fabricbench calls it on every rank before the first exchange.
 void checkOptions(const TransportOptions& options, const std::string& hostname);
 std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 4M); ConfigError when malformed
+std::size_t chunkFromEnv();    // FB_TCP_CHUNK in bytes (default 384K, 4K..64M); ConfigError otherwise
 
 // ---- For tests (tests/transport): a look inside the set-up. ----
 constexpr std::size_t kTokenBytes = 16;
