@@ -80,4 +80,8 @@ std::vector<std::pair<std::string, nlohmann::json>> flattenForComparison(const n
 std::string nvidiaSmiQueryFields();
 nlohmann::json parseNvidiaSmiGpus(const std::string& csv);
 
+// The fingerprint section of report.md and the comparison page (merged or single-rank
+// fingerprint), "Nodes differ" first; fingerprint_markdown.cc.
+std::string renderFingerprintMarkdown(const nlohmann::json& fingerprint, const std::string& commandLine);
+
 }  // namespace fb

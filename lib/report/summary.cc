@@ -1,4 +1,4 @@
-#include <array>
+// Markdown rendering: one run's report.md and the report tool's comparison page.
 #include "report/summary.h"
 
 #include <algorithm>
@@ -10,24 +10,16 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "report/fingerprint.h"
+#include "report/markdown_text.h"
 
 namespace fb {
 namespace {
+using md::cell;
+using md::humanSize;
+using md::jsonText;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool valid(const Sample& s) { return s.wrong <= 0; }  // -1 = not checked still counts
-
-std::string humanSize(std::size_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  std::size_t v = b;
-  while (u < 4 && v >= 1024 && v % 1024 == 0) {
-    v /= 1024;
-    ++u;
-  }
-  return fmt::format("{} {}", v, units[u]);
-}
 
 std::string fmtBw(double v) {
   if (std::isnan(v)) return "—";
@@ -43,17 +35,6 @@ std::string fmtUs(double v) {
 std::string fmtRatio(double v) {
   if (std::isnan(v) || std::isinf(v)) return "—";
   return fmt::format("{:.2f}", v);
-}
-
-// Markdown table cells must not contain '|' or newlines.
-std::string cell(std::string s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|') o += "\\|";
-    else if (c == '\n' || c == '\r') o += ' ';
-    else o += c;
-  }
-  return o;
 }
 
 const Sample* rowAt(const Series& s, std::size_t bytes) {
@@ -193,7 +174,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       std::string floorAt = "—";
       if (!std::isnan(floor))
         for (auto& r : s->rows)
-          if (valid(r) && r.bytes > 0 && r.bytes <= kFloorMaxBytes && r.timeUs == floor) {
+          if (validRow(r) && r.bytes > 0 && r.bytes <= kFloorMaxBytes && r.timeUs == floor) {
             floorAt = humanSize(r.bytes);
             break;
           }
@@ -306,307 +287,13 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
   return md;
 }
 
-std::string jsonText(const nlohmann::json& v) {
-  if (v.is_null()) return "—";
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 }  // namespace
-
-std::string Series::label() const {
-  std::string l = impl + "/" + path + (inPlace ? " [in]" : " [out]");
-  return run.empty() ? l : run + ": " + l;
-}
 
 std::string groupId(const std::string& coll, const std::string& dtype) {
   std::string id = coll + "_" + dtype;
   for (char& c : id)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) c = '-';
   return id;
-}
-
-std::vector<Series> groupSeries(const std::vector<Sample>& rows, const std::string& run) {
-  std::vector<Series> out;
-  for (const auto& r : rows) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const Series& s) {
-      return s.coll == r.coll && s.impl == r.impl && s.path == r.path && s.dtype == r.dtype && s.inPlace == r.inPlace;
-    });
-    if (it == out.end()) {
-      Series s;
-      s.run = run;
-      s.coll = r.coll;
-      s.impl = r.impl;
-      s.path = r.path;
-      s.dtype = r.dtype;
-      s.inPlace = r.inPlace;
-      s.nRanks = r.nRanks;
-      s.nNodes = r.nNodes;
-      out.push_back(std::move(s));
-      it = out.end() - 1;
-    }
-    auto same = std::find_if(it->rows.begin(), it->rows.end(), [&](const Sample& x) { return x.bytes == r.bytes; });
-    if (same != it->rows.end()) *same = r;
-    else it->rows.push_back(r);
-  }
-  for (auto& s : out)
-    std::sort(s.rows.begin(), s.rows.end(), [](const Sample& a, const Sample& b) { return a.bytes < b.bytes; });
-  return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
-double plateauBusBw(const std::vector<Sample>& rows) {
-  std::size_t maxB = 0;
-  for (const auto& r : rows) maxB = std::max(maxB, r.bytes);
-  if (maxB == 0) return kNaN;
-  std::vector<double> v;
-  for (const auto& r : rows)
-    if (valid(r) && static_cast<double>(r.bytes) >= kPlateauFraction * static_cast<double>(maxB))
-      v.push_back(r.busBwGBps);
-  return median(v);
-}
-
-std::vector<Sample> rowsAtCommonSizes(const std::vector<Sample>& rows, const std::vector<Sample>& other) {
-  std::set<std::size_t> theirs;
-  for (const auto& r : other)
-    if (valid(r)) theirs.insert(r.bytes);
-  std::vector<Sample> out;
-  for (const auto& r : rows)
-    if (theirs.count(r.bytes)) out.push_back(r);
-  return out;
-}
-
-std::string plateauWarning(const std::vector<Sample>& rows) {
-  std::vector<const Sample*> v;
-  for (const auto& r : rows)
-    if (valid(r) && r.bytes > 0) v.push_back(&r);
-  std::sort(v.begin(), v.end(), [](const Sample* a, const Sample* b) { return a->bytes < b->bytes; });
-  if (v.size() < 2) return "";
-  const Sample& last = *v.back();
-  const Sample& prev = *v[v.size() - 2];
-  if (prev.busBwGBps <= 0 || last.busBwGBps <= prev.busBwGBps * (1 + kPlateauRise)) return "";
-  return fmt::format("not a plateau: the sweep stops at {} (busbw +{:.0f}% from {})", humanSize(last.bytes),
-                     100.0 * (last.busBwGBps / prev.busBwGBps - 1), humanSize(prev.bytes));
-}
-
-double nominalGBps(const std::vector<Sample>& rows) {
-  for (const auto& r : rows)
-    if (r.pctNominal > 0 && r.busBwGBps > 0) return r.busBwGBps / r.pctNominal * 100.0;
-  return -1;
-}
-
-std::string nominalBasis(const std::vector<Sample>& rows) {
-  for (const auto& r : rows)
-    for (const auto& [k, v] : r.extra)
-      if (k == "nominal_basis" && !v.empty()) return v;
-  return "";
-}
-
-double smallMessageFloorUs(const std::vector<Sample>& rows) {
-  double best = kNaN;
-  for (const auto& r : rows)
-    if (valid(r) && r.bytes > 0 && r.bytes <= kFloorMaxBytes && (std::isnan(best) || r.timeUs < best))
-      best = r.timeUs;
-  return best;
-}
-
-int seriesMatchLevel(const Series& s, const std::string& p) {
-  if (p.empty()) return 0;
-  if (p == s.label()) return 1;
-  if (p == s.implPath() || (!s.run.empty() && (p == s.run + ":" + s.implPath() || p == s.run + ": " + s.implPath())))
-    return 2;
-  if (p == s.path || p == s.impl) return 3;
-  if (s.label().find(p) != std::string::npos) return 4;
-  return 0;
-}
-
-bool seriesMatches(const Series& s, const std::string& p) { return seriesMatchLevel(s, p) > 0; }
-
-std::vector<std::string> patternCandidates(const std::vector<Series>& all, const std::string& p) {
-  int best = 0;
-  for (const auto& s : all) {
-    int l = seriesMatchLevel(s, p);
-    if (l > 0 && (best == 0 || l < best)) best = l;
-  }
-  std::vector<std::string> out;
-  for (const auto& s : all) {
-    if (best == 0 || seriesMatchLevel(s, p) != best) continue;
-    std::string key = (s.run.empty() ? "" : s.run + ":") + s.implPath();
-    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
-  }
-  return out;
-}
-
-namespace {
-// RDMA ports of one host's fingerprint as {device, port, state, rate, link layer, firmware}. Two
-// layouts exist: sysfs ({dev: {fw_ver, ports: {n: {...}}}}, lib/report/fingerprint.cc) and verbs
-// discovery ({devices: [{name, fw_ver, ports: [{port, ...}]}], selected|error}, which fabricbench
-// records when it has the verbs backend).
-std::vector<std::array<std::string, 6>> rdmaRows(const nlohmann::json& f) {
-  using nlohmann::json;
-  std::vector<std::array<std::string, 6>> rows;
-  if (!f.is_object() || !f.contains("rdma") || !f["rdma"].is_object()) return rows;
-  const json& r = f["rdma"];
-  auto text = [](const json& o, const char* k) { return o.is_object() && o.contains(k) ? jsonText(o[k]) : std::string("—"); };
-  if (r.contains("devices") && r["devices"].is_array()) {
-    for (const auto& d : r["devices"]) {
-      if (!d.is_object() || !d.contains("ports") || !d["ports"].is_array()) continue;
-      for (const auto& p : d["ports"])
-        rows.push_back({text(d, "name"), text(p, "port"), text(p, "state"), text(p, "rate"), text(p, "link_layer"),
-                        text(d, "fw_ver")});
-    }
-    return rows;
-  }
-  for (const auto& [dev, d] : r.items()) {
-    if (!d.is_object() || !d.contains("ports") || !d["ports"].is_object()) continue;
-    for (const auto& [port, p] : d["ports"].items())
-      rows.push_back({dev, port, text(p, "state"), text(p, "rate"), text(p, "link_layer"), text(d, "fw_ver")});
-  }
-  return rows;
-}
-
-std::string renderFingerprintImpl(const nlohmann::json& fp, const std::string& commandLine) {
-  using nlohmann::json;
-  std::string md = "## Where these numbers come from\n\n";
-  json hosts = json::array();
-  if (fp.is_object() && fp.contains("hosts") && fp["hosts"].is_array()) {
-    hosts = fp["hosts"];
-  } else if (fp.is_object() && !fp.empty()) {
-    hosts.push_back({{"hostname", fp.value("hostname", "?")}, {"ranks", json::array()}, {"fingerprint", fp}});
-  }
-  if (hosts.empty()) md += "No fingerprint was recorded.\n\n";
-
-  // Differences first: mismatched nodes are a classic cause of bad numbers.
-  if (fp.is_object() && fp.contains("differences") && fp["differences"].is_array() && !fp["differences"].empty()) {
-    md += "**⚠ Nodes differ** (mismatched nodes are a classic cause of bad numbers):\n\n";
-    for (const auto& d : fp["differences"]) {
-      std::map<std::string, std::vector<std::string>> byValue;
-      for (auto& [host, v] : d["values"].items()) byValue[jsonText(v)].push_back(host);
-      std::string parts;
-      for (auto& [v, hs] : byValue) {
-        std::string hl;
-        for (auto& h : hs) hl += (hl.empty() ? "" : ", ") + h;
-        parts += (parts.empty() ? "" : "; ") + fmt::format("`{}` on {}", v, hl);
-      }
-      md += fmt::format("- Nodes differ: `{}`: {}\n", d.value("key", "?"), parts);
-    }
-    md += "\n";
-  } else if (hosts.size() > 1) {
-    md += fmt::format("All {} nodes agree on the compared keys (kernel, OS, CPU model, GPU driver and models, "
-                      "NCCL/CUDA/MPI versions, NIC driver, firmware, link speed and MTU, RDMA firmware and "
-                      "port rate, git revision).\n\n",
-                      hosts.size());
-  }
-
-  if (!hosts.empty()) {
-    md += "| host | ranks | CPU | logical CPUs | memory | OS | kernel | GPUs | GPU driver |\n"
-          "|---|---|---|---|---|---|---|---|---|\n";
-    for (const auto& h : hosts) {
-      const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      std::string ranks;
-      for (auto& r : h.value("ranks", json::array())) ranks += (ranks.empty() ? "" : ",") + jsonText(r);
-      std::string gpus = "none";
-      if (f.contains("gpus") && f["gpus"].is_array() && !f["gpus"].empty()) {
-        std::map<std::string, int> models;
-        for (auto& g : f["gpus"]) models[g.value("name", "?")]++;
-        gpus.clear();
-        for (auto& [m, n] : models) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} × {}", n, m);
-      } else if (f.contains("gpu_query")) {
-        gpus = "none (" + jsonText(f["gpu_query"]) + ")";
-      }
-      double memGiB = f.contains("memory_bytes") && f["memory_bytes"].is_number()
-                          ? f["memory_bytes"].get<double>() / (1024.0 * 1024 * 1024)
-                          : kNaN;
-      json cpu = f.value("cpu", json::object());
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(h.value("hostname", "?")),
-                        ranks.empty() ? "—" : ranks, cell(jsonText(cpu.value("model", json()))),
-                        jsonText(cpu.value("logical_cpus", json())),
-                        std::isnan(memGiB) ? "—" : fmt::format("{:.1f} GiB", memGiB),
-                        cell(jsonText(f.value("os", json()))), cell(jsonText(f.value("kernel", json()))),
-                        cell(gpus), cell(jsonText(f.value("gpu_driver", json()))));
-    }
-    md += "\n";
-
-    md += "Network interfaces (speed as the kernel reports it; lo not shown):\n\n";
-    md += "| host | nic | state | speed (Mb/s) | MTU | driver | firmware | IPv4 | kind |\n"
-          "|---|---|---|---|---|---|---|---|---|\n";
-    bool anyRdma = false;
-    for (const auto& h : hosts) {
-      const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      if (!rdmaRows(f).empty()) anyRdma = true;
-      if (!f.contains("nics") || !f["nics"].is_object()) continue;
-      for (auto& [name, n] : f["nics"].items()) {
-        if (name == "lo") continue;
-        std::string ips;
-        for (auto& ip : n.value("ipv4", json::array())) ips += (ips.empty() ? "" : " ") + jsonText(ip);
-        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(h.value("hostname", "?")),
-                          cell(name), jsonText(n.value("operstate", json())), jsonText(n.value("speed_mbps", json())),
-                          jsonText(n.value("mtu", json())), jsonText(n.value("driver", json())),
-                          cell(jsonText(n.value("firmware", json()))), ips.empty() ? "—" : ips,
-                          (n.contains("virtual") && n["virtual"].is_boolean() && n["virtual"].get<bool>()) ? "virtual" : "physical");
-      }
-    }
-    md += "\n";
-    if (anyRdma) {
-      md += "RDMA devices:\n\n| host | device | port | state | rate | link layer | firmware |\n"
-            "|---|---|---|---|---|---|---|\n";
-      for (const auto& h : hosts) {
-        const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-        for (const auto& r : rdmaRows(f))
-          md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(h.value("hostname", "?")), cell(r[0]), r[1],
-                            cell(r[2]), cell(r[3]), r[4], cell(r[5]));
-      }
-      md += "\n";
-    }
-
-    // What the verbs discovery said where it found nothing usable (e.g. "no RDMA device").
-    for (const auto& h : hosts) {
-      const json& f = h.contains("fingerprint") ? h["fingerprint"] : json::object();
-      // "rdma_selection" (current layout) or inside "rdma" (run.json files written before it)
-      for (const char* key : {"rdma_selection", "rdma"})
-        if (f.contains(key) && f[key].is_object() && f[key].contains("error"))
-          md += fmt::format("- RDMA on {}: {}\n", cell(h.value("hostname", "?")), cell(jsonText(f[key]["error"])));
-    }
-    const json& f0 = hosts[0].contains("fingerprint") ? hosts[0]["fingerprint"] : json::object();
-    md += "\nSoftware (first host):\n\n";
-    auto line = [&](const char* what, const json& v) {
-      if (!v.is_null()) md += fmt::format("- {}: {}\n", what, cell(jsonText(v)));
-    };
-    line("MPI", f0.contains("mpi_version") && !f0["mpi_version"].is_null() ? f0["mpi_version"]
-                                                                           : f0.value("mpi_library", json()));
-    line("NCCL", f0.value("nccl_version", json()));
-    line("CUDA driver", f0.value("cuda_driver_version", json()));
-    line("CUDA runtime", f0.value("cuda_runtime_version", json()));
-    line("compiler", f0.value("compiler", json()));
-    if (f0.contains("build")) line("build", f0["build"]);
-    if (f0.contains("git")) {
-      const json& g = f0["git"];
-      md += fmt::format("- git revision: {}{}{}\n", jsonText(g.value("rev", json())),
-                        (g.contains("dirty") && g["dirty"].is_boolean() && g["dirty"].get<bool>()) ? " (dirty: uncommitted changes)"
-                        : (g.contains("dirty") && g["dirty"].is_null() ? " (dirty flag unknown)" : ""),
-                        g.contains("source") ? " [" + jsonText(g["source"]) + "]" : "");
-    }
-  }
-  if (!commandLine.empty()) md += fmt::format("- command line: `{}`\n", commandLine);
-  md += "\nThe full fingerprint (every host, environment variables) is in run.json.\n\n";
-  return md;
-}
-}  // namespace
-
-std::string renderFingerprintMarkdown(const nlohmann::json& fp, const std::string& commandLine) {
-  try {
-    return renderFingerprintImpl(fp, commandLine);
-  } catch (const nlohmann::json::exception& e) {
-    return fmt::format("## Where these numbers come from\n\nThe fingerprint could not be summarised ({}); "
-                       "see run.json.\n\n- command line: `{}`\n\n",
-                       e.what(), commandLine);
-  }
 }
 
 std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,

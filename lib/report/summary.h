@@ -1,13 +1,6 @@
-// Honest summaries and side-by-side tables, shared by report.md (one run) and the report tool
-// (several runs). A "series" is one curve: the rows of one run with the same collective, dtype,
-// implementation, path and placement, sorted by size.
-//
-// Definitions (also printed in every report):
-//   plateau busbw = the median busbw over the series' rows whose size is >= 1/4 of the largest
-//                   size measured in that series (with a x2 sweep: the top three sizes).
-//   floor time    = the smallest time_us over the series' rows with 0 < size <= 8 KiB.
-//   Rows with wrong > 0 are left out of both (their numbers are not valid) and flagged.
-//   Never a mean over all sizes: small sizes are latency-bound, large ones bandwidth-bound.
+// Honest summaries and side-by-side tables in Markdown, shared by report.md (one run) and the
+// report tool (several runs). The statistics they show are in series.h (definitions there); the
+// fingerprint section is renderFingerprintMarkdown (fingerprint.h).
 #pragma once
 #include <cstddef>
 #include <map>
@@ -18,63 +11,15 @@
 
 #include "core/sample.h"
 #include "report/result_sink.h"
+#include "report/series.h"
 
 namespace fb {
 
-constexpr std::size_t kFloorMaxBytes = 8192;        // small-message floor: sizes in (0, 8 KiB]
-constexpr double kPlateauFraction = 0.25;           // plateau: sizes >= max/4
 constexpr std::size_t kTimeTableMaxBytes = 65536;   // report's time table: sizes <= 64 KiB
-
-struct Series {
-  std::string run;     // run label ("" inside a single-run report)
-  std::string coll, impl, path, dtype;
-  bool inPlace = false;
-  int nRanks = 0, nNodes = 0;
-  std::vector<Sample> rows;  // sorted by bytes; one row per size (the last one given wins)
-  // "impl/path [out]", prefixed by "run: " when run is not empty.
-  std::string label() const;
-  std::string implPath() const { return impl + "/" + path; }
-};
-
-// Groups rows into series, keeping the order in which each series first appears.
-std::vector<Series> groupSeries(const std::vector<Sample>& rows, const std::string& run = "");
-
-// NaN when the series has no valid row in range.
-double plateauBusBw(const std::vector<Sample>& rows);
-
-// Fair plateaus. A ratio of two plateaus is taken over the sizes both series measured: `rows`
-// restricted to the sizes `other` has a valid row at.
-std::vector<Sample> rowsAtCommonSizes(const std::vector<Sample>& rows, const std::vector<Sample>& other);
-// A plateau taken where the curve still rises is not one: "" when the busbw of the largest size
-// is within kPlateauRise of the size before it, else "not a plateau: the sweep stops at 64 MiB
-// (busbw +12% from 32 MiB)".
-constexpr double kPlateauRise = 0.05;
-std::string plateauWarning(const std::vector<Sample>& rows);
-// The nominal rate the rows were held against (GB/s; from busbw and pct_nominal), and its basis
-// ("eth0: 10000 Mb/s (sysfs link speed)", "same host (loopback path), no nominal rate"); -1 / ""
-// when the rows carry none.
-double nominalGBps(const std::vector<Sample>& rows);
-std::string nominalBasis(const std::vector<Sample>& rows);
-double smallMessageFloorUs(const std::vector<Sample>& rows);
-// Median of a list (mean of the two middle values for an even count); NaN when empty.
-double median(std::vector<double> v);
-
-// How `pattern` names the series (--baseline, --price): 1 its full label ("impl/path [out]", with
-// "run: " in front across runs), 2 "impl/path" or "run:impl/path", 3 the path or the impl, 4 any
-// part of the label (so "socket" picks the NET/Socket series); 0 = not at all. The most exact
-// level that matches anything decides.
-int seriesMatchLevel(const Series& s, const std::string& pattern);
-bool seriesMatches(const Series& s, const std::string& pattern);
-// The distinct paths ("run:impl/path", placements merged) the pattern names at its most exact
-// level: none = no match, more than one = ambiguous (the report tool refuses it, listing these).
-std::vector<std::string> patternCandidates(const std::vector<Series>& all, const std::string& pattern);
 
 // One run's report.md. `outDir` is where report.md goes: plots found in outDir/plots/ are linked.
 std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows, const RunSummary& summary,
                             const std::string& outDir);
-
-// The fingerprint section (merged or single-rank fingerprint), "Nodes differ" first.
-std::string renderFingerprintMarkdown(const nlohmann::json& fingerprint, const std::string& commandLine);
 
 struct RunData {
   std::string label;     // run id (run.json) or the folder name
