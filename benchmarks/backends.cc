@@ -105,7 +105,7 @@ BackendEntry verbsEntry() {
     app.add_option("--gid-index", o.coll.transport.gidIndex,
                    "verbs/RoCE: GID index (default: a RoCEv2 GID bound to a routable IPv4)");
     // Refused with the reason wherever it is given (no GPUDirect rows): not offered in --help.
-    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs: register GPU memory (GPUDirect RDMA)")->group("");
+    app.add_flag("--gpu-memory", o.coll.transport.gpuDirect, "verbs straight from GPU memory (GPUDirect RDMA): not implemented, refused with the reason (use --gpu-staging)")->group("");
   };
   e.validate = [](Options& o) {
     if (o.coll.transport.gidIndex < -1) throw ConfigError("--gid-index must be >= 0");

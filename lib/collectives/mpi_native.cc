@@ -76,12 +76,7 @@ class MpiCollective final : public Collective {
     std::string s(v, len);
     s = s.substr(0, s.find_first_of("\n,"));
     PathInfo p{"mpi (" + s + ")", {{"library", s}}};
-    if (nominal_.gbps > 0) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.6g", nominal_.gbps);
-      p.details.emplace_back("nominal_GBps", buf);
-    }
-    p.details.emplace_back("nominal_basis", nominal_.basis);
+    p.setNominal(nominal_.gbps, nominal_.basis);
     return p;
   }
 

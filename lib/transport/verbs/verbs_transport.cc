@@ -113,7 +113,7 @@ struct Peer {
 
 class VerbsTransport final : public Transport {
  public:
-  VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel);
+  VerbsTransport(Bootstrap& bs, Selection sel);  // --gpu-memory never gets here: agreeOnSelection refuses it
   ~VerbsTransport() override;
 
   std::string_view name() const override { return "verbs"; }
@@ -172,9 +172,7 @@ class VerbsTransport final : public Transport {
 };
 
 // ------------------------------------------------------------------ set-up
-VerbsTransport::VerbsTransport(Bootstrap& bs, const TransportOptions& o, Selection sel)
-    : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
-  (void)o;  // --gpu-memory never gets here: agreeOnSelection refuses it with its reason
+VerbsTransport::VerbsTransport(Bootstrap& bs, Selection sel) : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
   progress_ = chooseProgress(bs);
   port_.port = sel_.port.port;
   port_.gidIndex = sel_.gidIndex;
@@ -720,16 +718,9 @@ PathInfo VerbsTransport::path() const {
                {"why", sel_.why},
                {"progress", progress_.why}};
   // % of nominal: the port's rate (lanes x lane rate, Gb/s) in GB/s.
-  if (sel_.port.gbps > 0) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.6g", sel_.port.gbps / 8);
-    p.details.emplace_back("nominal_GBps", buf);
-    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) + " " +
-                                                sel_.port.rate + " (port rate)");
-  } else {
-    p.details.emplace_back("nominal_basis", sel_.device.name + " port " + std::to_string(sel_.port.port) +
-                                                ": rate unknown, no nominal rate");
-  }
+  const std::string port = sel_.device.name + " port " + std::to_string(sel_.port.port);
+  p.setNominal(sel_.port.gbps / 8, sel_.port.gbps > 0 ? port + " " + sel_.port.rate + " (port rate)"
+                                                      : port + ": rate unknown, no nominal rate");
   return p;
 }
 
@@ -759,7 +750,7 @@ Selection agreeOnSelection(Bootstrap& bs, const TransportOptions& o) {
 
 std::unique_ptr<Transport> createTransport(Bootstrap& bs, const TransportOptions& o) {
   Selection sel = agreeOnSelection(bs, o);
-  return std::make_unique<VerbsTransport>(bs, o, std::move(sel));
+  return std::make_unique<VerbsTransport>(bs, std::move(sel));
 }
 
 BackendStatus probe(const TransportOptions& o) {
