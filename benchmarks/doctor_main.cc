@@ -16,7 +16,7 @@
 #define FB_DOCTOR_CUDA 1
 #endif
 #if defined(FB_BUILD_CUDA_COLL)
-#include "transport/cuda/p2p_check.h"
+#include "gpu/cuda/p2p_check.h"
 #endif
 
 namespace fb {

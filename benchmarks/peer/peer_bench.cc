@@ -41,8 +41,8 @@
 #include "report/result_sink.h"
 #include "report/run_folder.h"
 #include "topology/topology.h"
-#include "transport/cuda/cuda_ipc.h"
-#include "transport/cuda/p2p_check.h"
+#include "gpu/cuda/cuda_ipc.h"
+#include "gpu/cuda/p2p_check.h"
 
 namespace fb {
 namespace {
@@ -195,15 +195,7 @@ class PeerBench {
   bool peerOk(int a, int b) {
     int can = 0;
     cudaDeviceCanAccessPeer(&can, a, b);
-    if (!can) return false;
-    cudaSetDevice(a);
-    cudaError_t e = cudaDeviceDisablePeerAccess(b);
-    if (e == cudaSuccess) {
-      cudaDeviceEnablePeerAccess(b, 0);
-      return true;
-    }
-    cudaGetLastError();
-    return false;
+    return can && cudaipc::peerAccessEnabled(a, b);
   }
 
   // % of nominal for copies between two GPUs ("GPU0->GPU1 ..."; NVLink links x rate, else PCIe) and

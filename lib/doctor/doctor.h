@@ -33,7 +33,7 @@ struct Finding {
 // What the binary knows that the doctor library cannot read by itself (it links neither CUDA,
 // NCCL, MPI nor verbs). Empty functions / values: "not available in this build", said so.
 struct Hooks {
-  // The real P2P copy check over every local GPU pair (lib/transport/cuda/p2p_check): ok, the
+  // The real P2P copy check over every local GPU pair (lib/gpu/cuda/p2p_check): ok, the
   // summary line, and the pairs that advertised P2P but failed the copy (hang, wrong data).
   struct P2P {
     bool ran = false;

@@ -2,6 +2,12 @@
 // and communicator-sized group; created collectively through makeTransport() (every rank calls
 // it at the same point, it exchanges addresses through the Bootstrap and connects).
 //
+// Naming: in the code a "transport" is this class, a host data plane that the ring collectives
+// (lib/collectives/host_*.cc) drive: tcp/ and verbs/ only. The GPU helpers that the cuda and nccl
+// collectives use (peer memory, NCCL communicators) move no data through this interface and live
+// in lib/gpu/{cuda,nccl} (targets fb_gpu_cuda, fb_gpu_nccl). fabricbench's --transport flag keeps
+// its nccl-tests-like meaning, "which implementation produces the rows" (benchmarks/backends.h).
+//
 // Contract:
 //  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op
 //    for tcp; an MR for verbs). Host memory only: the GPU rows stage through host memory

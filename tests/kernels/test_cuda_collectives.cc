@@ -19,7 +19,7 @@
 #include "collectives/cuda/cuda_collective.h"
 #include "collectives/spec.h"
 #include "core/units.h"
-#include "transport/cuda/p2p_check.h"
+#include "gpu/cuda/p2p_check.h"
 
 namespace {
 

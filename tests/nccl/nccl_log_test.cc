@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "topology/nccl_log.h"
-#include "transport/nccl/path_profile.h"
+#include "gpu/nccl/path_profile.h"
 
 namespace {
 

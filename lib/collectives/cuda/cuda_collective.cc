@@ -16,8 +16,8 @@
 #include "kernels/fill_verify.h"
 #include "kernels/reduce.h"
 #include "topology/topology.h"
-#include "transport/cuda/cuda_ipc.h"
-#include "transport/cuda/p2p_check.h"
+#include "gpu/cuda/cuda_ipc.h"
+#include "gpu/cuda/p2p_check.h"
 
 namespace fb::cudaipc {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "transport/cuda/cuda_ipc.h"
+#include "gpu/cuda/cuda_ipc.h"
 
 namespace fb::cudaipc {
 namespace {

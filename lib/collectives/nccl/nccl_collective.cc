@@ -17,8 +17,8 @@
 #include "topology/nccl_log.h"
 #include "topology/nic_rate.h"
 #include "topology/topology.h"
-#include "transport/nccl/nccl_comm.h"
-#include "transport/nccl/path_profile.h"
+#include "gpu/nccl/nccl_comm.h"
+#include "gpu/nccl/path_profile.h"
 
 namespace fb::nccl {
 namespace {

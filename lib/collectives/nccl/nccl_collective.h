@@ -1,7 +1,7 @@
 // NCCL's native collectives (ncclAllReduce, ncclAllGather, ncclReduceScatter, the P2P ring =
 // ncclSend to rank+1 / ncclRecv from rank-1 in one group, AllToAll = ncclSend/ncclRecv with every
 // peer in one group, as nccl-tests; ncclBroadcast from the shape's root) behind the Collective interface, on
-// the path a profile forces (transport/nccl/path_profile.h) and attested from NCCL's own INFO
+// the path a profile forces (gpu/nccl/path_profile.h) and attested from NCCL's own INFO
 // log: every connection NCCL made for this communicator must be of the forced transport family,
 // else the constructor / prepare() throw fb::Error "forced path X but NCCL used Y".
 //

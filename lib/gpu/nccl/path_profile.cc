@@ -1,4 +1,4 @@
-#include "transport/nccl/path_profile.h"
+#include "gpu/nccl/path_profile.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -33,6 +33,10 @@ struct P2PCheckOptions {
 // Options from the environment: FB_P2P_TIMEOUT_MS, FB_P2P_NO_PEER_ACCESS=1, FB_P2P_INJECT_HANG=1.
 P2PCheckOptions p2pOptionsFromEnv();
 
+// Is peer access from `reader` to `owner` enabled in this process? (Probed by disabling it and
+// turning it back on.)
+bool peerAccessEnabled(int reader, int owner);
+
 // One process, every ordered pair of visible GPUs (reader GPU copies from owner GPU).
 P2PReport checkLocalPairs(const P2PCheckOptions& o);
 // Collective: every rank on its GPU (local rank), reading every other rank of its node through

@@ -1,4 +1,4 @@
-#include "transport/cuda/p2p_check.h"
+#include "gpu/cuda/p2p_check.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "core/units.h"
 #include "kernels/copy.h"
 #include "kernels/reduce.h"
-#include "transport/cuda/cuda_ipc.h"
+#include "gpu/cuda/cuda_ipc.h"
 
 namespace fb::cudaipc {
 
@@ -30,19 +30,6 @@ std::string fmtMs(double ms) {
   os.precision(ms < 10 ? 2 : 0);
   os << std::fixed << ms << " ms";
   return os.str();
-}
-
-// Is peer access from `reader` to `owner` enabled in this process? (Probe by disabling: the
-// call fails with cudaErrorPeerAccessNotEnabled when it is off; when it was on, turn it back on.)
-bool peerAccessEnabled(int reader, int owner) {
-  cudaSetDevice(reader);
-  cudaError_t e = cudaDeviceDisablePeerAccess(owner);
-  if (e == cudaSuccess) {
-    cudaDeviceEnablePeerAccess(owner, 0);
-    return true;
-  }
-  cudaGetLastError();
-  return false;
 }
 
 // On the current device (the reader): copy `bytes` from src (peer memory holding
@@ -145,6 +132,19 @@ std::string summarize(P2PReport& r, const std::string& unit) {
 }
 
 }  // namespace
+
+// Is peer access from `reader` to `owner` enabled in this process? (Probe by disabling: the
+// call fails with cudaErrorPeerAccessNotEnabled when it is off; when it was on, turn it back on.)
+bool peerAccessEnabled(int reader, int owner) {
+  cudaSetDevice(reader);
+  cudaError_t e = cudaDeviceDisablePeerAccess(owner);
+  if (e == cudaSuccess) {
+    cudaDeviceEnablePeerAccess(owner, 0);
+    return true;
+  }
+  cudaGetLastError();
+  return false;
+}
 
 P2PCheckOptions p2pOptionsFromEnv() {
   P2PCheckOptions o;

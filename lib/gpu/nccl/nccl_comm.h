@@ -12,7 +12,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/units.h"
-#include "transport/nccl/path_profile.h"
+#include "gpu/nccl/path_profile.h"
 
 namespace fb::nccl {
 

@@ -1,4 +1,4 @@
-#include "transport/nccl/nccl_comm.h"
+#include "gpu/nccl/nccl_comm.h"
 
 #include <chrono>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "transport/cuda/cuda_ipc.h"
+#include "gpu/cuda/cuda_ipc.h"
 
 #include <unistd.h>
 
