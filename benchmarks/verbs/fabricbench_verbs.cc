@@ -105,17 +105,9 @@ class Pair {
     me_ = bs.rank();
     partner_ = (me_ % 2 == 0) ? me_ + 1 : me_ - 1;
     driver_ = me_ % 2 == 0;
-    port_.port = sel.port.port;
-    port_.gidIndex = sel.gidIndex;
-    port_.ethernet = sel.port.ethernet;
-    port_.activeMtu = static_cast<ibv_mtu>(sel.port.mtuEnum);
-    port_.lid = sel.port.lid;
-    ctx_ = openDevice(sel.device.name);
-    if (port_.gidIndex >= 0) {
-      ibv_gid g{};
-      FB_VERBS_CHECK(ibv_query_gid(ctx_.get(), std::uint8_t(port_.port), port_.gidIndex, &g));
-      std::copy(std::begin(g.raw), std::end(g.raw), port_.gid.begin());
-    }
+    auto opened = openPort(sel);
+    ctx_ = std::move(opened.ctx);
+    port_ = opened.port;
     pd_ = allocPd(ctx_.get());
     channel_ = createChannel(ctx_.get());
     cq_ = createCq(ctx_.get(), txDepth * 2 + 16, channel_.get());

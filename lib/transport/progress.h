@@ -8,17 +8,20 @@
 //   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
 //   FB_PROGRESS=block           always sleep at once
 // Cores = the union of the node's ranks' CPU affinity masks, capped by a cgroup v2 cpu.max quota.
+// SpinThenSleep is the one wait policy both follow.
 // Header-only: tcp and verbs each include it (no library between them).
 #pragma once
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "bootstrap/bootstrap.h"
 #include "core/error.h"
+#include "core/units.h"
 
 namespace fb {
 
@@ -84,5 +87,42 @@ inline ProgressChoice chooseProgress(Bootstrap& bs) {
   if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
   return {true, "spin, then sleep: " + counts};
 }
+
+// How tcp and verbs wait: after the last progress, busy-poll for kSpinTime (waking a sleeping
+// thread costs tens of microseconds, more in VMs, which would dominate small-message latency),
+// reading the clock and giving the core away (sched_yield) every kSpinCheck idle polls; then
+// sleep in the kernel (poll(2) for tcp, the completion channel for verbs) until something moves
+// or the deadline. With spin = false (ProgressChoice: more ranks than cores) it sleeps at once.
+inline constexpr auto kSpinTime = std::chrono::microseconds(200);
+inline constexpr int kSpinCheck = 16;
+
+class SpinThenSleep {
+ public:
+  explicit SpinThenSleep(bool spin) : spin_(spin) {}
+  // Something moved: the next idle poll starts a new spin.
+  void progressed() {
+    idle_ = 0;
+    sleeping_ = false;
+  }
+  // After a poll that moved nothing: true = poll again at once, false = sleep now.
+  bool spin() {
+    if (!spin_ || sleeping_) return false;
+    if (++idle_ % kSpinCheck != 0) return true;
+    auto now = Clock::now();
+    if (idle_ == kSpinCheck) idleSince_ = now;  // the clock is read first here, not at each progress
+    if (now - idleSince_ >= kSpinTime) {
+      sleeping_ = true;
+      return false;
+    }
+    sched_yield();
+    return true;
+  }
+
+ private:
+  bool spin_;
+  bool sleeping_ = false;
+  long idle_ = 0;
+  Clock::time_point idleSince_{};
+};
 
 }  // namespace fb

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -196,6 +197,45 @@ TEST_CASE("many outstanding requests per peer complete in posting order", "[tran
       bs.barrier();
     });
   }
+}
+
+TEST_CASE("messages to self match in posting order; a size mismatch to self is an error", "[transport][self]") {
+  const std::vector<std::size_t> sizes = {0, 5, 4097, 1000003};
+  runCase(2, [&](Bootstrap& bs, Log& log) {
+    auto t = connectAll(bs);
+    int me = bs.rank();
+    std::vector<std::unique_ptr<Buffer>> sendB, recvB;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      sendB.push_back(std::make_unique<Buffer>(*t, sizes[k]));
+      fillPattern(sendB.back()->data(), sizes[k], me, me, k);
+      recvB.push_back(std::make_unique<Buffer>(*t, sizes[k]));
+    }
+    // receive before send, sends ahead of receives, then the other way again
+    std::vector<Request> sends(sizes.size()), recvs(sizes.size());
+    auto send = [&](std::size_t k) { sends[k] = t->isend(me, sendB[k]->data(), sizes[k]); };
+    auto recv = [&](std::size_t k) { recvs[k] = t->irecv(me, recvB[k]->data(), sizes[k]); };
+    recv(0), send(0), send(1), send(2), recv(1), recv(2), recv(3), send(3);
+    for (std::size_t k = sizes.size(); k-- > 0;) {
+      t->wait(recvs[k], Deadline::in(10s));
+      t->wait(sends[k], Deadline::in(10s));
+    }
+    for (std::size_t k = 0; k < sizes.size(); ++k) checkData(log, me, *recvB[k], sizes[k], me, me, k);
+    // 100 bytes sent, 99 posted: an error about the size (at posting or at the wait), no truncation
+    Buffer b(*t, 100);
+    try {
+      Request s = t->isend(me, b.data(), 100);
+      Request r = t->irecv(me, b.data(), 99);
+      t->wait(r, Deadline::in(5s));
+      t->wait(s, Deadline::in(5s));
+      log.add(me, "a receive of 99 bytes from self accepted a 100-byte message");
+    } catch (const TimeoutError& e) {
+      log.add(me, std::string("expected a size error, got a timeout: ") + e.what());
+    } catch (const Error& e) {
+      std::string what = e.what();
+      log.expect(me, what.find("mismatch") != std::string::npos, "the error does not say it is about the size: " + what);
+    }
+    bs.barrier();
+  });
 }
 
 TEST_CASE("a size mismatch is an error, not silent truncation", "[transport][mismatch]") {

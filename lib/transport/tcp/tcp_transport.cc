@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "topology/nic_rate.h"
 #include "transport/progress.h"
+#include "transport/self_messages.h"
 
 namespace fb::tcp {
 namespace {
@@ -118,8 +119,6 @@ std::uint64_t makeId(int peer, int dir, std::uint64_t seq) {
          static_cast<std::uint64_t>(peer);
 }
 
-constexpr auto kSpin = std::chrono::microseconds(200);
-
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int size, Interface iface, std::string ifaceHow)
@@ -135,14 +134,15 @@ class TcpTransport final : public Transport {
     checkUsable(peer, buf, bytes, "isend");
     Peer& p = peers_[peer];
     std::uint64_t seq = p.sendPosted++;
+    if (peer == rank_) {
+      self_.postSend(seq, buf, bytes);
+      matchSelf();
+      return Request{makeId(peer, 0, seq)};
+    }
     Op op{static_cast<char*>(const_cast<void*>(buf)), bytes, 0, seq,
           Header{kMsgMagic, static_cast<std::uint32_t>(seq), bytes}};
     p.sendq.push_back(op);
-    if (peer == rank_) {
-      matchSelf();
-    } else if (p.sendq.size() == 1 && p.sendReady) {
-      guarded([&] { pumpSend(p); });  // start moving data now; the rest happens in wait()
-    }
+    if (p.sendq.size() == 1 && p.sendReady) guarded([&] { pumpSend(p); });  // start now; the rest in wait()
     return Request{makeId(peer, 0, seq)};
   }
 
@@ -150,8 +150,12 @@ class TcpTransport final : public Transport {
     checkUsable(peer, buf, bytes, "irecv");
     Peer& p = peers_[peer];
     std::uint64_t seq = p.recvPosted++;
-    p.recvq.push_back(Op{static_cast<char*>(buf), bytes, 0, seq, Header{}});
-    if (peer == rank_) matchSelf();
+    if (peer == rank_) {
+      self_.postRecv(seq, buf, bytes);
+      matchSelf();
+    } else {
+      p.recvq.push_back(Op{static_cast<char*>(buf), bytes, 0, seq, Header{}});
+    }
     return Request{makeId(peer, 1, seq)};
   }
 
@@ -191,17 +195,15 @@ class TcpTransport final : public Transport {
     FB_ENFORCE(peer < size_ && seq < (dir ? peers_[peer].recvPosted : peers_[peer].sendPosted),
                "request ", req.id, " was not posted on this transport");
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
-    // Busy-poll for a short while before sleeping in poll(): waking a sleeping thread costs tens
-    // of microseconds (more in VMs), which would dominate small-message latency.
-    // With more ranks than cores on this node (progress.h), sleep at once: spinning would take the
-    // core from the rank we wait for.
-    const auto spinEnd = spin_ ? Clock::now() + kSpin : Clock::now();
+    // progress.h: poll(2) without sleeping for the spin time of the wait, then sleep in it (at
+    // once with more ranks than cores on this node).
+    SpinThenSleep waiting(spin_);
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
         if (isDone()) break;
         if (deadline.expired()) throwTimeout(peer, dir, seq);
-        pollOnce(peer, dir, seq, deadline, Clock::now() < spinEnd);
+        pollOnce(peer, dir, seq, deadline, waiting.spin());
       }
     });
     req.id = 0;
@@ -363,24 +365,18 @@ class TcpTransport final : public Transport {
                " sent ", op.hdr.bytes, " bytes, rank ", rank_, " posted a receive of ", op.bytes, " bytes");
   }
 
-  // Pairs sends to self with receives from self, in order.
+  // Pairs sends to self with receives from self, in order (self_messages.h).
   void matchSelf() {
     Peer& p = peers_[rank_];
-    while (!p.sendq.empty() && !p.recvq.empty()) {
-      Op& s = p.sendq.front();
-      Op& r = p.recvq.front();
-      if (s.bytes != r.bytes) {
+    self_.match("tcp", rank_, [&](std::uint64_t, std::uint64_t, const std::string& error) {
+      if (!error.empty()) {
         dead_ = true;
         deadReason_ = "size mismatch on a message to self";
-        FB_THROW(Error, "tcp: size mismatch on message ", r.index, " to self (rank ", rank_, "): sent ", s.bytes,
-                 " bytes, posted a receive of ", r.bytes, " bytes");
+        FB_THROW(Error, error);
       }
-      if (s.bytes) std::memmove(r.buf, s.buf, s.bytes);
-      p.sendq.pop_front();
-      p.recvq.pop_front();
       ++p.sendDone;
       ++p.recvDone;
-    }
+    });
   }
 
   // One pass over every peer with pending work the socket is ready for. Each pump runs until its
@@ -458,7 +454,8 @@ class TcpTransport final : public Transport {
   PathInfo path_;
   // Bytes per sendmsg/readv before the other direction gets a turn (FB_TCP_CHUNK).
   std::size_t chunk_ = chunkFromEnv();
-  bool spin_ = true;  // progress.h: spin kSpin before sleeping in poll()
+  bool spin_ = true;  // progress.h: spin before sleeping in poll()
+  SelfMessages self_;
   bool dead_ = false;
   std::string deadReason_;
 };

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -425,6 +426,24 @@ std::string describe(const TransportOptions& o) {
     os << "  chosen: none: " << e.what() << "\n";
   }
   return os.str();
+}
+
+OpenPort openPort(const Selection& sel) {
+  OpenPort o;
+  o.port.port = sel.port.port;
+  o.port.gidIndex = sel.gidIndex;
+  o.port.ethernet = sel.port.ethernet;
+  o.port.activeMtu = static_cast<ibv_mtu>(sel.port.mtuEnum);
+  o.port.lid = sel.port.lid;
+  if (sel.gid) o.port.gid = sel.gid->raw;
+  o.ctx = openDevice(sel.device.name);
+  if (o.port.gidIndex >= 0) {
+    ibv_gid g{};
+    FB_VERBS_CHECK(ibv_query_gid(o.ctx.get(), static_cast<std::uint8_t>(o.port.port), o.port.gidIndex, &g),
+                   "(GID index ", o.port.gidIndex, ")");
+    std::copy(std::begin(g.raw), std::end(g.raw), o.port.gid.begin());
+  }
+  return o;
 }
 
 }  // namespace fb::verbs

@@ -16,6 +16,7 @@
 
 #include "transport/transport.h"
 #include "transport/verbs/gpudirect.h"
+#include "transport/verbs/verbs.h"
 
 namespace fb::verbs {
 
@@ -94,6 +95,15 @@ int chooseGid(const std::string& dev, const PortInfo& port, int requested, std::
 // Applies options (--ib-dev, --ib-port, --gid-index) to the discovered devices.
 // Throws UnavailableError("no RDMA device") when there is none, ConfigError for bad settings.
 Selection select(const std::vector<DeviceInfo>& devices, const TransportOptions& options);
+
+// The selected port, opened for QPs: its device's context and the port's addressing (port,
+// GID index, link layer, active MTU, LID, GID). The GID is read again through verbs: sysfs and
+// the device must agree on the bytes sent. (VerbsTransport and fabricbench-verbs.)
+struct OpenPort {
+  Context ctx;
+  PortSel port;
+};
+OpenPort openPort(const Selection& sel);
 
 nlohmann::json toJson(const std::vector<DeviceInfo>& devices);
 // discoverDevices() as JSON for run.json (each device with "gpudirect": {possible, via, why}),

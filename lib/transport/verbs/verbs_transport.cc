@@ -31,6 +31,7 @@
 #include "bootstrap/agree.h"
 #include "core/error.h"
 #include "transport/progress.h"
+#include "transport/self_messages.h"
 #include "transport/verbs/gpudirect.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
@@ -46,7 +47,6 @@ constexpr int kSqAlloc = kSqDepth + 8;
 constexpr std::uint32_t kMagic = 0xfb0e7b5au;
 constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kMaxChunk = std::size_t(1) << 30;
-constexpr int kSpinUs = 50;                  // busy-poll this long before sleeping on the channel
 
 enum class CtlType : std::uint32_t { kCts = 1, kMismatch = 2, kBye = 3 };
 struct CtlMsg {
@@ -158,7 +158,7 @@ class VerbsTransport final : public Transport {
   Channel channel_;
   Cq cq_;
   bool armed_ = false;
-  ProgressChoice progress_;  // progress.h: spin kSpinUs first, or sleep on the channel at once
+  ProgressChoice progress_;  // progress.h: spin first, or sleep on the channel at once
   std::vector<CtlMsg> ctl_;  // recv slots, then send slots, then scratch
   CtlMsg* ctlBase_ = nullptr;
   Mr ctlMr_;
@@ -166,7 +166,7 @@ class VerbsTransport final : public Transport {
   std::vector<Peer> peers_;  // indexed by rank; [rank_] unused
   std::unordered_map<std::uint64_t, Op> ops_;
   std::uint64_t nextId_ = 1;
-  std::deque<std::uint64_t> selfSends_, selfRecvs_;
+  SelfMessages self_;  // ids of ops_
   std::size_t chunkMax_ = kMaxChunk;
   int minPathMtu_ = 0;
 };
@@ -174,21 +174,9 @@ class VerbsTransport final : public Transport {
 // ------------------------------------------------------------------ set-up
 VerbsTransport::VerbsTransport(Bootstrap& bs, Selection sel) : Transport(bs.rank(), bs.size()), sel_(std::move(sel)) {
   progress_ = chooseProgress(bs);
-  port_.port = sel_.port.port;
-  port_.gidIndex = sel_.gidIndex;
-  port_.ethernet = sel_.port.ethernet;
-  port_.activeMtu = static_cast<ibv_mtu>(sel_.port.mtuEnum);
-  port_.lid = sel_.port.lid;
-  if (sel_.gid) port_.gid = sel_.gid->raw;
-
-  ctx_ = openDevice(sel_.device.name);
-  // Re-read the GID through verbs: sysfs and the device must agree on the bytes we send.
-  if (port_.gidIndex >= 0) {
-    ibv_gid g{};
-    FB_VERBS_CHECK(ibv_query_gid(ctx_.get(), static_cast<std::uint8_t>(port_.port), port_.gidIndex, &g),
-                   "(GID index ", port_.gidIndex, ")");
-    std::copy(std::begin(g.raw), std::end(g.raw), port_.gid.begin());
-  }
+  auto opened = openPort(sel_);
+  ctx_ = std::move(opened.ctx);
+  port_ = opened.port;
   pd_ = allocPd(ctx_.get());
   int peers = std::max(1, size_ - 1);
   channel_ = createChannel(ctx_.get());
@@ -464,7 +452,8 @@ Request VerbsTransport::post(bool send, int peer, void* buf, std::size_t bytes) 
   op.bytes = bytes;
   if (peer == rank_) {
     std::uint64_t id = newOp(std::move(op));
-    (send ? selfSends_ : selfRecvs_).push_back(id);
+    if (send) self_.postSend(id, buf, bytes);
+    else self_.postRecv(id, buf, bytes);
     matchSelf();
     return Request{id};
   }
@@ -493,20 +482,15 @@ Request VerbsTransport::isend(int peer, const void* buf, std::size_t bytes) {
 Request VerbsTransport::irecv(int peer, void* buf, std::size_t bytes) { return post(false, peer, buf, bytes); }
 
 void VerbsTransport::matchSelf() {
-  while (!selfSends_.empty() && !selfRecvs_.empty()) {
-    Op& s = ops_.at(selfSends_.front());
-    Op& r = ops_.at(selfRecvs_.front());
-    selfSends_.pop_front();
-    selfRecvs_.pop_front();
+  self_.match("verbs", rank_, [&](std::uint64_t sendId, std::uint64_t recvId, const std::string& error) {
+    Op& s = ops_.at(sendId);
+    Op& r = ops_.at(recvId);
     s.done = r.done = true;
-    if (s.bytes != r.bytes) {
+    if (!error.empty()) {
       s.err = r.err = ErrKind::kSize;
-      s.msg = r.msg = "verbs: size mismatch: isend of " + std::to_string(s.bytes) + " bytes to this rank (" +
-                      std::to_string(rank_) + ") met an irecv of " + std::to_string(r.bytes) + " bytes";
-      continue;
+      s.msg = r.msg = error;
     }
-    if (s.bytes) std::memmove(r.buf, s.buf, s.bytes);
-  }
+  });
 }
 
 // ------------------------------------------------------------------ progress
@@ -649,21 +633,19 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
     req.id = 0;
     return;
   }
-  // Spin first (latency), then sleep on the completion channel: ranks often share cores (threads
-  // in tests, oversubscribed mpirun, a 2-vCPU VM where rxe's own kernel work needs the CPU too).
+  // progress.h: spin first (latency), then sleep on the completion channel: ranks often share
+  // cores (threads in tests, oversubscribed mpirun, a 2-vCPU VM where rxe's own kernel work needs
+  // the CPU too); with more ranks than cores on this node, sleep at once.
   auto start = Clock::now();
-  auto idleSince = start;
-  int idle = 0;
+  SpinThenSleep waiting(progress_.spin);
   while (!it->second.done) {
     if (progress()) {
-      idle = 0;
+      waiting.progressed();
       armed_ = false;
       continue;
     }
-    // More ranks than cores on this node: no spinning (it takes the core from the rank we wait for).
-    if (++idle < 64 && progress_.spin) continue;
+    if (waiting.spin()) continue;
     auto now = Clock::now();
-    if (idle == 64) idleSince = now;
     const Op& op = it->second;
     if (now >= deadline.at) {
       FB_THROW(TimeoutError, "verbs: ", opText(op), " timed out after ",
@@ -675,10 +657,6 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       Peer& pr = peers_[op.peer];
       if (!pr.failed && !pr.probeOut && pr.sqUsed < kSqAlloc - 2 && now - pr.lastProbe > std::chrono::seconds(1))
         postProbe(op.peer);
-    }
-    if (progress_.spin && now - idleSince < std::chrono::microseconds(kSpinUs)) {
-      if ((idle & 15) == 0) sched_yield();
-      continue;
     }
     if (!armed_) {  // arm, then poll once more: a completion that raced the arming is not lost
       FB_VERBS_CHECK(ibv_req_notify_cq(cq_.get(), 0));
