@@ -4,8 +4,10 @@
 // Spinning is the fastest wait only while every rank on the node has a core of its own: a rank
 // that spins on a shared core steals it from the rank that must send. So:
 //   FB_PROGRESS=auto (default)  spin briefly, then sleep, while ranks on this node <= usable cores;
-//                               sleep at once (no spin) when ranks on this node > usable cores
+//                               yield the core between polls for a while (kYieldTime), then
+//                               sleep, when ranks on this node > usable cores
 //   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
+//   FB_PROGRESS=yield           always yield between polls first, then sleep
 //   FB_PROGRESS=block           always sleep at once
 // Cores = the union of the node's ranks' CPU affinity masks, capped by a cgroup v2 cpu.max quota.
 // Header-only: tcp and verbs each include it (no library between them).
@@ -13,6 +15,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -22,8 +25,17 @@
 
 namespace fb {
 
+// Oversubscribed (FB_PROGRESS=auto or yield): a waiting rank polls and yields its core between
+// polls for this long, then sleeps in the kernel. Sleeping at once left a core idle at every
+// wait, and waking it costs tens of microseconds in a VM: small collectives at 3-4 ranks on
+// 2 cores took 1.4-3.3 x Open MPI's time (which yields when oversubscribed), 0.75-0.9 x with
+// the yield (benchmarks/host_vs_mpi.sh). The bound keeps a rank that waits long (a slow peer,
+// a large transfer) from taking CPU time away from the ranks that have work.
+constexpr auto kYieldTime = std::chrono::microseconds(1000);
+
 struct ProgressChoice {
-  bool spin = true;  // spin a little before sleeping
+  bool spin = true;    // spin a little before sleeping
+  bool yield = false;  // oversubscribed: poll without sleeping, yielding the core between polls
   std::string why;   // for path() details, e.g. "block: 4 ranks on this node > 2 cores"
 };
 
@@ -66,8 +78,8 @@ inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
 inline void validateProgressEnv() {
   const char* e = std::getenv("FB_PROGRESS");
   std::string mode = e && *e ? e : "auto";
-  if (mode != "auto" && mode != "spin" && mode != "block")
-    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+  if (mode != "auto" && mode != "spin" && mode != "block" && mode != "yield")
+    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin, yield or block");
 }
 
 // Collective over the bootstrap. Throws ConfigError for a bad FB_PROGRESS.
@@ -78,11 +90,12 @@ inline ProgressChoice chooseProgress(Bootstrap& bs) {
   std::string mode = e && *e ? e : "auto";
   std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
                        std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
-  if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
-  if (mode == "block") return {false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  if (mode == "spin") return {true, false, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
+  if (mode == "block") return {false, false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  if (mode == "yield") return {false, true, "yield, then sleep (FB_PROGRESS=yield; " + counts + ")"};
   validateProgressEnv();
-  if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
-  return {true, "spin, then sleep: " + counts};
+  if (ranksOnNode > cores) return {false, true, "yield, then sleep: " + counts + " (oversubscribed)"};
+  return {true, false, "spin, then sleep: " + counts};
 }
 
 }  // namespace fb

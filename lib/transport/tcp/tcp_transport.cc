@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -195,13 +196,15 @@ class TcpTransport final : public Transport {
     // of microseconds (more in VMs), which would dominate small-message latency.
     // With more ranks than cores on this node (progress.h), sleep at once: spinning would take the
     // core from the rank we wait for.
-    const auto spinEnd = spin_ ? Clock::now() + kSpin : Clock::now();
+    const auto spinEnd = Clock::now() + (spin_ ? kSpin : yield_ ? kYieldTime : Clock::duration::zero());
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
         if (isDone()) break;
         if (deadline.expired()) throwTimeout(peer, dir, seq);
-        pollOnce(peer, dir, seq, deadline, Clock::now() < spinEnd);
+        bool sp = Clock::now() < spinEnd;
+        pollOnce(peer, dir, seq, deadline, sp);
+        if (sp && yield_) sched_yield();
       }
     });
     req.id = 0;
@@ -459,6 +462,7 @@ class TcpTransport final : public Transport {
   // Bytes per sendmsg/readv before the other direction gets a turn (FB_TCP_CHUNK).
   std::size_t chunk_ = chunkFromEnv();
   bool spin_ = true;  // progress.h: spin kSpin before sleeping in poll()
+  bool yield_ = false;  // progress.h: oversubscribed, poll and yield for kYieldTime before sleeping
   bool dead_ = false;
   std::string deadReason_;
 };
@@ -736,6 +740,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
   ProgressChoice progress = chooseProgress(bs);
   spin_ = progress.spin;
+  yield_ = progress.yield;
   d.emplace_back("progress", progress.why);
   // % of nominal: the NIC's rate (tc-shaped where a tbf caps it); none through loopback.
   topo::NicRate nominal;

@@ -660,8 +660,13 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       armed_ = false;
       continue;
     }
-    // More ranks than cores on this node: no spinning (it takes the core from the rank we wait for).
-    if (++idle < 64 && progress_.spin) continue;
+    // More ranks than cores on this node: no spinning (it takes the core from the rank we wait
+    // for), but polls with the core yielded in between for a while (progress.h), then sleeps.
+    const bool busy = progress_.spin || progress_.yield;
+    if (++idle < 64 && busy) {
+      if (progress_.yield) sched_yield();
+      continue;
+    }
     auto now = Clock::now();
     if (idle == 64) idleSince = now;
     const Op& op = it->second;
@@ -676,8 +681,9 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
       if (!pr.failed && !pr.probeOut && pr.sqUsed < kSqAlloc - 2 && now - pr.lastProbe > std::chrono::seconds(1))
         postProbe(op.peer);
     }
-    if (progress_.spin && now - idleSince < std::chrono::microseconds(kSpinUs)) {
-      if ((idle & 15) == 0) sched_yield();
+    if (busy && now - idleSince < (progress_.yield ? std::chrono::microseconds(kYieldTime)
+                                                    : std::chrono::microseconds(kSpinUs))) {
+      if (progress_.yield || (idle & 15) == 0) sched_yield();
       continue;
     }
     if (!armed_) {  // arm, then poll once more: a completion that raced the arming is not lost
