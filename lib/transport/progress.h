@@ -4,8 +4,10 @@
 // Spinning is the fastest wait only while every rank on the node has a core of its own: a rank
 // that spins on a shared core steals it from the rank that must send. So:
 //   FB_PROGRESS=auto (default)  spin briefly, then sleep, while ranks on this node <= usable cores;
-//                               sleep at once (no spin) when ranks on this node > usable cores
+//                               yield the core between polls for a while (kYieldTime), then
+//                               sleep, when ranks on this node > usable cores
 //   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
+//   FB_PROGRESS=yield           always yield between polls first, then sleep
 //   FB_PROGRESS=block           always sleep at once
 // Cores = the union of the node's ranks' CPU affinity masks, capped by a cgroup v2 cpu.max quota.
 // SpinThenSleep is the one wait policy both follow.
@@ -25,8 +27,17 @@
 
 namespace fb {
 
+// Oversubscribed (FB_PROGRESS=auto or yield): a waiting rank polls and yields its core between
+// polls for this long, then sleeps in the kernel. Sleeping at once left a core idle at every
+// wait, and waking it costs tens of microseconds in a VM: small collectives at 3-4 ranks on
+// 2 cores took 1.4-3.3 x Open MPI's time (which yields when oversubscribed), 0.75-0.9 x with
+// the yield (benchmarks/host_vs_mpi.sh). The bound keeps a rank that waits long (a slow peer,
+// a large transfer) from taking CPU time away from the ranks that have work.
+constexpr auto kYieldTime = std::chrono::microseconds(1000);
+
 struct ProgressChoice {
-  bool spin = true;  // spin a little before sleeping
+  bool spin = true;    // spin a little before sleeping
+  bool yield = false;  // oversubscribed: poll without sleeping, yielding the core between polls
   std::string why;   // for path() details, e.g. "block: 4 ranks on this node > 2 cores"
 };
 
@@ -69,8 +80,8 @@ inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
 inline void validateProgressEnv() {
   const char* e = std::getenv("FB_PROGRESS");
   std::string mode = e && *e ? e : "auto";
-  if (mode != "auto" && mode != "spin" && mode != "block")
-    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin or block");
+  if (mode != "auto" && mode != "spin" && mode != "block" && mode != "yield")
+    throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin, yield or block");
 }
 
 // Collective over the bootstrap. Throws ConfigError for a bad FB_PROGRESS.
@@ -81,36 +92,43 @@ inline ProgressChoice chooseProgress(Bootstrap& bs) {
   std::string mode = e && *e ? e : "auto";
   std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
                        std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
-  if (mode == "spin") return {true, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
-  if (mode == "block") return {false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  if (mode == "spin") return {true, false, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
+  if (mode == "block") return {false, false, "sleep at once (FB_PROGRESS=block; " + counts + ")"};
+  if (mode == "yield") return {false, true, "yield, then sleep (FB_PROGRESS=yield; " + counts + ")"};
   validateProgressEnv();
-  if (ranksOnNode > cores) return {false, "sleep at once: " + counts + " (oversubscribed)"};
-  return {true, "spin, then sleep: " + counts};
+  if (ranksOnNode > cores) return {false, true, "yield, then sleep: " + counts + " (oversubscribed)"};
+  return {true, false, "spin, then sleep: " + counts};
 }
 
-// How tcp and verbs wait: after the last progress, busy-poll for kSpinTime (waking a sleeping
-// thread costs tens of microseconds, more in VMs, which would dominate small-message latency),
-// reading the clock and giving the core away (sched_yield) every kSpinCheck idle polls; then
-// sleep in the kernel (poll(2) for tcp, the completion channel for verbs) until something moves
-// or the deadline. With spin = false (ProgressChoice: more ranks than cores) it sleeps at once.
+// How tcp and verbs wait (ProgressChoice says which way): after the last progress, poll without
+// sleeping for a while, then sleep in the kernel (poll(2) for tcp, the completion channel for
+// verbs) until something moves or the deadline.
+//   spin:  poll for kSpinTime (waking a sleeping thread costs tens of microseconds, more in VMs,
+//          which would dominate small-message latency), reading the clock and giving the core
+//          away (sched_yield) every kSpinCheck idle polls;
+//   yield: poll for kYieldTime, yielding the core after every poll (oversubscribed);
+//   neither: sleep at once.
 inline constexpr auto kSpinTime = std::chrono::microseconds(200);
 inline constexpr int kSpinCheck = 16;
 
 class SpinThenSleep {
  public:
-  explicit SpinThenSleep(bool spin) : spin_(spin) {}
-  // Something moved: the next idle poll starts a new spin.
+  SpinThenSleep(bool spin, bool yield) : spin_(spin), yield_(!spin && yield) {}
+  explicit SpinThenSleep(const ProgressChoice& c) : SpinThenSleep(c.spin, c.yield) {}
+  // Something moved: the next idle poll starts a new wait.
   void progressed() {
     idle_ = 0;
     sleeping_ = false;
   }
   // After a poll that moved nothing: true = poll again at once, false = sleep now.
   bool spin() {
-    if (!spin_ || sleeping_) return false;
-    if (++idle_ % kSpinCheck != 0) return true;
+    if ((!spin_ && !yield_) || sleeping_) return false;
+    const long every = yield_ ? 1 : kSpinCheck;
+    if (++idle_ % every != 0) return true;
     auto now = Clock::now();
-    if (idle_ == kSpinCheck) idleSince_ = now;  // the clock is read first here, not at each progress
-    if (now - idleSince_ >= kSpinTime) {
+    if (idle_ == every) idleSince_ = now;  // the clock is read first here, not at each progress
+    if (now - idleSince_ >= (yield_ ? std::chrono::duration_cast<Clock::duration>(kYieldTime)
+                                    : std::chrono::duration_cast<Clock::duration>(kSpinTime))) {
       sleeping_ = true;
       return false;
     }
@@ -119,7 +137,7 @@ class SpinThenSleep {
   }
 
  private:
-  bool spin_;
+  bool spin_, yield_;
   bool sleeping_ = false;
   long idle_ = 0;
   Clock::time_point idleSince_{};

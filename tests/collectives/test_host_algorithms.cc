@@ -149,9 +149,9 @@ TEST_CASE("FB_HOST_ALGO: bad values are ConfigErrors, defaults depend on size", 
   CHECK(chooseHostAlgo(CollKind::kP2PRing, 8, 4) == HostAlgo::kRing);
 }
 
-TEST_CASE("FB_PROGRESS: spin and block both give exact results; the path says which; bad values refused",
+TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path says which; bad values refused",
           "[collectives][tcp]") {
-  for (const char* mode : {"block", "spin"}) {
+  for (const char* mode : {"block", "spin", "yield"}) {
     ::setenv("FB_PROGRESS", mode, 1);
     std::mutex mu;
     std::int64_t wrong = 0;

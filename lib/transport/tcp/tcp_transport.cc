@@ -195,9 +195,9 @@ class TcpTransport final : public Transport {
     FB_ENFORCE(peer < size_ && seq < (dir ? peers_[peer].recvPosted : peers_[peer].sendPosted),
                "request ", req.id, " was not posted on this transport");
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
-    // progress.h: poll(2) without sleeping for the spin time of the wait, then sleep in it (at
-    // once with more ranks than cores on this node).
-    SpinThenSleep waiting(spin_);
+    // progress.h: poll(2) without sleeping for a while (spin, or yield the core between polls when
+    // oversubscribed), then sleep in it.
+    SpinThenSleep waiting(spin_, yield_);
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
@@ -454,7 +454,8 @@ class TcpTransport final : public Transport {
   PathInfo path_;
   // Bytes per sendmsg/readv before the other direction gets a turn (FB_TCP_CHUNK).
   std::size_t chunk_ = chunkFromEnv();
-  bool spin_ = true;  // progress.h: spin before sleeping in poll()
+  bool spin_ = true;    // progress.h: spin before sleeping in poll()
+  bool yield_ = false;  // progress.h: oversubscribed, poll and yield before sleeping
   SelfMessages self_;
   bool dead_ = false;
   std::string deadReason_;
@@ -733,6 +734,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);
   ProgressChoice progress = chooseProgress(bs);
   spin_ = progress.spin;
+  yield_ = progress.yield;
   d.emplace_back("progress", progress.why);
   // % of nominal: the NIC's rate (tc-shaped where a tbf caps it); none through loopback.
   topo::NicRate nominal;

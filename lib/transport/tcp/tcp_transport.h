@@ -25,8 +25,9 @@
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
 // FB_TCP_CHUNK = bytes one sendmsg/readv moves before the other direction (and the other peers)
 // get a turn (default 384K, 4K..64M): sending and receiving advance together.
-// FB_PROGRESS=auto|spin|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
-// poll() only while the node's ranks have a core each; oversubscribed, it sleeps at once.
+// FB_PROGRESS=auto|spin|yield|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
+// poll() only while the node's ranks have a core each; oversubscribed, it polls and yields the
+// core between polls for up to 1 ms, then sleeps.
 #pragma once
 #include <array>
 #include <cstddef>

@@ -633,11 +633,11 @@ void VerbsTransport::wait(Request& req, Deadline deadline) {
     req.id = 0;
     return;
   }
-  // progress.h: spin first (latency), then sleep on the completion channel: ranks often share
+  // progress.h: poll first (latency), then sleep on the completion channel: ranks often share
   // cores (threads in tests, oversubscribed mpirun, a 2-vCPU VM where rxe's own kernel work needs
-  // the CPU too); with more ranks than cores on this node, sleep at once.
+  // the CPU too); with more ranks than cores on this node the polls yield the core in between.
   auto start = Clock::now();
-  SpinThenSleep waiting(progress_.spin);
+  SpinThenSleep waiting(progress_);
   while (!it->second.done) {
     if (progress()) {
       waiting.progressed();
