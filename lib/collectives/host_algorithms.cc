@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "collectives/host_reduce.h"
 #include "core/error.h"
@@ -159,17 +160,7 @@ class Algo {
     if (f_.newRank >= 0) {
       const int p = f_.p, me = f_.newRank;
       auto at = [&](int blk) { return C * static_cast<std::size_t>(blk) / static_cast<std::size_t>(p) * elt_; };
-      int lo = 0, hi = p;
-      for (int mask = p / 2; mask >= 1; mask >>= 1) {
-        int partner = f_.real(me ^ mask), mid = (lo + hi) / 2;
-        bool upper = me & mask;
-        int kLo = upper ? mid : lo, kHi = upper ? hi : mid, sLo = upper ? lo : mid, sHi = upper ? mid : hi;
-        std::size_t keep = at(kLo);
-        exchange(partner, out_ + at(sLo), at(sHi) - at(sLo), partner, tmp_, at(kHi) - keep,
-                 [&](std::size_t o, std::size_t b) { sum(out_ + keep + o, out_ + keep + o, tmp_ + o, b); });
-        lo = kLo;
-        hi = kHi;
-      }
+      auto [lo, hi] = recursiveHalving(out_, out_, at);
       for (int mask = 1; mask < p; mask <<= 1) {
         int partner = f_.real(me ^ mask), plo = lo ^ mask;
         exchange(partner, out_ + at(lo), at(lo + mask) - at(lo), partner, out_ + at(plo), at(plo + mask) - at(plo),
@@ -203,19 +194,7 @@ class Algo {
     auto at = [&](int k) {
       return static_cast<std::size_t>(k < f_.rem ? 2 * k : k + f_.rem) * B;
     };
-    const int p = f_.p, me = f_.newRank;
-    int lo = 0, hi = p;
-    for (int mask = p / 2; mask >= 1; mask >>= 1) {
-      int partner = f_.real(me ^ mask), mid = (lo + hi) / 2;
-      bool upper = me & mask;
-      int kLo = upper ? mid : lo, kHi = upper ? hi : mid, sLo = upper ? lo : mid, sHi = upper ? mid : hi;
-      std::size_t keep = at(kLo);
-      exchange(partner, src + at(sLo), at(sHi) - at(sLo), partner, tmp_, at(kHi) - keep,
-               [&](std::size_t o, std::size_t b) { sum(acc_ + keep + o, src + keep + o, tmp_ + o, b); });
-      src = acc_;
-      lo = kLo;
-      hi = kHi;
-    }
+    recursiveHalving(src, acc_, at);
     if (r_ < 2 * f_.rem)  // the even partner's block sits just below ours
       exchange(r_ - 1, acc_ + static_cast<std::size_t>(r_ - 1) * B, B, -1, nullptr, 0, [](std::size_t, std::size_t) {});
     if (B) std::memcpy(out_, acc_ + static_cast<std::size_t>(r_) * B, B);
@@ -243,6 +222,28 @@ class Algo {
   }
 
  private:
+  // Recursive halving over the fold's p ranks (new rank f_.newRank): each step keeps half of the
+  // blocks [lo, hi), sends the other half to the partner and adds what arrives to the kept half:
+  // dst = src + received (src is dst after the first step). Block k starts at byte at(k).
+  // Returns the [lo, hi) this rank holds reduced at the end.
+  template <typename At>
+  std::pair<int, int> recursiveHalving(const std::byte* src, std::byte* dst, At&& at) {
+    const int me = f_.newRank;
+    int lo = 0, hi = f_.p;
+    for (int mask = f_.p / 2; mask >= 1; mask >>= 1) {
+      int partner = f_.real(me ^ mask), mid = (lo + hi) / 2;
+      bool upper = me & mask;
+      int kLo = upper ? mid : lo, kHi = upper ? hi : mid, sLo = upper ? lo : mid, sHi = upper ? mid : hi;
+      std::size_t keep = at(kLo);
+      exchange(partner, src + at(sLo), at(sHi) - at(sLo), partner, tmp_, at(kHi) - keep,
+               [&](std::size_t o, std::size_t b) { sum(dst + keep + o, src + keep + o, tmp_ + o, b); });
+      src = dst;
+      lo = kLo;
+      hi = kHi;
+    }
+    return {lo, hi};
+  }
+
   template <typename OnPiece>
   void exchange(int sendPeer, const std::byte* sb, std::size_t sbytes, int recvPeer, std::byte* rb,
                 std::size_t rbytes, OnPiece&& onPiece) {
