@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "bootstrap/agree.h"
+#include "collectives/gpu_ops.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "kernels/fill_verify.h"
@@ -193,31 +194,9 @@ class CudaIpcCollective final : public Collective {
     if (iters <= 0) return {};
     std::memset(status_, 0, sizeof(*status_));
     setTimeouts(deadline);
-    std::vector<cudaEvent_t> ev(static_cast<std::size_t>(iters) + 1, nullptr);
-    auto destroy = [&] {
-      for (auto e : ev)
-        if (e) cudaEventDestroy(e);
-    };
-    try {
-      for (auto& e : ev) FB_CUDA_CHECK(cudaEventCreate(&e));
-      FB_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
-      for (int i = 0; i < iters; ++i) {
-        launchOne();
-        FB_CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream_));
-      }
-      finish(ev.back(), deadline, std::to_string(iters) + " operations timed one by one");
-      std::vector<double> t;
-      for (int i = 0; i < iters; ++i) {
-        float ms = 0;
-        FB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<std::size_t>(i)], ev[static_cast<std::size_t>(i) + 1]));
-        t.push_back(ms * 1e-3);
-      }
-      destroy();
-      return t;
-    } catch (...) {
-      destroy();
-      throw;
-    }
+    return gpuops::timeEachOp(stream_, iters, [&](int) { launchOne(); }, [&](cudaEvent_t last) {
+      finish(last, deadline, std::to_string(iters) + " operations timed one by one");
+    });
   }
 
   std::int64_t check(int seed, Deadline deadline) override {
@@ -235,16 +214,11 @@ class CudaIpcCollective final : public Collective {
     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     finish(stop_, deadline, "the checked operation");
     bs_.barrier();  // nobody reads my buffers any more
-    if (corrupt_) {
-      if (*corrupt_ < shape_.recvCount)
-        FB_CUDA_CHECK(k::corruptElement(recv_, kdtype(), *corrupt_, stream_));
-      corrupt_.reset();
-    }
-    FB_CUDA_CHECK(cudaMemsetAsync(wrongDev(), 0, sizeof(unsigned long long), stream_));
-    FB_CUDA_CHECK(k::countWrong(recv_, verifySpec(shape_, rank_, seed), wrongDev(), stream_));
-    FB_CUDA_CHECK(cudaMemcpyAsync(hostWrong_, wrongDev(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
-    if (!waitStream(stream_, deadline)) FB_THROW(TimeoutError, "cuda: counting wrong elements timed out");
-    return static_cast<std::int64_t>(*hostWrong_);
+    return gpuops::countWrongOnGpu(recv_, shape_.recvCount, kdtype(), corrupt_, verifySpec(shape_, rank_, seed),
+                                   wrongDev(), hostWrong_, stream_, [&] {
+                                     if (!waitStream(stream_, deadline))
+                                       FB_THROW(TimeoutError, "cuda: counting wrong elements timed out");
+                                   });
   }
 
  private:

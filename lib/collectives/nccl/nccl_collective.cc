@@ -12,6 +12,7 @@
 #include <nccl.h>
 
 #include "bootstrap/agree.h"
+#include "collectives/gpu_ops.h"
 #include "core/error.h"
 #include "kernels/fill_verify.h"
 #include "topology/nccl_log.h"
@@ -230,33 +231,10 @@ class NcclCollective : public Collective {
   // operations); operation i's time is event i-1 → event i.
   std::vector<double> runPerOp(int iters, Deadline deadline) override {
     FB_CUDA_CHECK(cudaSetDevice(device_));
-    if (iters <= 0) return {};
-    std::vector<cudaEvent_t> ev(static_cast<std::size_t>(iters) + 1, nullptr);
-    auto destroy = [&] {
-      for (auto e : ev)
-        if (e) cudaEventDestroy(e);
-    };
-    try {
-      for (auto& e : ev) FB_CUDA_CHECK(cudaEventCreate(&e));
-      FB_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
-      for (int i = 0; i < iters; ++i) {
-        enqueue(i);
-        FB_CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream_));
-      }
+    return gpuops::timeEachOp(stream_, iters, [&](int i) { enqueue(i); }, [&](cudaEvent_t last) {
       comm_->checkAsync("nccl per-op batch");
-      comm_->wait(ev.back(), deadline, "nccl per-op batch");
-      std::vector<double> t;
-      for (int i = 0; i < iters; ++i) {
-        float ms = 0;
-        FB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[static_cast<std::size_t>(i)], ev[static_cast<std::size_t>(i) + 1]));
-        t.push_back(ms * 1e-3);
-      }
-      destroy();
-      return t;
-    } catch (...) {
-      destroy();
-      throw;
-    }
+      comm_->wait(last, deadline, "nccl per-op batch");
+    });
   }
 
   std::int64_t check(int seed, Deadline deadline) override {
@@ -265,19 +243,12 @@ class NcclCollective : public Collective {
     enqueue();
     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     comm_->wait(stop_, deadline, "nccl check");
-    auto kt = static_cast<kernels::KDtype>(shape_.dtype);
-    if (corrupt_ && *corrupt_ < shape_.recvCount) {
-      FB_CUDA_CHECK(kernels::corruptElement(recvPtr_, kt, *corrupt_, stream_));
-    }
-    corrupt_.reset();
-    kernels::VerifySpec spec = verifySpec(shape_, bs_.rank(), seed);
-    FB_CUDA_CHECK(cudaMemsetAsync(devWrong_, 0, sizeof(unsigned long long), stream_));
-    FB_CUDA_CHECK(kernels::countWrong(recvPtr_, spec, devWrong_, stream_));
-    FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    comm_->wait(stop_, deadline, "nccl check (count wrong on GPU)");
     unsigned long long wrong = 0;
-    FB_CUDA_CHECK(cudaMemcpy(&wrong, devWrong_, sizeof(wrong), cudaMemcpyDeviceToHost));
-    return static_cast<std::int64_t>(wrong);
+    return gpuops::countWrongOnGpu(recvPtr_, shape_.recvCount, static_cast<kernels::KDtype>(shape_.dtype), corrupt_,
+                                   verifySpec(shape_, bs_.rank(), seed), devWrong_, &wrong, stream_, [&] {
+                                     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+                                     comm_->wait(stop_, deadline, "nccl check (count wrong on GPU)");
+                                   });
   }
 
  private:
