@@ -26,6 +26,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -725,9 +726,29 @@ int realMain(int argc, char** argv) {
   gethostname(host, sizeof(host) - 1);
   RunFolder folder;
   try {
-    // Validate sizes before touching a GPU.
-    parseSize(o.size);
-    parseSize(o.matrixSize);
+    // Every check of the input before any file is made: sizes, then the GPUs --gpus names.
+    for (const auto& [flag, text] : {std::pair{"--size", o.size}, std::pair{"--matrix-size", o.matrixSize}}) {
+      std::size_t b = parseSize(text);
+      if (b < 4096 || b % 16) throw ConfigError(std::string(flag) + " must be a multiple of 16 bytes and at least 4K");
+    }
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) {
+      cudaGetLastError();
+      visible = 0;
+    }
+    // One GPU and no --gpus: the tests that need a pair (ce, sm, bidir, bulk) are not asked for, so
+    // the default pair 0,1 becomes GPU 0 alone.
+    auto needsPair = [&] {
+      for (const auto& t : o.tests)
+        if (t == "ce" || t == "sm" || t == "bidir" || t == "bulk") return true;
+      return false;
+    };
+    if (visible == 1 && app.count("--gpus") == 0 && !needsPair()) o.gpus = {0};
+    if (visible > 0)
+      for (int g : o.gpus)
+        if (g < 0 || g >= visible)
+          throw ConfigError(fmt::format("--gpus: GPU {} does not exist ({} visible, CUDA_VISIBLE_DEVICES={})", g,
+                                        visible, cudaipc::visibleDevicesEnv()));
     if (!o.noFiles) folder = RunFolder(o.resultsDir, o.runId, host, "peer");
   } catch (const Error& e) {  // a bad size, a taken --run-id, a folder that cannot be created
     ::fb::printLine("fabricbench-peer: error: ", e.what());

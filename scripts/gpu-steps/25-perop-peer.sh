@@ -7,7 +7,7 @@
 # the check must count wrong elements (--fb-test-corrupt 0:5: exit != 0, wrong > 0 on its rows); 3)
 # fabricbench-peer --tests host,reduce (one GPU suffices) writing results/<id>/ with table.csv, run.json.
 # Check: run 1 exit 0 and wrong = 0 on every row, p50/p99 present; run 2 exit != 0 with wrong > 0;
-# run 3 exit 0 and its folder holds table.csv and run.json with a fingerprint.
+# run 3 exit 0 and its folder holds table.csv and run.json with a fingerprint; --gpus 0,7: exit 2, no folder.
 set -u
 stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}-h200x${NP:-2}
 path=$([ "${NP:-2}" = 1 ] && echo auto || echo nvlink)
@@ -41,4 +41,9 @@ $B/benchmarks/peer/fabricbench-peer --tests host,reduce -b 64M -n 10 --results-d
   --run-id "$stamp-peer-folder" || rc3=$?
 ls -la "$OUT/results/$stamp-peer-folder" 2>&1
 echo "peer: exit $rc3"
-[ "$rc" = 0 ] && [ "$rc2" != 0 ] && [ "$rc3" = 0 ]
+# A GPU that does not exist is bad input: one line, exit 2, and no result folder.
+rc4=0
+$B/benchmarks/peer/fabricbench-peer --gpus 0,7 --results-dir "$OUT/results" --run-id "$stamp-peer-badgpu" || rc4=$?
+[ -e "$OUT/results/$stamp-peer-badgpu" ] && { echo "peer --gpus 0,7: a result folder was made"; rc4=99; }
+echo "peer --gpus 0,7: exit $rc4 (must be 2)"
+[ "$rc" = 0 ] && [ "$rc2" != 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 2 ]
