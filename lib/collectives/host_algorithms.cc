@@ -40,19 +40,7 @@ bool implements(HostAlgo a, CollKind k) {
   return false;
 }
 
-std::size_t parsePiece() {
-  const char* e = std::getenv("FB_HOST_PIECE");
-  if (!e || !*e) return kHostPieceBytes;
-  std::size_t b = 0;
-  try {
-    b = parseSize(e);
-  } catch (const std::exception&) {
-    b = 0;
-  }
-  if (b < (4u << 10) || b > (64u << 20))
-    throw ConfigError(std::string("FB_HOST_PIECE='") + e + "': expected a size from 4K to 64M (e.g. 256K)");
-  return b;
-}
+std::size_t parsePiece() { return sizeFromEnv("FB_HOST_PIECE", kHostPieceBytes, 4u << 10, 64u << 20, "256K"); }
 
 Override parseOverride() {
   Override o;

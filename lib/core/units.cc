@@ -3,6 +3,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -34,6 +35,21 @@ std::size_t parseSize(std::string_view text) {
   else bad("unknown suffix");
   if (value > ULLONG_MAX / mult) bad("too large");
   return static_cast<std::size_t>(value * mult);
+}
+
+std::size_t sizeFromEnv(const char* name, std::size_t dflt, std::size_t lo, std::size_t hi, const char* example) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return dflt;
+  std::size_t b = 0;
+  try {
+    b = parseSize(e);
+  } catch (const std::exception&) {
+    b = hi + 1;
+  }
+  if (b < lo || b > hi)
+    throw ConfigError(std::string(name) + "='" + e + "': expected a size from " + formatSize(lo) + " to " +
+                      formatSize(hi) + " (e.g. " + example + ")");
+  return b;
 }
 
 std::string formatSize(std::size_t bytes) {

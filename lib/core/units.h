@@ -14,6 +14,9 @@ constexpr double kGB = 1e9;  // bandwidth unit: GB/s = 1e9 bytes per second
 
 // "8", "1K", "64M", "8G", "1k", "512B", "4KiB" → bytes. Throws ConfigError naming the input.
 std::size_t parseSize(std::string_view text);
+// A size from the environment variable `name`: `dflt` when unset or empty; ConfigError
+// "NAME='text': expected a size from LO to HI (e.g. EXAMPLE)" when malformed or outside [lo, hi].
+std::size_t sizeFromEnv(const char* name, std::size_t dflt, std::size_t lo, std::size_t hi, const char* example);
 // 1024 → "1K", 67108864 → "64M", 1000 → "1000" (exact binary suffix only when it divides).
 std::string formatSize(std::size_t bytes);
 

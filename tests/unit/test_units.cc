@@ -45,3 +45,24 @@ TEST_CASE("size sweeps follow -b -e -f and -i", "[unit]") {
   CHECK_THROWS_AS(sizeSweep(64, 8, 2), ConfigError);
   CHECK_THROWS_AS(sizeSweep(8, 64, 1.0), ConfigError);
 }
+
+TEST_CASE("sizeFromEnv: default when unset or empty, the size when in range, one ConfigError otherwise") {
+  ::unsetenv("FB_TEST_SIZE_ENV");
+  CHECK(fb::sizeFromEnv("FB_TEST_SIZE_ENV", 123, 4096, 1 << 20, "8K") == 123);
+  ::setenv("FB_TEST_SIZE_ENV", "", 1);
+  CHECK(fb::sizeFromEnv("FB_TEST_SIZE_ENV", 123, 4096, 1 << 20, "8K") == 123);
+  ::setenv("FB_TEST_SIZE_ENV", "64K", 1);
+  CHECK(fb::sizeFromEnv("FB_TEST_SIZE_ENV", 123, 4096, 1 << 20, "8K") == 65536);
+  for (const char* bad : {"junk", "1K", "2M", "-1", "12Q"}) {
+    ::setenv("FB_TEST_SIZE_ENV", bad, 1);
+    CAPTURE(bad);
+    try {
+      fb::sizeFromEnv("FB_TEST_SIZE_ENV", 123, 4096, 1 << 20, "8K");
+      FAIL("no error");
+    } catch (const fb::ConfigError& e) {
+      CHECK(std::string(e.what()) ==
+            std::string("FB_TEST_SIZE_ENV='") + bad + "': expected a size from 4K to 1M (e.g. 8K)");
+    }
+  }
+  ::unsetenv("FB_TEST_SIZE_ENV");
+}

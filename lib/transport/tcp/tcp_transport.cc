@@ -67,19 +67,7 @@ std::size_t sockBufFromEnv() {
   }
 }
 
-std::size_t chunkFromEnv() {
-  const char* e = std::getenv("FB_TCP_CHUNK");
-  if (!e || !*e) return kDefaultChunk;
-  std::size_t b = 0;
-  try {
-    b = parseSize(e);
-  } catch (const Error&) {
-    b = 0;
-  }
-  if (b < (4u << 10) || b > (64u << 20))
-    FB_THROW(ConfigError, "FB_TCP_CHUNK='", e, "': expected a size from 4K to 64M (e.g. 384K)");
-  return b;
-}
+std::size_t chunkFromEnv() { return sizeFromEnv("FB_TCP_CHUNK", kDefaultChunk, 4u << 10, 64u << 20, "384K"); }
 
 void checkOptions(const TransportOptions& options, const std::string& hostname) {
   sockBufFromEnv();
