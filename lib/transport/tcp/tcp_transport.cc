@@ -249,7 +249,8 @@ class TcpTransport final : public Transport {
     return n;
   }
 
-  // Sends as much of p's queue as the socket takes: several messages per sendmsg.
+  // Sends from p's queue until it is empty, the socket takes no more, or one chunk (chunk_) went:
+  // several messages per sendmsg.
   void pumpSend(Peer& p) {
     while (!p.sendq.empty()) {
       iovec iov[kMaxIov];
@@ -291,7 +292,8 @@ class TcpTransport final : public Transport {
     }
   }
 
-  // Receives into p's posted buffers (the next messages' headers and payloads in one readv).
+  // Receives into p's posted buffers (the next messages' headers and payloads in one readv), until
+  // the queue is empty, the socket is drained, or one chunk came.
   void pumpRecv(Peer& p) {
     while (!p.recvq.empty()) {
       iovec iov[kMaxIov];
@@ -367,7 +369,8 @@ class TcpTransport final : public Transport {
     });
   }
 
-  // One pass over every peer with pending work the socket is ready for. Each pump runs until its
+  // Passes over every peer with pending work the socket is ready for, until none is left: each
+  // pump stops after a chunk (the other direction and the other peers get their turn) or when its
   // queue is empty or the socket would block (then that direction waits for poll()).
   void progressAll() {
     for (bool more = true; more;) {

@@ -158,7 +158,7 @@ class VerbsTransport final : public Transport {
   Channel channel_;
   Cq cq_;
   bool armed_ = false;
-  ProgressChoice progress_;  // progress.h: spin first, or sleep on the channel at once
+  ProgressChoice progress_;  // progress.h: spin (or, oversubscribed, yield) first, then sleep on the channel
   std::vector<CtlMsg> ctl_;  // recv slots, then send slots, then scratch
   CtlMsg* ctlBase_ = nullptr;
   Mr ctlMr_;
