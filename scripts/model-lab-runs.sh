@@ -11,7 +11,7 @@
 #   fabricbench-model validate --fit OUTDIR/PREFIX-RATE-2x1 --check OUTDIR/PREFIX-RATE-3x1 ...
 # Knobs (environment): FB_SIZES (-b 4K -e 64M -f 2), FB_ITERS (3), FB_WARMUP (1),
 # FB_TRANSPORTS (tcp,mpi), FB_BIN (build/benchmarks/fabricbench), FB_PROGRESS (block), TBF_BURST
-# (512kb: tc tbf bucket). Needs root (exit 77 without).
+# (tc tbf bucket; default about 2 ms of RATE). Needs root (exit 77 without).
 # Exit: 0 every run passed; 1 a run failed; 2 bad arguments; 77 the lab cannot run here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,10 +39,23 @@ export FB_EXTRA_ARGS="--placement out"
 # The lab's nodes share this machine's few cores: ranks that spin would take the core a peer on
 # another "node" needs (progress.h cannot see that from inside a namespace), so tcp ranks block.
 export FB_PROGRESS=${FB_PROGRESS:-block}
-# tc tbf bucket: lab_shape.sh's 512 KB unless TBF_BURST says otherwise. Smaller buckets were tried
-# (2 nodes, 1 Gbit, tcp AllReduce 512 KiB..32 MiB): 512kb 0.121-0.119 GB/s busbw (97 % of the rate
-# at every size); 32kb 0.091-0.058 and 16kb 0.066-0.044 (falling with size, GSO on or off).
-export TBF_BURST=${TBF_BURST:-512kb}
+# tc tbf bucket: about 2 ms of the rate (1gbit 256kb, 200mbit 64kb; at least 64kb) unless TBF_BURST
+# says otherwise. A full bucket lets the first bytes of every timed batch through at veth speed, and
+# the pause between batches refills it, so with lab_shape.sh's 512 KB the 256 KiB..1 MiB rows ran
+# faster than the rate by up to the bucket (2 nodes, tcp, 3 batches of 3: 200mbit 256 KiB ReduceScatter
+# min 139 us against 5.2 ms; 1gbit 512 KiB AllGather busbw 0.172 GB/s of 0.125) and 2x2 shapes missed
+# the model by +15..22 % at 1 MiB. Measured on 2 nodes, tcp, 256 KiB..32 MiB, busbw: 1gbit 256kb
+# 0.117-0.121 GB/s but one 8 MiB AllGather row at 0.103; 200mbit 64kb 0.0234-0.0242 at every size
+# (min/max within 3 %); 128kb at 1gbit 0.111-0.121; 32kb and 16kb at 1gbit 0.091-0.044, falling with size.
+if [ -z "${TBF_BURST:-}" ]; then
+  TBF_BURST=$(python3 -c '
+import math, re, sys
+m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1].lower())
+rate = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)] / 8  # bytes/s
+print(max(64, 2 ** round(math.log2(rate * 0.002 / 1024))), end="kb")  # 2 ms, a power of two
+' "$RATE") || { echo "model-lab-runs: cannot read rate '$RATE'" >&2; exit 2; }
+fi
+export TBF_BURST
 export FBLAB_NODES=$maxn
 WORK=$(mktemp -d /tmp/fb-model-lab.XXXXXX)
 cleanup() { "$LAB/lab_down.sh" >/dev/null 2>&1 || echo "model-lab-runs: lab_down.sh failed" >&2; rm -rf "$WORK"; }
