@@ -26,6 +26,9 @@ BIN=$BUILD/benchmarks/host_vs_mpi
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "# host_vs_mpi.sh: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
+# Congestion control: tcp sets its own on its sockets (FB_TCP_CC, default cubic); Open MPI's btl
+# keeps the host's default. Both are said, since on loopback they matter (bbr: see tcp_transport.cc).
+echo "# congestion control: tcp ${FB_TCP_CC:-cubic} (FB_TCP_CC), Open MPI the host's default $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)"
 # TABLE_ONLY=1: only print the tables from the np*.txt already in OUT (e.g. runs made separately).
 for np in $NPS; do
   [[ ${TABLE_ONLY:-0} == 1 ]] && break

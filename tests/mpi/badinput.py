@@ -98,6 +98,7 @@ SINGLE = [
     (["--transport", "tcp"], "FB_TCP_SOCKBUF='-1'", {"FB_TCP_SOCKBUF": "-1"}),
     (["--transport", "tcp"], "FB_TCP_CHUNK='junk'", {"FB_TCP_CHUNK": "junk"}),
     (["--transport", "tcp"], "FB_TCP_CHUNK='1K'", {"FB_TCP_CHUNK": "1K"}),
+    (["--transport", "tcp"], "FB_TCP_CC='nosuchcc'", {"FB_TCP_CC": "nosuchcc"}),
     # run id and result folder ({D} = a fresh folder of this case)
     (["--run-id", "a\nb"], "control character"),
     (["--run-id", "a\tb"], "control character"),

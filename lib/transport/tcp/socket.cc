@@ -10,9 +10,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -190,6 +193,30 @@ std::string setBufferSizes(int fd, std::size_t bytes) {
     skipped += std::string(skipped.empty() ? "" : ", ") + "SO_RCVBUF left to autotuning (net.core.rmem_max " +
                std::to_string(rmax) + ")";
   return skipped;
+}
+
+std::string setCongestion(int fd, const std::string& name) {
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0) return "";
+  return detail::errnoText(errno);
+}
+
+std::string congestionOf(int fd) {
+  char buf[32] = {};
+  socklen_t len = sizeof(buf);
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &len) != 0) return "unknown";
+  return std::string(buf, strnlen(buf, std::min<std::size_t>(len, sizeof(buf))));
+}
+
+std::vector<std::string> availableCongestion() {
+  std::istringstream in(readFirstLine("/proc/sys/net/ipv4/tcp_available_congestion_control"));
+  std::vector<std::string> v;
+  for (std::string w; in >> w;) v.push_back(w);
+  return v;
+}
+
+std::string systemCongestion() {
+  std::string s = readFirstLine("/proc/sys/net/ipv4/tcp_congestion_control");
+  return s.empty() ? "unknown" : s;
 }
 
 std::pair<int, int> grantedBufferSizes(int fd) {

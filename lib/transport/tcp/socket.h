@@ -73,7 +73,14 @@ void setNoDelay(int fd);
 // (net.core.{w,r}mem_max); otherwise leaves the kernel's autotuning alone for that direction.
 // Returns "" when both were set, else a phrase saying which were left to autotuning and why.
 std::string setBufferSizes(int fd, std::size_t bytes);
-std::pair<int, int> grantedBufferSizes(int fd);  // {SO_SNDBUF, SO_RCVBUF} as the kernel reports
+std::pair<int, int> grantedBufferSizes(int fd);
+// TCP congestion control (TCP_CONGESTION). setCongestion returns "" or the errno text;
+// congestionOf reads back what the socket uses; availableCongestion lists what the kernel offers
+// (net.ipv4.tcp_available_congestion_control), systemCongestion its default for new sockets.
+std::string setCongestion(int fd, const std::string& name);
+std::string congestionOf(int fd);
+std::vector<std::string> availableCongestion();
+std::string systemCongestion();  // {SO_SNDBUF, SO_RCVBUF} as the kernel reports
 
 // First line of a small file (sysfs/procfs), "" when unreadable.
 std::string readFirstLine(const std::string& path);

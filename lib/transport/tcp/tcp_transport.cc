@@ -32,6 +32,12 @@ constexpr std::size_t kDefaultSockBuf = 4u << 20;
 // directions then advance together and what is in flight stays small (loopback, 2 ranks, 1-64 MiB:
 // tcp/Open MPI 1.2-1.9 with one call per queue, 0.8-1.0 at 384K; benchmarks/host_vs_mpi.sh).
 constexpr std::size_t kDefaultChunk = 384u << 10;
+// Congestion control on the transport's sockets unless FB_TCP_CC says otherwise: Linux's own
+// default, so rows compare across hosts whatever each one's default is. Under bbr (this
+// development VM's default) the P2P exchange on loopback, 2 ranks, 1 MiB, ran at Open MPI's time
+// for its first seconds and then 1.3-2.0 x (bbr's pacing rate fell to 37-80 Gbit/s on both
+// stacks' connections); under cubic 0.85-0.99 x throughout (benchmarks/host_vs_mpi).
+constexpr const char* kDefaultCongestion = "cubic";
 constexpr int kMaxIov = 64;  // iovec entries per sendmsg/readv (IOV_MAX is 1024)
 constexpr int kMaxStrangers = 64;  // inbound connections waiting for their hello, at most
 // An accepted connection must deliver its 24-byte hello within this time (a real peer sends it
@@ -55,6 +61,7 @@ static_assert(sizeof(Hello) == 24);
 
 std::string bytesText(std::size_t n) { return std::to_string(n) + " B"; }
 
+
 }  // namespace
 
 std::size_t sockBufFromEnv() {
@@ -69,9 +76,40 @@ std::size_t sockBufFromEnv() {
 
 std::size_t chunkFromEnv() { return sizeFromEnv("FB_TCP_CHUNK", kDefaultChunk, 4u << 10, 64u << 20, "384K"); }
 
+CongestionChoice congestionFromEnv() {
+  const std::string sys = systemCongestion();
+  const char* e = std::getenv("FB_TCP_CC");
+  const std::string want = e ? e : "";
+  auto avail = availableCongestion();
+  std::string list;
+  for (const auto& a : avail) list += (list.empty() ? "" : " ") + a;
+  // Can this process put `name` on a socket? (Unprivileged processes only get the kernel's
+  // allowed list.)
+  auto trySet = [](const std::string& name) {
+    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    return s.valid() ? setCongestion(s.fd(), name) : std::string("socket(): ") + detail::errnoText(errno);
+  };
+  if (want == "system") return {"", "the host's default, FB_TCP_CC=system"};
+  if (want.empty()) {
+    if (std::find(avail.begin(), avail.end(), kDefaultCongestion) == avail.end())
+      return {"", std::string("the host's default; this kernel has no ") + kDefaultCongestion};
+    if (auto err = trySet(kDefaultCongestion); !err.empty())
+      return {"", std::string("the host's default; ") + kDefaultCongestion + " refused: " + err};
+    return {kDefaultCongestion, "fabricbench's default; the host's is " + sys + ", kept with FB_TCP_CC=system"};
+  }
+  if (std::find(avail.begin(), avail.end(), want) == avail.end())
+    FB_THROW(ConfigError, "FB_TCP_CC='", want, "' is not a congestion control this kernel offers (", list,
+             "; or 'system' for the host's default, ", sys, ")");
+  if (auto err = trySet(want); !err.empty())
+    FB_THROW(ConfigError, "FB_TCP_CC='", want, "' cannot be set on a socket: ", err,
+             " (an unprivileged process may use only net.ipv4.tcp_allowed_congestion_control)");
+  return {want, "FB_TCP_CC; the host's default is " + sys};
+}
+
 void checkOptions(const TransportOptions& options, const std::string& hostname) {
   sockBufFromEnv();
   chunkFromEnv();
+  congestionFromEnv();
   std::string how;
   chooseInterface(options.tcpInterface, hostname, &how);
 }
@@ -484,16 +522,23 @@ struct Pending {
   Clock::time_point acceptedAt{};  // inbound: when accepted (its hello deadline runs from here)
 };
 
-std::string configureSocket(int fd, std::size_t sockBuf) {
+void setCongestionOrThrow(int fd, const std::string& cc) {
+  if (cc.empty()) return;
+  if (auto err = setCongestion(fd, cc); !err.empty())
+    FB_THROW(IoError, "tcp: congestion control ", cc, " on a socket: ", err);
+}
+
+std::string configureSocket(int fd, std::size_t sockBuf, const std::string& cc) {
   setNonBlocking(fd);
   setNoDelay(fd);
+  setCongestionOrThrow(fd, cc);
   return setBufferSizes(fd, sockBuf);
 }
 
-Socket startConnect(const Endpoint& to, std::size_t sockBuf, std::string* err) {
+Socket startConnect(const Endpoint& to, std::size_t sockBuf, const std::string& cc, std::string* err) {
   Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
-  configureSocket(s.fd(), sockBuf);
+  configureSocket(s.fd(), sockBuf, cc);
   sockaddr_in sa = to.sockaddr();
   int rv;
   do {
@@ -519,13 +564,14 @@ bool sendAll(int fd, const void* data, std::size_t n) {
 
 void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook) {
   const std::size_t sockBuf = sockBufFromEnv();
+  const CongestionChoice cc = congestionFromEnv();
   const std::string myHost = bs.hostname();
   Deadline deadline = Deadline::in(options.connectTimeout);
 
   // 1. Listen on the chosen address only.
   Socket listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
-  std::string bufNote = configureSocket(listener.fd(), sockBuf);  // accepted sockets inherit the sizes
+  std::string bufNote = configureSocket(listener.fd(), sockBuf, cc.name);  // accepted sockets inherit the sizes
   Endpoint me{iface_.addr, 0};
   sockaddr_in sa = me.sockaddr();
   if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
@@ -567,7 +613,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   int dropped = 0;
   for (int r = 0; r < rank_; ++r) {
     Pending c{Pending::State::kConnecting, Socket(), r, true, peers_[r].remote};
-    c.sock = startConnect(peers_[r].remote, sockBuf, &c.lastError);
+    c.sock = startConnect(peers_[r].remote, sockBuf, cc.name, &c.lastError);
     c.retryAt = Clock::now() + std::chrono::milliseconds(20);
     pend.push_back(std::move(c));
   }
@@ -595,7 +641,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
     // (Re)start outbound connections whose earlier attempt failed.
     for (auto& c : pend)
       if (c.outbound && !c.sock.valid() && Clock::now() >= c.retryAt)
-        c.sock = startConnect(c.remote, sockBuf, &c.lastError), c.state = Pending::State::kConnecting, c.got = 0;
+        c.sock = startConnect(c.remote, sockBuf, cc.name, &c.lastError), c.state = Pending::State::kConnecting, c.got = 0;
 
     fds.clear();
     fds.push_back({listener.fd(), POLLIN, 0});
@@ -681,6 +727,7 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
         Pending c{Pending::State::kAwaitHello, Socket(fd), -1, false, Endpoint{from.sin_addr.s_addr, ntohs(from.sin_port)}};
         c.acceptedAt = Clock::now();
         setNoDelay(fd);
+        setCongestionOrThrow(fd, cc.name);
         // At the cap, the OLDEST connection still without a hello goes, not the new one: a real
         // peer sends its hello at once, so it is never the oldest for long, while idle strangers
         // age; they can delay a peer by a poll round but never take its place.
@@ -720,6 +767,10 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   } else {
     d.emplace_back("socket buffers", "none (single rank)");
   }
+  d.emplace_back("congestion control", (probeFd >= 0         ? congestionOf(probeFd)
+                                        : !cc.name.empty() ? cc.name
+                                                           : systemCongestion()) +
+                                           " (" + cc.how + ")");
   d.emplace_back("connections", std::to_string(size_ - 1));
   int local = 0;
   for (int r = 0; r < size_; ++r) local += (r != rank_ && peers_[r].host == myHost);

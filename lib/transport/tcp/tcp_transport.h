@@ -49,6 +49,14 @@ BackendStatus probe(const TransportOptions& options);
 void checkOptions(const TransportOptions& options, const std::string& hostname);
 std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 4M); ConfigError when malformed
 std::size_t chunkFromEnv();    // FB_TCP_CHUNK in bytes (default 384K, 4K..64M); ConfigError otherwise
+// FB_TCP_CC: the sockets' congestion control. name "" = leave the host's default; `how` says why
+// (for path()). Unset: cubic where the kernel has it; "system": the host's
+// default; another name: that one (ConfigError if the kernel lacks it or refuses it).
+struct CongestionChoice {
+  std::string name;
+  std::string how;
+};
+CongestionChoice congestionFromEnv();
 
 // ---- For tests (tests/transport): a look inside the set-up. ----
 constexpr std::size_t kTokenBytes = 16;
