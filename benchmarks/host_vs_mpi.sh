@@ -11,7 +11,8 @@
 #   bash benchmarks/host_vs_mpi.sh                 # np 2 3 4, 8 B .. 64 MiB, factor 2
 #   NPS="2 4" MAX=1M FACTOR=4 bash benchmarks/host_vs_mpi.sh
 # Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), ROUNDS (3), PAIRS (9),
-# BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), OUT (a new
+# BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), CC (cubic: the
+# congestion control of both stacks, see below; system: the host's), OUT (a new
 # folder under /tmp: raw output per np, the tables in table.md), TABLE_ONLY (1: tables from OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +27,23 @@ BIN=$BUILD/benchmarks/host_vs_mpi
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "# host_vs_mpi.sh: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
-# Congestion control: tcp sets its own on its sockets (FB_TCP_CC, default cubic); Open MPI's btl
-# keeps the host's default. Both are said, since on loopback they matter (bbr: see tcp_transport.cc).
-echo "# congestion control: tcp ${FB_TCP_CC:-cubic} (FB_TCP_CC), Open MPI the host's default $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)"
+# Congestion control: both stacks run under the same one, CC (default cubic, Linux's own default),
+# since on loopback it decides much (under this VM's bbr, Open MPI's 64 MiB AllReduce took 14x its
+# cubic time). Open MPI's btl has no setting for it, so the host's default is set to CC for the run
+# (root only) and put back on exit; tcp then follows the host too (FB_TCP_CC=system). CC=system keeps
+# the host's default for both. Where it cannot be set, both run under the host's default, said here.
+CC=${CC:-cubic}
+CC_FILE=/proc/sys/net/ipv4/tcp_congestion_control
+HOST_CC=$(cat "$CC_FILE" 2>/dev/null || echo unknown)
+if [[ $CC != system && $CC != "$HOST_CC" && ${TABLE_ONLY:-0} != 1 ]]; then
+  if echo "$CC" 2>/dev/null > "$CC_FILE"; then
+    trap 'echo "$HOST_CC" > "$CC_FILE"' EXIT
+  else
+    echo "# could not set the host's congestion control to $CC (needs root): both stacks use $HOST_CC"
+  fi
+fi
+export FB_TCP_CC=system
+echo "# congestion control: $(cat "$CC_FILE" 2>/dev/null || echo unknown) for both tcp (FB_TCP_CC=system) and Open MPI (the host's default; it was $HOST_CC before this run)"
 # TABLE_ONLY=1: only print the tables from the np*.txt already in OUT (e.g. runs made separately).
 for np in $NPS; do
   [[ ${TABLE_ONLY:-0} == 1 ]] && break
