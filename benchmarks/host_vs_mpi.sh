@@ -21,25 +21,31 @@ NPS=${NPS:-"2 3 4"}
 MIN=${MIN:-8} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
 ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-9} BATCH_MS=${BATCH_MS:-3}
 IF=${IF:-lo} TRANSPORT=${TRANSPORT:-tcp}
-OUT=${OUT:-$(mktemp -d /tmp/host_vs_mpi.XXXXXX)}
 BIN=$BUILD/benchmarks/host_vs_mpi
 [[ -x $BIN ]] || { echo "host_vs_mpi.sh: error: $BIN not built (cmake --build $BUILD --target host_vs_mpi)" >&2; exit 2; }
+CC=${CC:-cubic}  # congestion control of both stacks, see below
+if [[ $CC != system ]] && ! grep -qwF -- "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null; then
+  echo "host_vs_mpi.sh: error: CC='$CC' is not a congestion control this kernel offers ($(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null); or 'system')" >&2
+  exit 2
+fi
+OUT=${OUT:-$(mktemp -d /tmp/host_vs_mpi.XXXXXX)}
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "# host_vs_mpi.sh: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); output in $OUT"
 # Congestion control: both stacks run under the same one, CC (default cubic, Linux's own default),
-# since on loopback it decides much (under this VM's bbr, Open MPI's 64 MiB AllReduce took 14x its
-# cubic time). Open MPI's btl has no setting for it, so the host's default is set to CC for the run
-# (root only) and put back on exit; tcp then follows the host too (FB_TCP_CC=system). CC=system keeps
-# the host's default for both. Where it cannot be set, both run under the host's default, said here.
-CC=${CC:-cubic}
+# since on loopback it decides much (np 2, P2P ring 64 MiB: Open MPI 32.6 ms under this VM's bbr,
+# 15.0 ms under cubic). Open MPI's btl has no setting for it, so the host's default is set to CC for
+# the run (root only) and put back on exit; tcp then follows the host too (FB_TCP_CC=system).
+# CC=system keeps the host's default for both. Where it cannot be set, both run under the host's
+# default, said here.
 CC_FILE=/proc/sys/net/ipv4/tcp_congestion_control
 HOST_CC=$(cat "$CC_FILE" 2>/dev/null || echo unknown)
 if [[ $CC != system && $CC != "$HOST_CC" && ${TABLE_ONLY:-0} != 1 ]]; then
   if echo "$CC" 2>/dev/null > "$CC_FILE"; then
     trap 'echo "$HOST_CC" > "$CC_FILE"' EXIT
+    trap 'exit 1' TERM INT HUP
   else
-    echo "# could not set the host's congestion control to $CC (needs root): both stacks use $HOST_CC"
+    echo "# could not set the host's congestion control to $CC (not root, or not allowed here): both stacks use $HOST_CC"
   fi
 fi
 export FB_TCP_CC=system

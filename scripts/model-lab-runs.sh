@@ -11,7 +11,8 @@
 #   fabricbench-model validate --fit OUTDIR/PREFIX-RATE-2x1 --check OUTDIR/PREFIX-RATE-3x1 ...
 # Knobs (environment): FB_SIZES (-b 4K -e 64M -f 2), FB_ITERS (3), FB_WARMUP (1),
 # FB_TRANSPORTS (tcp,mpi), FB_BIN (build/benchmarks/fabricbench), FB_PROGRESS (block), TBF_BURST
-# (tc tbf bucket; default about 2 ms of RATE), LAB_SYSCTL (sysctls for every node's namespace). Needs root (exit 77 without).
+# (tc tbf bucket; default about 2 ms of RATE), LAB_SYSCTL ("key=value ...", set in every node's
+# namespace, e.g. net.ipv4.tcp_slow_start_after_idle=0). Needs root (exit 77 without).
 # Exit: 0 every run passed; 1 a run failed; 2 bad arguments; 77 the lab cannot run here.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +30,10 @@ for s in $SHAPES; do
   [ "${BASH_REMATCH[1]}" -gt "$maxn" ] && maxn=${BASH_REMATCH[1]}
 done
 [ "$maxn" -ge 2 ] || maxn=2
+for kv in ${LAB_SYSCTL:-}; do
+  [[ "$kv" =~ ^([a-z0-9_.]+)=([^=]+)$ && -e /proc/sys/${BASH_REMATCH[1]//.//} ]] ||
+    { echo "model-lab-runs: error: LAB_SYSCTL entry '$kv' is not key=value with a key in /proc/sys" >&2; exit 2; }
+done
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the lab uses network namespaces and tc)"; exit 77; }
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
@@ -65,9 +70,11 @@ rc=0; FBLAB_RATE=$RATE "$LAB/lab_up.sh" > "$WORK/env.sh" || rc=$?
 [ "$rc" = 77 ] && { echo "SKIP: the lab cannot run here (see above)"; exit 77; }
 [ "$rc" = 0 ] || { echo "model-lab-runs: lab_up.sh exited $rc" >&2; exit 1; }
 source "$WORK/env.sh"
-# LAB_SYSCTL: "key=value ..." set in every node's namespace (e.g. net.ipv4.tcp_slow_start_after_idle=0).
 for kv in ${LAB_SYSCTL:-}; do
-  for i in $(seq 1 "$maxn"); do ip netns exec "$FBLAB_PREFIX-n$i" sysctl -q -w "$kv" || { echo "model-lab-runs: sysctl $kv failed in n$i" >&2; exit 1; }; done
+  for i in $(seq 1 "$maxn"); do
+    ip netns exec "$FBLAB_PREFIX-n$i" sysctl -q -w "$kv" ||
+      { echo "model-lab-runs: error: sysctl $kv failed in n$i" >&2; exit 1; }
+  done
   echo "model-lab-runs: $kv in n1..n$maxn"
 done
 "$LAB/lab_shape.sh" show
