@@ -887,6 +887,7 @@ int main(int argc, char** argv) {
   fb::shutdown::installSignalThread();
   const int startupTimeout = fb::shutdown::timeoutFromArgs(argc, argv, 45);
   fb::shutdown::armStartupWatchdog(std::chrono::seconds(startupTimeout));
+  fb::prepareMpiInit();  // FB_PROGRESS=block/yield: Open MPI yields too
   MPI_Init(&argc, &argv);
   int rc = 0;
   {

@@ -44,6 +44,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fb::prepareMpiInit();  // FB_PROGRESS=block/yield: Open MPI yields too
   MPI_Init(&argc, &argv);
   int rc = 0;
   {

@@ -622,6 +622,7 @@ bool wantsMpi(int argc, char** argv) {
 }
 
 int mainMpi(int argc, char** argv) {
+  fb::prepareMpiInit();  // FB_PROGRESS=block/yield: Open MPI yields too
   MPI_Init(&argc, &argv);
   int rc = 0;
   {

@@ -1,6 +1,7 @@
 #include "bootstrap/mpi_bootstrap.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,31 @@
 
 
 namespace fb {
+
+namespace {
+std::string& waitPolicy() {
+  static std::string s;
+  return s;
+}
+}  // namespace
+
+bool ranksShareCores() {
+  const char* e = std::getenv("FB_PROGRESS");
+  return e && (std::string(e) == "block" || std::string(e) == "yield");
+}
+
+void prepareMpiInit() {
+  const char* mine = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  if (mine && *mine) {
+    waitPolicy() = std::string("OMPI_MCA_mpi_yield_when_idle=") + mine + " (set by the user)";
+  } else if (ranksShareCores()) {
+    ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    waitPolicy() = std::string("yield when idle (OMPI_MCA_mpi_yield_when_idle=1, set for FB_PROGRESS=") +
+                   std::getenv("FB_PROGRESS") + ")";
+  }
+}
+
+std::string mpiWaitPolicy() { return waitPolicy(); }
 
 MpiBootstrap::MpiBootstrap() {
   FB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
@@ -115,12 +141,16 @@ void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
   const auto spinUntil = start + std::chrono::milliseconds(20);
   auto nextProbe = start + std::chrono::milliseconds(200);
   const Deadline deadline{start + timeout()};
+  static const bool shareCores = ranksShareCores();
   int done = 0;
   while (true) {
     FB_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (done) return;
     auto now = Clock::now();
-    if (now < spinUntil) continue;
+    if (now < spinUntil) {
+      if (shareCores) sched_yield();  // FB_PROGRESS=block/yield: the core may be a peer's
+      continue;
+    }
     if (now >= nextProbe) {
       try {
         checkFailureReports();

@@ -76,6 +76,7 @@ class MpiCollective final : public Collective {
     std::string s(v, len);
     s = s.substr(0, s.find_first_of("\n,"));
     PathInfo p{"mpi (" + s + ")", {{"library", s}}};
+    if (auto w = mpiWaitPolicy(); !w.empty()) p.details.push_back({"progress", w});
     p.setNominal(nominal_.gbps, nominal_.basis);
     return p;
   }
