@@ -44,7 +44,7 @@ export FB_EXTRA_ARGS="--placement out"
 # The lab's nodes share this machine's few cores: ranks that spin would take the core a peer on
 # another "node" needs (progress.h cannot see that from inside a namespace), so tcp ranks block.
 export FB_PROGRESS=${FB_PROGRESS:-block}
-# tc tbf bucket: about 2 ms of the rate (1gbit 256kb, 200mbit 64kb; at least 64kb) unless TBF_BURST
+# tc tbf bucket: about 2 ms of the rate (1gbit 256kb), at least 128kb (200mbit), unless TBF_BURST
 # says otherwise. A full bucket lets the first bytes of every timed batch through at veth speed, and
 # the pause between batches refills it, so with lab_shape.sh's 512 KB the 256 KiB..1 MiB rows ran
 # faster than the rate by up to the bucket (2 nodes, tcp, 3 batches of 3: 200mbit 256 KiB ReduceScatter
@@ -52,12 +52,16 @@ export FB_PROGRESS=${FB_PROGRESS:-block}
 # the model by +15..22 % at 1 MiB. Measured on 2 nodes, tcp, 256 KiB..32 MiB, busbw: 1gbit 256kb
 # 0.117-0.121 GB/s but one 8 MiB AllGather row at 0.103; 200mbit 64kb 0.0234-0.0242 at every size
 # (min/max within 3 %); 128kb at 1gbit 0.111-0.121; 32kb and 16kb at 1gbit 0.091-0.044, falling with size.
+# The floor is 128kb, not 64kb: a bucket must exceed one GSO packet on veth (up to 64 KiB), and at
+# 200mbit with 64kb 4 nodes lost rate that 2 nodes did not (ReduceScatter 1-4 MiB, tcp: 2 nodes 95 %
+# of nominal, 4 nodes 86-90 %; with 128kb 96 % and 94-96 %), so 4-node runs fell 7-21 % (median)
+# behind the 2-node fit.
 if [ -z "${TBF_BURST:-}" ]; then
   TBF_BURST=$(python3 -c '
 import math, re, sys
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1].lower())
 rate = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)] / 8  # bytes/s
-print(max(64, 2 ** round(math.log2(rate * 0.002 / 1024))), end="kb")  # 2 ms, a power of two
+print(max(128, 2 ** round(math.log2(rate * 0.002 / 1024))), end="kb")  # 2 ms, a power of two
 ' "$RATE") || { echo "model-lab-runs: cannot read rate '$RATE'" >&2; exit 2; }
 fi
 export TBF_BURST
