@@ -14,6 +14,7 @@
 #include "core/units.h"
 
 #include "core/error.h"
+#include "core/progress_mode.h"
 
 
 namespace fb {
@@ -25,19 +26,13 @@ std::string& waitPolicy() {
 }
 }  // namespace
 
-bool ranksShareCores() {
-  const char* e = std::getenv("FB_PROGRESS");
-  return e && (std::string(e) == "block" || std::string(e) == "yield");
-}
-
 void prepareMpiInit() {
   const char* mine = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   if (mine && *mine) {
     waitPolicy() = std::string("OMPI_MCA_mpi_yield_when_idle=") + mine + " (set by the user)";
-  } else if (ranksShareCores()) {
+  } else if (progressSaysSharedCores()) {
     ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
-    waitPolicy() = std::string("yield when idle (OMPI_MCA_mpi_yield_when_idle=1, set for FB_PROGRESS=") +
-                   std::getenv("FB_PROGRESS") + ")";
+    waitPolicy() = "yield when idle (OMPI_MCA_mpi_yield_when_idle=1, set for FB_PROGRESS=" + progressMode() + ")";
   }
 }
 
@@ -141,7 +136,7 @@ void MpiBootstrap::waitRequest(void* reqPtr, const char* what) {
   const auto spinUntil = start + std::chrono::milliseconds(20);
   auto nextProbe = start + std::chrono::milliseconds(200);
   const Deadline deadline{start + timeout()};
-  static const bool shareCores = ranksShareCores();
+  static const bool shareCores = progressSaysSharedCores();
   int done = 0;
   while (true) {
     FB_MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));

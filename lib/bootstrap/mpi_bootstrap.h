@@ -79,8 +79,6 @@ void prepareMpiInit();
 // How MPI waits, for the mpi rows' path details: "yield when idle (OMPI_MCA_mpi_yield_when_idle=1,
 // set for FB_PROGRESS=block)", "... (set by the user)", or "" (the library's default).
 std::string mpiWaitPolicy();
-// FB_PROGRESS=block or yield: the bootstrap's own waits give the core away between polls.
-bool ranksShareCores();
 
 // "Open MPI v4.1.4, ..." from MPI_Get_library_version, first line.
 std::string mpiLibraryVersion();

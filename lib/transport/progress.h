@@ -23,6 +23,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/error.h"
+#include "core/progress_mode.h"
 #include "core/units.h"
 
 namespace fb {
@@ -78,8 +79,7 @@ inline int nodeCores(Bootstrap& bs, int* ranksOnNode) {
 
 // Throws ConfigError for a bad FB_PROGRESS (for option checks before any communication).
 inline void validateProgressEnv() {
-  const char* e = std::getenv("FB_PROGRESS");
-  std::string mode = e && *e ? e : "auto";
+  const std::string mode = progressMode();
   if (mode != "auto" && mode != "spin" && mode != "block" && mode != "yield")
     throw ConfigError("FB_PROGRESS='" + mode + "' is not auto, spin, yield or block");
 }
@@ -88,8 +88,7 @@ inline void validateProgressEnv() {
 inline ProgressChoice chooseProgress(Bootstrap& bs) {
   int ranksOnNode = 1;
   int cores = nodeCores(bs, &ranksOnNode);
-  const char* e = std::getenv("FB_PROGRESS");
-  std::string mode = e && *e ? e : "auto";
+  const std::string mode = progressMode();
   std::string counts = std::to_string(ranksOnNode) + " rank" + (ranksOnNode == 1 ? "" : "s") + " on this node, " +
                        std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
   if (mode == "spin") return {true, false, "spin, then sleep (FB_PROGRESS=spin; " + counts + ")"};
