@@ -2,7 +2,6 @@
 // ranks as threads: np 1..7 (powers of two and not), in-place and out-of-place, counts 0, 1, odd,
 // not divisible by n, and one beyond a pipeline piece; checked element by element after two timed
 // operations (the check refills the input with a fresh pattern).
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

@@ -1,6 +1,5 @@
 // Ring algorithms over the tcp Transport with ranks as threads: every pattern, in-place and
 // out-of-place, every dtype, rank counts 1..8, counts 0, 1, n-1, odd and large, element by element.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <mutex>

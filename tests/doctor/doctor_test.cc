@@ -1,10 +1,11 @@
 // The doctor's checks on recorded machines (tests/data/doctor/*, see make_fixtures.py): for every
 // check a fixture where it passes and one where it warns or fails, with the evidence it must name.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "doctor/doctor.h"
 #include "doctor/run.h"
+
+#include <set>
 
 using namespace fb::doctor;
 

@@ -2,8 +2,9 @@
 // dtype and placement at odd sizes, both AllReduce algorithms, CUDA-graph replay, the
 // corruption hook, and the P2P sanity check across ranks. Exits 77 on every rank (with the
 // reason) when a rank sees no GPU.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "catch_runner.h"
 
 #include <mpi.h>
 
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
         std::printf("SKIP: needs one GPU per rank: %d GPUs for %d ranks\n", fewest, ranks);
       rc = 77;
     } else {
-      rc = Catch::Session().run(argc, argv);
+      rc = fb::test::runCatchSession(argc, argv);
       rc = static_cast<int>(bs.allReduceMax(rc));
     }
   }

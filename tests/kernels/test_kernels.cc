@@ -1,8 +1,9 @@
 // GPU kernels (kernels/reduce.cu, kernels/copy.cu) against host references: odd sizes,
 // unaligned offsets, every dtype, and the bounded spins. Exits 77 with the reason when no GPU
 // is visible.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "catch_runner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -322,5 +323,5 @@ int main(int argc, char** argv) {
                 e == cudaSuccess ? "0 devices" : cudaGetErrorString(e), vis ? vis : "(unset)");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return fb::test::runCatchSession(argc, argv);
 }

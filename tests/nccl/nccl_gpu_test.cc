@@ -3,8 +3,9 @@
 // must be counted on the GPU, CUDA-graph batches must time, and the path must be attested.
 // The path comes from FB_NCCL_TEST_PATH (nvlink, shm, socket...): NCCL reads its path settings
 // once per process, so each path is its own ctest entry. Needs 2 GPUs: otherwise exit 77.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "catch_runner.h"
 
 #include <cuda_runtime_api.h>
 
@@ -158,5 +159,5 @@ int main(int argc, char** argv) {
               << "); this test needs 2 GPUs\n";
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return fb::test::runCatchSession(argc, argv);
 }

@@ -1,6 +1,5 @@
 // The NCCL INFO log reader and the path attestation, on real logs saved from the 2×H200 host
 // (tests/data/nccl_logs/*.log, NCCL 2.28, NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,NET,P2P,SHM).
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // What the NCCL backend says on a machine without a GPU (CI): probe() answers quickly with
 // usable = false and the reason, topologyText() is empty. On a GPU machine: exit 77.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "catch_runner.h"
 
 #include <cuda_runtime_api.h>
 
@@ -28,5 +29,5 @@ int main(int argc, char** argv) {
     std::cout << "SKIP: this test checks the no-GPU answers and this machine has " << n << " GPU(s)\n";
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return fb::test::runCatchSession(argc, argv);
 }

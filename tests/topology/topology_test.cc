@@ -1,6 +1,5 @@
 // Topology parsers on real nvidia-smi output saved from the 2×H200 host (tests/data/topology/):
 // `nvidia-smi topo -m`, `topo -p2p r`, `nvlink -s`, the --query-gpu CSV, sysfs PCIe strings.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <filesystem>

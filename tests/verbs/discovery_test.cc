@@ -1,7 +1,6 @@
 // Host-side unit tests of the verbs discovery rules (no RDMA device needed): GID parsing and
 // classification, the sysfs GID table reader on a fake tree, rate names, GID choice and the
 // ConfigErrors for bad settings.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <filesystem>

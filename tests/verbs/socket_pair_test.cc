@@ -1,7 +1,6 @@
 // SocketPairBootstrap (fabricbench-verbs --server / --peer): the control plane of the TCP pair
 // mode, on loopback, without RDMA hardware. Exchanges are checked byte by byte; lost peers and
 // absent servers must end in an error within the time-out, never a hang.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
