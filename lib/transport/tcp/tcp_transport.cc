@@ -27,7 +27,10 @@ namespace {
 
 constexpr std::uint32_t kMsgMagic = 0x46425431;    // "FBT1": data message header
 constexpr std::uint32_t kHelloMagic = 0x4642544b;  // "FBTK": connection hello
-constexpr std::size_t kDefaultSockBuf = 4u << 20;
+// SO_SNDBUF/SO_RCVBUF requested (the kernel doubles it for its bookkeeping): a window for a 100 Gbit/s
+// link up to ~80 us round trip. More was slower over loopback with ranks sharing the cores (benchmarks/host_vs_mpi.sh, 2 cores, 3-4 ranks, P2P
+// ring 8-64 MiB): 4M gave up to 1.21 x Open MPI's time, 1M at most 1.03 x, autotuning (0) 1.07 x.
+constexpr std::size_t kDefaultSockBuf = 1u << 20;
 // One sendmsg/readv moves at most this much before the other direction gets its turn: both
 // directions then advance together and what is in flight stays small (loopback, 2 ranks, 1-64 MiB:
 // tcp/Open MPI 1.2-1.9 with one call per queue, 0.8-1.0 at 384K; benchmarks/host_vs_mpi.sh).

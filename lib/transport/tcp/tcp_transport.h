@@ -20,7 +20,7 @@
 // fb::Error). Sends and receives go straight between the user's buffer and the socket
 // (sendmsg/readv with several queued messages per call; no copies).
 //
-// Environment: FB_TCP_SOCKBUF = bytes requested for SO_SNDBUF/SO_RCVBUF (default 4M;
+// Environment: FB_TCP_SOCKBUF = bytes requested for SO_SNDBUF/SO_RCVBUF (default 1M;
 // 0 = leave the kernel's autotuning alone). It is applied only when net.core.{w,r}mem_max
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
 // FB_TCP_CHUNK = bytes one sendmsg/readv moves before the other direction (and the other peers)
@@ -47,7 +47,7 @@ BackendStatus probe(const TransportOptions& options);
 // Bad-input checks of the tcp settings without opening anything (--tcp-if, FB_TCP_SOCKBUF):
 // throws ConfigError. fabricbench calls it on every rank before the first exchange.
 void checkOptions(const TransportOptions& options, const std::string& hostname);
-std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 4M); ConfigError when malformed
+std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 1M); ConfigError when malformed
 std::size_t chunkFromEnv();    // FB_TCP_CHUNK in bytes (default 384K, 4K..64M); ConfigError otherwise
 // FB_TCP_CC: the sockets' congestion control. name "" = leave the host's default; `how` says why
 // (for path()). Unset: cubic where the kernel has it; "system": the host's
