@@ -107,16 +107,29 @@ int main(int argc, char** argv) {
           if (shape.bytes == 0) continue;
           host->prepare(shape);
           mpi->prepare(shape);
+          // A barrier between the two stacks everywhere: a rank that has left an Open MPI
+          // collective may still owe the others progress on it (MPI progresses only inside MPI
+          // calls), and a rank then waiting in tcp's poll() would never give it: all four ranks
+          // stuck, three in tcp and one in MPI_Allgather, once in a full sweep (np 4, 64 MiB).
+          bs.barrier();
           std::int64_t wt = bs.allReduceSum(host->check(3, dl()));
+          bs.barrier();
           std::int64_t wm = bs.allReduceSum(mpi->check(3, dl()));
+          bs.barrier();
           wrongAll += wt + wm;
           host->runBatch(2, dl());
+          bs.barrier();
           mpi->runBatch(2, dl());
           bs.barrier();
           // Operation count per batch from the best of three single-operation probes of each.
           double probe = 1e30;
-          for (int i = 0; i < 3; ++i)
-            probe = std::min(probe, bs.allReduceMax(std::max(host->runBatch(1, dl()), mpi->runBatch(1, dl()))));
+          for (int i = 0; i < 3; ++i) {
+            double th = host->runBatch(1, dl());
+            bs.barrier();
+            double tm = mpi->runBatch(1, dl());
+            probe = std::min(probe, bs.allReduceMax(std::max(th, tm)));
+            bs.barrier();
+          }
           int ops = static_cast<int>(std::clamp(batchMs * 1e-3 / std::max(probe, 1e-7), 1.0, double(maxOps)));
           // Each round: `pairs` short batches of each implementation, alternating (T M, M T, ...);
           // the round's time of each = the best of its batches (a batch that lost a core to

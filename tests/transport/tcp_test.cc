@@ -334,3 +334,27 @@ TEST_CASE("tcp: signals during wait (EINTR) do not break transfers", "[tcp]") {
   CHECK(wrong[0] == 0);
   CHECK(wrong[1] == 0);
 }
+
+TEST_CASE("tcp: a send that times out says what the kernel holds on that connection", "[tcp]") {
+  TransportOptions o;
+  o.tcpInterface = "lo";
+  std::string what;
+  runRanks(2, [&](Bootstrap& bs) {
+    auto t = makeTransport("tcp", bs, o);
+    std::vector<char> b(32u << 20);  // far more than both socket buffers hold
+    if (bs.rank() == 0) {
+      try {
+        auto s = t->isend(1, b.data(), b.size());
+        t->wait(s, Deadline::in(300ms));  // rank 1 never posts the receive
+      } catch (const TimeoutError& e) {
+        what = e.what();
+      }
+    }
+    bs.barrier();
+  });
+  INFO(what);
+  CHECK_THAT(what, Contains("[rank 1 kernel: 0 B to read, "));
+  CHECK_THAT(what, Contains(" B unacknowledged"));
+  CHECK_THAT(what, Contains("zero-window probes"));
+  CHECK_FALSE(Catch::Matchers::Contains(", 0 B unacknowledged").match(what));  // the bytes rank 1 never read
+}

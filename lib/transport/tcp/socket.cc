@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -226,6 +228,23 @@ std::pair<int, int> grantedBufferSizes(int fd) {
   len = sizeof(int);
   ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &r, &len);
   return {s, r};
+}
+
+std::string kernelState(int fd) {
+  int inq = -1, outq = -1;
+  if (::ioctl(fd, SIOCINQ, &inq) != 0) inq = -1;
+  if (::ioctl(fd, SIOCOUTQ, &outq) != 0) outq = -1;
+  tcp_info ti{};
+  socklen_t len = sizeof(ti);
+  bool info = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0;
+  if (inq < 0 && outq < 0 && !info) return "";
+  std::string s = "kernel: " + std::to_string(inq) + " B to read, " + std::to_string(outq) + " B unacknowledged";
+  if (info)
+    s += ", " + std::to_string(ti.tcpi_probes) + " zero-window probes, " + std::to_string(ti.tcpi_retransmits) +
+         " retransmissions (" + std::to_string(ti.tcpi_total_retrans) + " in all), back-off " +
+         std::to_string(ti.tcpi_backoff) + ", rto " + std::to_string(ti.tcpi_rto / 1000) + " ms, last data in " +
+         std::to_string(ti.tcpi_last_data_recv) + " ms ago, out " + std::to_string(ti.tcpi_last_data_sent) + " ms ago";
+  return s;
 }
 
 std::string readFirstLine(const std::string& path) {

@@ -473,6 +473,10 @@ class TcpTransport final : public Transport {
                    ", first: message " + std::to_string(op.index) + " of " + bytesText(op.bytes) + " with " +
                    bytesText(op.done > kHdr ? op.done - kHdr : 0) + (d ? " received" : " sent");
       }
+      // What the kernel holds on that connection: a stalled socket and a peer that stopped reading
+      // look alike from here.
+      if (p.rank != rank_ && p.pending() && p.sock.valid() && listed <= 8)
+        if (std::string k = kernelState(p.sock.fd()); !k.empty()) pending += " [rank " + std::to_string(p.rank) + " " + k + "]";
     }
     FB_THROW(TimeoutError, "tcp: deadline expired waiting for the ", describe(peer, dir, seq), "; pending (", total,
              " requests): ", pending);
