@@ -8,9 +8,10 @@
 # Prints the tables of tcp time / mpi time per size, collective and np (markdown), with the
 # geometric mean and the worst ratio per column, and the load average before and after.
 #
-#   bash benchmarks/host_vs_mpi.sh                 # np 2 3 4, 8 B .. 64 MiB, factor 2
+#   bash benchmarks/host_vs_mpi.sh                 # np 2 3 4, 8 B .. 64 MiB, factor 2, 3 runs (~30 min)
+#   RUNS=1 bash benchmarks/host_vs_mpi.sh          # one run (~10 min)
 #   NPS="2 4" MAX=1M FACTOR=4 bash benchmarks/host_vs_mpi.sh
-# Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), ROUNDS (3), PAIRS (9),
+# Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), RUNS (3), ROUNDS (3), PAIRS (9),
 # BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), CC (cubic: the
 # congestion control of both stacks, see below; system: the host's), OUT (a new
 # folder under /tmp: raw output per np, the tables in table.md), TABLE_ONLY (1: tables from OUT).
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 NPS=${NPS:-"2 3 4"}
 MIN=${MIN:-8} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
-ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-9} BATCH_MS=${BATCH_MS:-3}
+ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-9} BATCH_MS=${BATCH_MS:-3} RUNS=${RUNS:-3}
 IF=${IF:-lo} TRANSPORT=${TRANSPORT:-tcp}
 BIN=$BUILD/benchmarks/host_vs_mpi
 [[ -x $BIN ]] || { echo "host_vs_mpi.sh: error: $BIN not built (cmake --build $BUILD --target host_vs_mpi)" >&2; exit 2; }
@@ -51,23 +52,32 @@ fi
 export FB_TCP_CC=system
 echo "# congestion control: $(cat "$CC_FILE" 2>/dev/null || echo unknown) for both tcp (FB_TCP_CC=system) and Open MPI (the host's default; it was $HOST_CC before this run)"
 # TABLE_ONLY=1: only print the tables from the np*.txt already in OUT (e.g. runs made separately).
-for np in $NPS; do
-  [[ ${TABLE_ONLY:-0} == 1 ]] && break
-  mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include "$IF" \
-    "$BIN" --transport "$TRANSPORT" --tcp-if "$IF" -b "$MIN" -e "$MAX" -f "$FACTOR" \
-    --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" | tee "$OUT/np$np.txt" | grep '^#' || {
-    echo "host_vs_mpi.sh: np $np failed (see $OUT/np$np.txt)" >&2
-    exit 1
-  }
+# RUNS (3) whole runs, one after the other (np 2, 3, 4, then again): each point's ratio in the
+# tables is the median of its RUNS ratios (np<N>.run<K>.txt).
+for run in $(seq 1 "$RUNS"); do
+  for np in $NPS; do
+    [[ ${TABLE_ONLY:-0} == 1 ]] && break 2
+    f="$OUT/np$np.run$run.txt"
+    echo "# run $run of $RUNS, np $np"
+    mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include "$IF" \
+      "$BIN" --transport "$TRANSPORT" --tcp-if "$IF" -b "$MIN" -e "$MAX" -f "$FACTOR" \
+      --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" | tee "$f" | grep '^#' || {
+      echo "host_vs_mpi.sh: np $np failed in run $run (see $f)" >&2
+      exit 1
+    }
+  done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT" $NPS <<'EOF' | tee "$OUT/table.md"
-import math, sys
+import glob, math, statistics, sys
 out, nps = sys.argv[1], [int(x) for x in sys.argv[2:]]
-rows = {}  # (coll, requested size) -> np -> (ratio, ratio_medbatch, algo)
+rows = {}  # (coll, requested size) -> np -> ([ratio per run], [ratio_medbatch per run], algo)
 order, shown = [], {}
+runs = {}
 for np_ in nps:
-    for line in open(f"{out}/np{np_}.txt"):
+    files = sorted(glob.glob(f"{out}/np{np_}.run*.txt")) or [f"{out}/np{np_}.txt"]  # (older folders: one run)
+    runs[np_] = len(files)
+    for line in (l for fn in files for l in open(fn)):
         if line.startswith("#") or not line.strip():
             continue
         # np coll bytes algo ops tcp_us*R mpi_us*R tcp_us mpi_us ratio tcp_med mpi_med ratio_med wrong_tcp wrong_mpi
@@ -82,7 +92,9 @@ for np_ in nps:
             rows[key] = {}
             order.append(key)
             shown[key] = key[1]
-        rows[key][np_] = (float(f[-6]), float(f[-3]), algo)
+        v = rows[key].setdefault(np_, ([], [], algo))
+        v[0].append(float(f[-6]))
+        v[1].append(float(f[-3]))
 def fmt_size(b):
     for u, s in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if b >= s:
@@ -101,7 +113,7 @@ def table(idx, title):
                 if v is None:
                     cells.append("-")
                     continue
-                r = v[0] if idx == 0 else v[1]
+                r = statistics.median(v[0] if idx == 0 else v[1])
                 stats.setdefault((coll, n), []).append(r)
                 cells.append(f"{r:.2f}{' **>1.05**' if r > 1.05 else ''} ({v[2]})")
             print(f"| {coll} | {fmt_size(shown[key])} | " + " | ".join(cells) + " |")
@@ -114,6 +126,7 @@ def table(idx, title):
         print(f"| {coll} | {n} | {len(rs)} | {g:.3f} | {max(rs):.2f} | {sum(r > 1.05 for r in rs)} |")
     g = math.exp(sum(math.log(r) for r in allr) / len(allr))
     print(f"| all | {','.join(map(str, nps))} | {len(allr)} | {g:.3f} | {max(allr):.2f} | {sum(r > 1.05 for r in allr)} |")
-table(0, "tcp time / mpi time: median over rounds of each round's best batch")
-table(1, "tcp time / mpi time: median over rounds of each round's median batch (shows the load)")
+n_runs = ", ".join(f"np {n}: {runs[n]}" for n in nps)
+table(0, f"tcp time / mpi time: median over runs ({n_runs}) of the median over rounds of each round's best batch")
+table(1, f"tcp time / mpi time: median over runs ({n_runs}) of the median over rounds of each round's median batch (shows the load)")
 EOF
