@@ -69,26 +69,34 @@ constexpr std::size_t kHostPieceBytes = 1 << 20;
 // The piece size in use: kHostPieceBytes, or FB_HOST_PIECE (a size, e.g. 256K; 4K..64M) for
 // tuning experiments. Read once; a malformed value is a ConfigError.
 std::size_t hostPieceBytes();
+// How `bytes` are cut into pieces (hostPieceBytes(), a multiple of `elt`): f(offset, length) for
+// each, at least once (a zero-byte message for an empty buffer). Both ends of a link cut with it,
+// so their messages match.
+inline std::size_t hostPieceFor(std::size_t elt) { return std::max<std::size_t>(elt, hostPieceBytes() / elt * elt); }
+template <typename F>
+void forEachPiece(std::size_t bytes, std::size_t elt, F&& f) {
+  const std::size_t piece = hostPieceFor(elt);
+  for (std::size_t off = 0;; off += piece) {
+    f(off, std::min(piece, bytes - off));
+    if (off + piece >= bytes) break;
+  }
+}
 template <typename OnPiece>
 void exchangePieces(Transport& t, int sendPeer, const std::byte* sendBuf, std::size_t sendBytes, int recvPeer,
                     std::byte* recvBuf, std::size_t recvBytes, std::size_t elt, Deadline deadline,
                     std::vector<Request>& reqs, OnPiece&& onPiece) {
-  const std::size_t piece = std::max<std::size_t>(elt, hostPieceBytes() / elt * elt);
   reqs.clear();
   std::size_t nRecv = 0;
-  if (recvPeer >= 0) {
-    for (std::size_t off = 0;; off += piece) {
-      reqs.push_back(t.irecv(recvPeer, recvBuf + off, std::min(piece, recvBytes - off)));
+  if (recvPeer >= 0)
+    forEachPiece(recvBytes, elt, [&](std::size_t off, std::size_t len) {
+      reqs.push_back(t.irecv(recvPeer, recvBuf + off, len));
       ++nRecv;
-      if (off + piece >= recvBytes) break;
-    }
-  }
-  if (sendPeer >= 0) {
-    for (std::size_t off = 0;; off += piece) {
-      reqs.push_back(t.isend(sendPeer, sendBuf + off, std::min(piece, sendBytes - off)));
-      if (off + piece >= sendBytes) break;
-    }
-  }
+    });
+  if (sendPeer >= 0)
+    forEachPiece(sendBytes, elt, [&](std::size_t off, std::size_t len) {
+      reqs.push_back(t.isend(sendPeer, sendBuf + off, len));
+    });
+  const std::size_t piece = hostPieceFor(elt);
   std::size_t off = 0;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     t.wait(reqs[i], deadline);

@@ -81,20 +81,16 @@ class RingCollective final : public HostCollective {
   // has arrived from the left, so the n - 1 steps overlap instead of each waiting for the
   // previous one to drain (AllGather over loopback, 4 ranks on 2 cores, 4-64 MiB: 1.11-1.25 x
   // Open MPI's time with a barrier between steps; benchmarks/host_vs_mpi.sh). All receives are
-  // posted first; the pieces of a block are those exchangePieces would cut (at least one, maybe
-  // empty), so both ends of a link see the same messages in the same order.
+  // posted first; blocks are cut by forEachPiece, as exchangePieces cuts them, so both ends of a
+  // link see the same messages in the same order.
   template <typename Start, typename Count>
   void forwardingAllGather(std::byte* out, int first, Start&& start, Count&& count, Deadline deadline) {
     const int n = s_.nRanks;
     if (n == 1) return;
     const int right = mod(rank() + 1), left = mod(rank() - 1);
-    const std::size_t piece = std::max<std::size_t>(elt_, hostPieceBytes() / elt_ * elt_);
     auto eachPiece = [&](int k, auto&& f) {
-      const std::size_t bytes = count(k) * elt_;
-      for (std::size_t off = 0;; off += piece) {
-        f(at(out, start(k)) + off, std::min(piece, bytes - off));
-        if (off + piece >= bytes) break;
-      }
+      std::byte* block = at(out, start(k));
+      forEachPiece(count(k) * elt_, elt_, [&](std::size_t off, std::size_t len) { f(block + off, len); });
     };
     recvs_.clear();
     sends_.clear();

@@ -303,6 +303,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirFd < 0) throw IoError("cannot open the folder of " + path + ": " + std::strerror(errno));
   static std::atomic<unsigned> counter{0};
+  auto nextName = [&] { return fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++); };
   std::string tmpName;
   // An unnamed file (O_TMPFILE) gets its name only once written and synced, just before the
   // rename: a rank killed meanwhile (SIGKILL from the launcher) leaves nothing behind. A named
@@ -311,7 +312,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   int fd = ::openat(dirFd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
   const bool unnamed = fd >= 0;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmpName = fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
+    tmpName = nextName();
     fd = ::openat(dirFd, tmpName.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -320,7 +321,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
     ::close(dirFd);
     throw IoError("cannot create a temporary file next to " + path + ": " + std::strerror(e));
   }
-  if (unnamed) tmpName = fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
+  if (unnamed) tmpName = nextName();  // the name it is linked under before the rename
   const std::string tmp = (dir / tmpName).string();
   bool named = !unnamed;
   auto fail = [&](const std::string& what, int e, bool open) {

@@ -74,9 +74,9 @@ void setNoDelay(int fd);
 // Returns "" when both were set, else a phrase saying which were left to autotuning and why.
 std::string setBufferSizes(int fd, std::size_t bytes);
 std::pair<int, int> grantedBufferSizes(int fd);
-// What the kernel holds for a connection, for time-out messages: bytes readable (SIOCINQ) and not
-// yet acknowledged by the peer (SIOCOUTQ), the peer's advertised window is full when zero-window
-// probes are being sent, retransmissions and the retransmission back-off (TCP_INFO). "" if unreadable.
+// What the kernel holds for a connection, for time-out messages: bytes readable (SIOCINQ), bytes
+// not yet acknowledged by the peer (SIOCOUTQ), and from TCP_INFO the zero-window probes (the peer's
+// window is full), retransmissions, back-off, rto and time since data last moved. "" if unreadable.
 std::string kernelState(int fd);
 // TCP congestion control (TCP_CONGESTION). setCongestion returns "" or the errno text;
 // congestionOf reads back what the socket uses; availableCongestion lists what the kernel offers

@@ -27,9 +27,10 @@ namespace {
 
 constexpr std::uint32_t kMsgMagic = 0x46425431;    // "FBT1": data message header
 constexpr std::uint32_t kHelloMagic = 0x4642544b;  // "FBTK": connection hello
-// SO_SNDBUF/SO_RCVBUF requested (the kernel doubles it for its bookkeeping): a window for a 100 Gbit/s
-// link up to ~80 us round trip. More was slower over loopback with ranks sharing the cores (benchmarks/host_vs_mpi.sh, 2 cores, 3-4 ranks, P2P
-// ring 8-64 MiB): 4M gave up to 1.21 x Open MPI's time, 1M at most 1.03 x, autotuning (0) 1.07 x.
+// SO_SNDBUF/SO_RCVBUF requested (the kernel doubles it for its bookkeeping): a window for a
+// 100 Gbit/s link up to ~80 us round trip. More was slower over loopback with ranks sharing the
+// cores (benchmarks/host_vs_mpi.sh, 2 cores, 3-4 ranks, P2P ring 8-64 MiB): 4M gave up to 1.21 x
+// Open MPI's time, 1M at most 1.03 x, autotuning (0) 1.07 x.
 constexpr std::size_t kDefaultSockBuf = 1u << 20;
 // One sendmsg/readv moves at most this much before the other direction gets its turn: both
 // directions then advance together and what is in flight stays small (loopback, 2 ranks, 1-64 MiB:
@@ -476,7 +477,8 @@ class TcpTransport final : public Transport {
       // What the kernel holds on that connection: a stalled socket and a peer that stopped reading
       // look alike from here.
       if (p.rank != rank_ && p.pending() && p.sock.valid() && listed <= 8)
-        if (std::string k = kernelState(p.sock.fd()); !k.empty()) pending += " [rank " + std::to_string(p.rank) + " " + k + "]";
+        if (std::string k = kernelState(p.sock.fd()); !k.empty())
+          pending += " [rank " + std::to_string(p.rank) + " " + k + "]";
     }
     FB_THROW(TimeoutError, "tcp: deadline expired waiting for the ", describe(peer, dir, seq), "; pending (", total,
              " requests): ", pending);
