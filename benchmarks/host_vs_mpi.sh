@@ -23,6 +23,7 @@ MIN=${MIN:-8} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
 ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-9} BATCH_MS=${BATCH_MS:-3} RUNS=${RUNS:-3}
 IF=${IF:-lo} TRANSPORT=${TRANSPORT:-tcp}
 BIN=$BUILD/benchmarks/host_vs_mpi
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "host_vs_mpi.sh: error: RUNS='$RUNS' is not a whole number of runs (1 or more)" >&2; exit 2; }
 [[ -x $BIN ]] || { echo "host_vs_mpi.sh: error: $BIN not built (cmake --build $BUILD --target host_vs_mpi)" >&2; exit 2; }
 CC=${CC:-cubic}  # congestion control of both stacks, see below
 if [[ $CC != system ]] && ! grep -qwF -- "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null; then
