@@ -39,23 +39,6 @@ constexpr std::size_t kDefaultSockBuf = 1u << 20;
 // launches: 0.79-0.94 vs 0.85-1.09; np 3, 16-64 MiB, 3 launches: 0.86-1.03 vs 0.91-1.39; 128K and
 // 256K were slower than both.
 constexpr std::size_t kDefaultChunk = 512u << 10;
-// Below kDefaultChunk a message moves in halves (at least kMinPart each; halfPart):
-//  * a readv takes at most half of the message it starts in, always. One readv that could take a
-//    whole message was slower (host_vs_mpi, np 2, alternated launches of one build: P2P ring
-//    256 KiB 133 us against 58 us read in two or more calls, 1.56 x Open MPI against 0.66 x;
-//    128 KiB 1.01 x against 0.53 x; AllGather 512 KiB 1.48 x against 0.69 x; 1 MiB and up the same).
-//  * a sendmsg does too while every rank has a core (spin): with whole 512K chunks a point's
-//    time was bimodal, the same 256 KiB P2P ring 52-60 us at some points, 100-135 us at others
-//    (28 sizes 262144-262500 B in one launch, twice: 16 of 56 above 100 us), in halves 64-99 us
-//    (0 of 56), and np 2 AllGather/AllReduce 512 KiB-2 MiB stopped crossing 1.05 x Open
-//    MPI (3 launches: at most 0.94 against up to 1.39). Halves of 64K and below, or quarters, were
-//    2 x slower. With ranks sharing cores (yield, block) halves were no better (np 3 P2P ring
-//    256 KiB 1.04 x against 0.66 x), so sends there keep whole chunks.
-// Why the kernel copies slower in the other cases we did not find: no drops, prunes or
-// retransmits in nstat; perf shows the time in the sender's copy into fresh socket pages
-// (_copy_from_iter), at np 4 1.8 x Open MPI's for the same bytes, the receiver's copy alike.
-constexpr std::size_t kMinPart = 64u << 10;
-std::size_t halfPart(std::size_t messageBytes) { return std::min(kDefaultChunk, std::max(messageBytes / 2, kMinPart)); }
 // Congestion control on the transport's sockets unless FB_TCP_CC says otherwise: Linux's own
 // default, so rows compare across hosts whatever each one's default is. Under bbr (this
 // development VM's default) the P2P exchange on loopback, 2 ranks, 1 MiB, ran at Open MPI's time
@@ -72,8 +55,17 @@ struct Header {
   std::uint32_t magic;
   std::uint32_t index;  // message index on this (sender, receiver) pair, low 32 bits
   std::uint64_t bytes;
+  std::uint8_t pad[48];  // zero
 };
-static_assert(sizeof(Header) == 16);
+// 64 bytes, so that a payload keeps its buffer's alignment in the byte stream: the kernel copies a
+// sendmsg into socket pages packed behind the bytes sent before, and with a 16-byte header every
+// payload landed 16 bytes off its source's cache-line alignment. That copy (_copy_from_iter) then
+// took 4 x the CPU (perf record -a, 4 ranks on 2 cores, P2P ring 1 MiB, 1000 operations: 8517
+// samples against 2169 with this header; Open MPI 4313-4866; the receiving copy 2026-2477 in all)
+// and the operation ran at 1.24 against 2.34 GB/s. With 2 ranks it made a point's time bimodal
+// (the offset of the stream when the point began): 256 KiB P2P ring 52-135 us over 56 points,
+// 16 of them above 100 us; 52-76 us with this header.
+static_assert(sizeof(Header) == 64);
 constexpr std::size_t kHdr = sizeof(Header);
 
 struct Hello {
@@ -99,10 +91,6 @@ std::size_t sockBufFromEnv() {
 }
 
 std::size_t chunkFromEnv() { return sizeFromEnv("FB_TCP_CHUNK", kDefaultChunk, 4u << 10, 64u << 20, "512K"); }
-bool chunkFromEnvSet() {
-  const char* e = std::getenv("FB_TCP_CHUNK");
-  return e && *e;
-}
 
 CongestionChoice congestionFromEnv() {
   const std::string sys = systemCongestion();
@@ -315,14 +303,13 @@ class TcpTransport final : public Transport {
     return n;
   }
 
-  // Sends from p's queue until it is empty, the socket takes no more, or one part (sendPart) went:
+  // Sends from p's queue until it is empty, the socket takes no more, or one chunk (chunk_) went:
   // several messages per sendmsg.
   void pumpSend(Peer& p) {
     while (!p.sendq.empty()) {
       iovec iov[kMaxIov];
       std::size_t want = 0;
-      const std::size_t cap = sendPart(p.sendq.front().bytes);
-      int n = fillIov(p.sendq, iov, want, cap);
+      int n = fillIov(p.sendq, iov, want, chunk_);
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<std::size_t>(n);
@@ -355,18 +342,17 @@ class TcpTransport final : public Transport {
         p.sendReady = false;
         return;
       }
-      if (want >= cap) return;  // a full chunk: let the other direction have a turn
+      if (want >= chunk_) return;  // a full chunk: let the other direction have a turn
     }
   }
 
   // Receives into p's posted buffers (the next messages' headers and payloads in one readv), until
-  // the queue is empty, the socket is drained, or one part came (halfPart).
+  // the queue is empty, the socket is drained, or one chunk came.
   void pumpRecv(Peer& p) {
     while (!p.recvq.empty()) {
       iovec iov[kMaxIov];
       std::size_t want = 0;
-      const std::size_t cap = halfPart(p.recvq.front().bytes);
-      int n = fillIov(p.recvq, iov, want, cap);
+      int n = fillIov(p.recvq, iov, want, chunk_);
       ssize_t rv = ::readv(p.sock.fd(), iov, n);
       if (rv < 0) {
         int e = errno;
@@ -407,7 +393,7 @@ class TcpTransport final : public Transport {
         p.recvReady = false;
         return;
       }
-      if (want >= cap) return;  // a full part: let the other direction have a turn
+      if (want >= chunk_) return;  // a full chunk: let the other direction have a turn
     }
   }
 
@@ -517,13 +503,7 @@ class TcpTransport final : public Transport {
   std::vector<Peer*> fdPeer_;
   PathInfo path_;
   // Bytes per sendmsg/readv before the other direction gets a turn (FB_TCP_CHUNK).
-  // Bytes per sendmsg before the other direction gets its turn: FB_TCP_CHUNK if set, else
-  // kDefaultChunk while ranks share cores, half a message (halfPart) while each has its own.
   std::size_t chunk_ = chunkFromEnv();
-  bool chunkSet_ = chunkFromEnvSet();
-  std::size_t sendPart(std::size_t messageBytes) const {
-    return chunkSet_ || yield_ || !spin_ ? chunk_ : halfPart(messageBytes);
-  }
   bool spin_ = true;    // progress.h: spin before sleeping in poll()
   bool yield_ = false;  // progress.h: oversubscribed, poll and yield before sleeping
   SelfMessages self_;
