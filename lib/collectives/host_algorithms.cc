@@ -85,25 +85,26 @@ Override parseOverride() {
 //    ring was ahead where the rank count is not a power of two (np 3, 1 MiB: ring 0.57 x MPI,
 //    Rabenseifner with its fold 1.9 x MPI: the fold moves the whole vector twice more).
 //  * allgather: Bruck below 256 KiB; above, the ring was as fast or faster at np 3 (1 MiB: ring
-//    0.37 x MPI, Bruck 0.67 x MPI; 256 KiB-4 MiB: ring 0.38-0.58, Bruck 0.43-0.65), but at np 4
-//    Bruck stays ahead up to 4 MiB (3 alternated launches, median: 1-4 MiB Bruck 0.86-0.94 x MPI,
-//    ring 1.19-1.22 x; 8 MiB ring 0.96, Bruck 1.08), so from 4 ranks Bruck up to 4 MiB.
+//    0.37 x MPI, Bruck 0.67 x MPI; 256 KiB-4 MiB: ring 0.38-0.58, Bruck 0.43-0.65), but from 4
+//    ranks Bruck stays ahead up to 8 MiB (np 4, 3 alternated launches each, median, with the tcp
+//    transport's 64-byte header: 2/4/8 MiB Bruck 0.80/0.89/0.91 x MPI, ring 0.86/1.02/0.96;
+//    16 MiB both 0.99).
 //  * reducescatter: recursive halving up to 512 KiB, the ring above (np 3 and 4 from 4 MiB: ring
-//    0.58-0.97 x MPI, recursive halving 0.52-1.05 x MPI, with the ring's spread smaller).
-//  * a power-of-two count from 4 ranks (no fold) keeps Rabenseifner and recursive halving up to
-//    2 MiB (np 4, 3 alternated launches, median: AllReduce 1 MiB Rabenseifner 0.78 x MPI, ring 0.95;
-//    2 MiB 0.91 and 0.93; 4 MiB 1.03 and 0.94; ReduceScatter 1-2 MiB recursive halving 0.93 and
-//    0.90, ring 1.06 and 1.16; 4 MiB 0.81 and 0.82).
+//    0.58-0.97 x MPI, recursive halving 0.52-1.05 x MPI, with the ring's spread smaller); at a
+//    power-of-two count from 4 ranks (no fold) up to 2 MiB (np 4, same runs: 1/2 MiB recursive
+//    halving 0.64/0.64, ring 0.68/0.72; 4 MiB 0.71 against 0.58).
+//  * allreduce at np 4, same runs: the ring ahead of Rabenseifner from 1 MiB (1/2/4 MiB: ring
+//    0.57/0.68/0.68, Rabenseifner 0.62/0.74/0.80).
 HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int n) {
   constexpr std::size_t KiB = 1024;
   const bool foldFree = n >= 4 && (n & (n - 1)) == 0;
   switch (k) {
     case CollKind::kAllReduce:
       if (bytes <= 64 * KiB) return HostAlgo::kRecursiveDoubling;
-      if (bytes <= (foldFree ? 2048 : 512) * KiB) return HostAlgo::kRabenseifner;
+      if (bytes <= 512 * KiB) return HostAlgo::kRabenseifner;
       return HostAlgo::kRing;
     case CollKind::kAllGather:
-      return bytes < 256 * KiB || (n >= 4 && bytes <= 4096 * KiB) ? HostAlgo::kBruck : HostAlgo::kRing;
+      return bytes < 256 * KiB || (n >= 4 && bytes <= 8192 * KiB) ? HostAlgo::kBruck : HostAlgo::kRing;
     case CollKind::kReduceScatter:
       return bytes <= (foldFree ? 2048 : 512) * KiB ? HostAlgo::kRecursiveHalving : HostAlgo::kRing;
     case CollKind::kP2PRing: return HostAlgo::kRing;

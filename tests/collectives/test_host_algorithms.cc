@@ -146,23 +146,24 @@ TEST_CASE("FB_HOST_ALGO: bad values are ConfigErrors, defaults depend on size", 
   ::unsetenv("FB_HOST_ALGO");
   CHECK(chooseHostAlgo(CollKind::kAllReduce, 8, 4) == HostAlgo::kRecursiveDoubling);
   CHECK(chooseHostAlgo(CollKind::kP2PRing, 8, 4) == HostAlgo::kRing);
-  // AllGather: Bruck below 256 KiB; from 4 ranks up to 4 MiB; the ring above
+  // AllGather: Bruck below 256 KiB; from 4 ranks up to 8 MiB; the ring above
   CHECK(chooseHostAlgo(CollKind::kAllGather, (256u << 10) - 1, 3) == HostAlgo::kBruck);
   CHECK(chooseHostAlgo(CollKind::kAllGather, 256u << 10, 3) == HostAlgo::kRing);
-  CHECK(chooseHostAlgo(CollKind::kAllGather, 4u << 20, 4) == HostAlgo::kBruck);
-  CHECK(chooseHostAlgo(CollKind::kAllGather, (4u << 20) + 1, 4) == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 8u << 20, 4) == HostAlgo::kBruck);
+  CHECK(chooseHostAlgo(CollKind::kAllGather, (8u << 20) + 1, 4) == HostAlgo::kRing);
   CHECK(chooseHostAlgo(CollKind::kAllGather, 1u << 20, 7) == HostAlgo::kBruck);
-  // Rabenseifner / recursive halving up to 512 KiB; up to 2 MiB at a power of two from 4 ranks
-  for (auto [k, a] : {std::pair{CollKind::kAllReduce, HostAlgo::kRabenseifner},
-                      std::pair{CollKind::kReduceScatter, HostAlgo::kRecursiveHalving}}) {
-    CHECK(chooseHostAlgo(k, 512u << 10, 3) == a);
-    CHECK(chooseHostAlgo(k, (512u << 10) + 1, 3) == HostAlgo::kRing);
-    CHECK(chooseHostAlgo(k, (512u << 10) + 1, 2) == HostAlgo::kRing);
-    CHECK(chooseHostAlgo(k, (512u << 10) + 1, 6) == HostAlgo::kRing);
-    CHECK(chooseHostAlgo(k, 2u << 20, 4) == a);
-    CHECK(chooseHostAlgo(k, 2u << 20, 8) == a);
-    CHECK(chooseHostAlgo(k, (2u << 20) + 1, 4) == HostAlgo::kRing);
-  }
+  // AllReduce: Rabenseifner up to 512 KiB at any count, then the ring
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, 512u << 10, 4) == HostAlgo::kRabenseifner);
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, (512u << 10) + 1, 4) == HostAlgo::kRing);
+  // ReduceScatter: recursive halving up to 512 KiB; up to 2 MiB at a power of two from 4 ranks
+  const CollKind rs = CollKind::kReduceScatter;
+  CHECK(chooseHostAlgo(rs, 512u << 10, 3) == HostAlgo::kRecursiveHalving);
+  CHECK(chooseHostAlgo(rs, (512u << 10) + 1, 3) == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(rs, (512u << 10) + 1, 2) == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(rs, (512u << 10) + 1, 6) == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(rs, 2u << 20, 4) == HostAlgo::kRecursiveHalving);
+  CHECK(chooseHostAlgo(rs, 2u << 20, 8) == HostAlgo::kRecursiveHalving);
+  CHECK(chooseHostAlgo(rs, (2u << 20) + 1, 4) == HostAlgo::kRing);
 }
 
 TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path says which; bad values refused",
