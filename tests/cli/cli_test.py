@@ -296,14 +296,20 @@ def case_never_overwritten(d):
 
 # ---------------------------------------------------------------- 7. progress
 def case_progress(d):
-    # rows long enough that a row is still running when a progress line is due
-    args = TCP + ["-b", "2M", "-e", "8M", "-f", "2", "-n", "8", "-w", "1", "-c", "1", "--no-files", "--progress", "0.2"]
-    t = time.time()
-    p = fb(2, args, timeout=300)
-    el = time.time() - t
+    # rows long enough that a row is still running when a progress line is due: the timed
+    # operations are made 4x more until a row outlasts the 0.2 s interval (a faster transport
+    # once finished every row of -n 8 in under 0.2 s and no line showed a running row)
+    for iters in (8, 32, 128, 512):
+        args = TCP + ["-b", "2M", "-e", "8M", "-f", "2", "-n", str(iters), "-w", "1", "-c", "1", "--no-files",
+                      "--progress", "0.2"]
+        t = time.time()
+        p = fb(2, args, timeout=300)
+        el = time.time() - t
+        lines = [l for l in p.stderr.splitlines() if l.startswith("progress: ")]
+        if p.returncode != 0 or any("running for" in l for l in lines):
+            break
     check(p.returncode == 0, f"progress run: exit {p.returncode}")
-    lines = [l for l in p.stderr.splitlines() if l.startswith("progress: ")]
-    print(f"run took {el:.1f} s, {len(lines)} progress lines; e.g. {lines[:2]}")
+    print(f"run with -n {iters} took {el:.1f} s, {len(lines)} progress lines; e.g. {lines[:2]}")
     pat = re.compile(r"^progress: (\d+)/3 rows, elapsed \d\d:\d\d, ETA (\?|~\d\d:\d\d)")
     check(lines and all(pat.match(l) for l in lines), f"progress line format: {lines[:3]}")
     check(any("running for" in l for l in lines), "no progress line while a row was running")
