@@ -1,6 +1,7 @@
 // Host collective algorithms by size over any Transport (see host_algorithms.h).
 #include "collectives/host_algorithms.h"
 
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -97,7 +98,6 @@ Override parseOverride() {
 //    0.57/0.68/0.68, Rabenseifner 0.62/0.74/0.80).
 HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int n) {
   constexpr std::size_t KiB = 1024;
-  const bool foldFree = n >= 4 && (n & (n - 1)) == 0;
   switch (k) {
     case CollKind::kAllReduce:
       if (bytes <= 64 * KiB) return HostAlgo::kRecursiveDoubling;
@@ -105,8 +105,10 @@ HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int n) {
       return HostAlgo::kRing;
     case CollKind::kAllGather:
       return bytes < 256 * KiB || (n >= 4 && bytes <= 8192 * KiB) ? HostAlgo::kBruck : HostAlgo::kRing;
-    case CollKind::kReduceScatter:
-      return bytes <= (foldFree ? 2048 : 512) * KiB ? HostAlgo::kRecursiveHalving : HostAlgo::kRing;
+    case CollKind::kReduceScatter: {
+      const bool noFold = n >= 4 && std::has_single_bit(static_cast<unsigned>(n));
+      return bytes <= (noFold ? 2048 : 512) * KiB ? HostAlgo::kRecursiveHalving : HostAlgo::kRing;
+    }
     case CollKind::kP2PRing: return HostAlgo::kRing;
   }
   return HostAlgo::kRing;
