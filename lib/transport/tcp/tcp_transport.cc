@@ -35,10 +35,11 @@ constexpr std::size_t kDefaultSockBuf = 1u << 20;
 // One sendmsg/readv moves at most this much before the other direction gets its turn: both
 // directions then advance together and what is in flight stays small (loopback, 2 ranks, 1-64 MiB:
 // tcp/Open MPI 1.2-1.9 with one call per queue, 0.8-1.0 at 384K; benchmarks/host_vs_mpi.sh).
-// 512K over 384K (host_vs_mpi, P2P ring, same build, alternated launches): np 2, 1-4 MiB, 4
-// launches: 0.79-0.94 vs 0.85-1.09; np 3, 16-64 MiB, 3 launches: 0.86-1.03 vs 0.91-1.39; 128K and
-// 256K were slower than both.
-constexpr std::size_t kDefaultChunk = 512u << 10;
+// 1M over 512K, measured with the 64-byte header (host_vs_mpi, same build, alternated launches,
+// median of 4): P2P ring 256 KiB-64 MiB ahead at 7, 7 and 6 of 9 sizes at np 2, 3, 4 (np 4 at 1
+// MiB 0.78 vs 0.89); AllReduce and ReduceScatter 1-16 MiB (2 launches) ahead or level at 26 of 30
+// points (np 2 AllReduce 4 MiB 0.89 vs 0.99). 256K was behind both; 2M level with 1M.
+constexpr std::size_t kDefaultChunk = 1u << 20;
 // Congestion control on the transport's sockets unless FB_TCP_CC says otherwise: Linux's own
 // default, so rows compare across hosts whatever each one's default is. Under bbr (this
 // development VM's default) the P2P exchange on loopback, 2 ranks, 1 MiB, ran at Open MPI's time
@@ -90,7 +91,7 @@ std::size_t sockBufFromEnv() {
   }
 }
 
-std::size_t chunkFromEnv() { return sizeFromEnv("FB_TCP_CHUNK", kDefaultChunk, 4u << 10, 64u << 20, "512K"); }
+std::size_t chunkFromEnv() { return sizeFromEnv("FB_TCP_CHUNK", kDefaultChunk, 4u << 10, 64u << 20, "1M"); }
 
 CongestionChoice congestionFromEnv() {
   const std::string sys = systemCongestion();

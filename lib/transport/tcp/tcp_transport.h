@@ -24,7 +24,7 @@
 // 0 = leave the kernel's autotuning alone). It is applied only when net.core.{w,r}mem_max
 // allow that much, else autotuning is kept (path() reports what the kernel granted).
 // FB_TCP_CHUNK = bytes one sendmsg/readv moves before the other direction (and the other peers)
-// get a turn (default 512K, 4K..64M): sending and receiving advance together.
+// get a turn (default 1M, 4K..64M): sending and receiving advance together.
 // FB_PROGRESS=auto|spin|yield|block (transport/progress.h): wait() busy-polls 200 us before sleeping in
 // poll() only while the node's ranks have a core each; oversubscribed, it polls and yields the
 // core between polls for up to 1 ms, then sleeps.
@@ -48,7 +48,7 @@ BackendStatus probe(const TransportOptions& options);
 // throws ConfigError. fabricbench calls it on every rank before the first exchange.
 void checkOptions(const TransportOptions& options, const std::string& hostname);
 std::size_t sockBufFromEnv();  // FB_TCP_SOCKBUF in bytes (default 1M); ConfigError when malformed
-std::size_t chunkFromEnv();    // FB_TCP_CHUNK in bytes (default 512K, 4K..64M); ConfigError otherwise
+std::size_t chunkFromEnv();    // FB_TCP_CHUNK in bytes (default 1M, 4K..64M); ConfigError otherwise
 // FB_TCP_CC: the sockets' congestion control. name "" = leave the host's default; `how` says why
 // (for path()). Unset: cubic where the kernel has it; "system": the host's
 // default; another name: that one (ConfigError if the kernel lacks it or refuses it).
