@@ -5,7 +5,8 @@
 // that spins on a shared core steals it from the rank that must send. So:
 //   FB_PROGRESS=auto (default)  spin briefly, then sleep, while ranks on this node <= usable cores;
 //                               yield the core between polls for a while (kYieldTime), then
-//                               sleep, when ranks on this node > usable cores
+//                               sleep, when ranks on this node > usable cores (tcp: only while
+//                               at most kYieldMaxBytes are left to move; sleep at once above)
 //   FB_PROGRESS=spin            always spin briefly first (the old behaviour)
 //   FB_PROGRESS=yield           always yield between polls first, then sleep
 //   FB_PROGRESS=block           always sleep at once
@@ -35,6 +36,15 @@ namespace fb {
 // the yield (benchmarks/host_vs_mpi.sh). The bound keeps a rank that waits long (a slow peer,
 // a large transfer) from taking CPU time away from the ranks that have work.
 constexpr auto kYieldTime = std::chrono::microseconds(1000);
+
+// ...but only while little is left to move. A rank that yields in a loop while megabytes are
+// still in flight keeps taking turns on the core from the ranks that copy those megabytes: P2P
+// ring at 4 ranks on 2 cores took either ~19 ms or ~30 ms for 32 MiB from run to run (Open MPI
+// ~24 ms), the slow mode in 8 of 18 rounds with an unlimited yield, 2-3 of 15-18 with this
+// bound; at 3 ranks, 64 MiB, 5 of 18 against 0 of 18. Sleeping at once at every size instead
+// lost at small sizes (np 3, 16 KiB: 1.10 x Open MPI). AllReduce/AllGather/ReduceScatter
+// 256 KiB-32 MiB at np 3-4 showed no loss from the bound (benchmarks/host_vs_mpi.sh).
+constexpr std::size_t kYieldMaxBytes = std::size_t{1} << 20;
 
 struct ProgressChoice {
   bool spin = true;    // spin a little before sleeping
@@ -112,7 +122,10 @@ inline constexpr int kSpinCheck = 16;
 
 class SpinThenSleep {
  public:
-  SpinThenSleep(bool spin, bool yield) : spin_(spin), yield_(!spin && yield) {}
+  // pendingBytes: payload the transport still has to move when the wait starts (tcp passes it;
+  // verbs passes nothing, so it always yields when asked to). Above kYieldMaxBytes it sleeps at once.
+  SpinThenSleep(bool spin, bool yield, std::size_t pendingBytes = 0)
+      : spin_(spin), yield_(!spin && yield && pendingBytes <= kYieldMaxBytes) {}
   explicit SpinThenSleep(const ProgressChoice& c) : SpinThenSleep(c.spin, c.yield) {}
   // Something moved: the next idle poll starts a new wait.
   void progressed() {

@@ -183,7 +183,7 @@ class TcpTransport final : public Transport {
       return Request{makeId(peer, 0, seq)};
     }
     Op op{static_cast<char*>(const_cast<void*>(buf)), bytes, 0, seq,
-          Header{kMsgMagic, static_cast<std::uint32_t>(seq), bytes}};
+          Header{kMsgMagic, static_cast<std::uint32_t>(seq), bytes, {}}};
     p.sendq.push_back(op);
     if (p.sendq.size() == 1 && p.sendReady) guarded([&] { pumpSend(p); });  // start now; the rest in wait()
     return Request{makeId(peer, 0, seq)};
@@ -240,7 +240,7 @@ class TcpTransport final : public Transport {
     auto isDone = [&] { return (dir ? peers_[peer].recvDone : peers_[peer].sendDone) > seq; };
     // progress.h: poll(2) without sleeping for a while (spin, or yield the core between polls when
     // oversubscribed), then sleep in it.
-    SpinThenSleep waiting(spin_, yield_);
+    SpinThenSleep waiting(spin_, yield_, yield_ ? pendingBytes() : 0);
     guarded([&] {
       while (!isDone()) {
         progressAll();  // afterwards every pending direction waits for the socket
@@ -260,6 +260,15 @@ class TcpTransport final : public Transport {
     if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
     FB_ENFORCE(peer >= 0 && peer < size_, what, ": peer ", peer, " out of range [0, ", size_, ")");
     FB_ENFORCE(buf != nullptr || bytes == 0, what, ": null buffer with ", bytes, " bytes");
+  }
+
+  // Payload bytes not yet moved over every connection, both directions.
+  std::size_t pendingBytes() const {
+    std::size_t n = 0;
+    for (const Peer& p : peers_)
+      for (const auto* q : {&p.sendq, &p.recvq})
+        for (const Op& op : *q) n += op.bytes - (op.done > kHdr ? op.done - kHdr : 0);
+    return n;
   }
 
   // Runs f; any exception marks the transport dead (contract: after an error it is dead).
