@@ -142,6 +142,9 @@ struct Op {
   Header hdr;
 };
 
+// Payload bytes of op moved so far (op.done counts the header too).
+std::size_t payloadDone(const Op& op) { return op.done > kHdr ? op.done - kHdr : 0; }
+
 struct Peer {
   int rank = -1;
   Socket sock;
@@ -267,7 +270,7 @@ class TcpTransport final : public Transport {
     std::size_t n = 0;
     for (const Peer& p : peers_)
       for (const auto* q : {&p.sendq, &p.recvq})
-        for (const Op& op : *q) n += op.bytes - (op.done > kHdr ? op.done - kHdr : 0);
+        for (const Op& op : *q) n += op.bytes - payloadDone(op);
     return n;
   }
 
@@ -333,7 +336,7 @@ class TcpTransport final : public Transport {
         }
         const Op& op = p.sendq.front();
         throwLost(p, "send of message " + std::to_string(op.index) + " (" + bytesText(op.bytes) + ", " +
-                         bytesText(op.done > kHdr ? op.done - kHdr : 0) + " sent) failed: " + detail::errnoText(e));
+                         bytesText(payloadDone(op)) + " sent) failed: " + detail::errnoText(e));
       }
       auto left = static_cast<std::size_t>(rv);
       while (left > 0) {
@@ -379,7 +382,7 @@ class TcpTransport final : public Transport {
         const Op& op = p.recvq.front();
         throwLost(p, "peer closed the connection (EOF) while " + std::to_string(p.recvq.size()) +
                          " receive(s) were pending, the first message " + std::to_string(op.index) + " (" +
-                         bytesText(op.bytes) + ", " + bytesText(op.done > kHdr ? op.done - kHdr : 0) +
+                         bytesText(op.bytes) + ", " + bytesText(payloadDone(op)) +
                          " received)");
       }
       // Bytes may run past a header into the following buffers (speculatively); every header is
@@ -494,7 +497,7 @@ class TcpTransport final : public Transport {
         pending += std::string(listed > 1 ? "; " : "") + std::to_string(q.size()) +
                    (d ? " receive(s) from rank " : " send(s) to rank ") + std::to_string(p.rank) +
                    ", first: message " + std::to_string(op.index) + " of " + bytesText(op.bytes) + " with " +
-                   bytesText(op.done > kHdr ? op.done - kHdr : 0) + (d ? " received" : " sent");
+                   bytesText(payloadDone(op)) + (d ? " received" : " sent");
       }
       // What the kernel holds on that connection: a stalled socket and a peer that stopped reading
       // look alike from here.
