@@ -143,7 +143,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
   }
 
-  CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
+  CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring / AllToAll / Broadcast over NCCL, raw TCP, verbs, "
                "CUDA peer memory and MPI, with nccl-tests' definitions and flags.\nLaunch with mpirun/srun "
                "(one rank per GPU). Google Benchmark's --benchmark_filter, _list_tests, _format, _out, "
                "_out_format, _repetitions, _time_unit and _context are honoured; other --benchmark_* flags are "

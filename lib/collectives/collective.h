@@ -1,5 +1,6 @@
-// HOW a collective is run: one implementation of the four patterns (ring over a Transport,
-// MPI reference, NCCL, CUDA IPC ...). The harness (lib/harness/runner) drives it:
+// HOW a collective is run: one backend's implementation of the six collectives (AllReduce,
+// AllGather, ReduceScatter, P2P ring, AllToAll, Broadcast): host algorithms over a Transport,
+// MPI reference, NCCL, CUDA IPC ... The harness (lib/harness/runner) drives it:
 //   prepare(shape)              allocate, register, connect, fill inputs; never timed
 //   runBatch(iters, deadline)   `iters` operations back to back; returns THIS rank's seconds,
 //                               measured the way the backend can measure honestly (host clock
