@@ -61,12 +61,14 @@ std::string versionText() {
       "built with:\n"
       "  NCCL       {}\n"
       "  CUDA       {}\n"
+      "  CUDA arch  {}\n"
       "  MPI        {}\n"
       "  rdma-core  {}\n"
       "  compiler   {}\n",
       FB_VERSION, orNot(FB_GIT_REV_CONFIGURED, "unknown (not built from a git checkout)"),
       orNot(FB_BUILD_NCCL_VERSION, "not built (CUDA toolkit or NCCL not found)"),
-      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"), mpi,
+      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"),
+      orNot(FB_BUILD_CUDA_ARCH, "none (built without CUDA)"), mpi,
       rdma.empty() ? std::string("not built (libibverbs not found)") : rdma, FB_CXX_COMPILER);
 }
 

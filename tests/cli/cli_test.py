@@ -445,7 +445,7 @@ def rank_pid(mark, rank):
         except OSError:
             continue
         if comm == "fabricbench" and f"FB_CLI_MARK={mark}".encode() in environ and \
-                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+                (f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ or f"PMI_RANK={rank}".encode() in environ):
             return int(pid)
     return None
 
