@@ -319,6 +319,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   // nccl-tests' method includes its buffers: --timer host moves them as nccl-tests does unless told not to.
   if (o.coll.rotateBuffers && reuseBuffers) throw ConfigError("--rotate-buffers and --reuse-buffers exclude each other");
   if (o.runner.timer == Timer::kHost && !reuseBuffers) o.coll.rotateBuffers = true;
+  o.coll.rotateOps = std::max(o.runner.iters, o.runner.warmupIters);
   if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kHost ? RankTime::kAvg : RankTime::kMax;
   else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
   else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));

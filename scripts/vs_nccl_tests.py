@@ -51,8 +51,8 @@ def nccl_tests_text(path):
     return out, header
 
 
-def nccl_tests_json(path):
-    """{(coll, size, placement): mean of the per-iteration CUDA-event times, us} from -I 1 -J output."""
+def nccl_tests_json(path, stat="avg_us"):
+    """{(coll, size, placement): mean (or `stat`) of the per-iteration CUDA-event times, us} from -I 1 -J."""
     coll = None
     for t, c in TESTS.items():
         if os.path.basename(path).startswith(t + "-"):
@@ -66,8 +66,8 @@ def nccl_tests_json(path):
             if "size" in x:
                 for key, pl in (("out_of_place_per_iter", "out"), ("in_place_per_iter", "in")):
                     v = x.get(key)
-                    if isinstance(v, dict) and isinstance(v.get("avg_us"), (int, float)):
-                        out[(coll, int(x["size"]), pl)] = float(v["avg_us"])
+                    if isinstance(v, dict) and isinstance(v.get(stat), (int, float)):
+                        out[(coll, int(x["size"]), pl)] = float(v[stat])
             for v in x.values():
                 walk(v)
         elif isinstance(x, list):
@@ -84,7 +84,8 @@ def fabricbench(run):
         for r in csv.DictReader(f):
             if r["impl"] != "nccl" or r.get("type", "float32") != "float32":
                 continue
-            out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"])
+            p50 = float(r["p50_us"]) if r.get("p50_us") else None
+            out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"], p50)
     return out
 
 
@@ -127,126 +128,139 @@ def main():
     if len(a.fb_gpu) != rounds:
         print("vs_nccl_tests: give as many --fb-gpu runs as --fb-host runs", file=sys.stderr)
         return 2
-    fbh, fbg, nth, ntg, header = [], [], [], [], []
-    missing = []
+    fbh, fbg, nth, ntg, ntp, header, missing = [], [], [], [], [], [], []
     for k in range(rounds):
-        try:
-            fbh.append(fabricbench(a.fb_host[k]))
-        except OSError as e:
-            missing.append(str(e)); fbh.append({})
-        try:
-            fbg.append(fabricbench(a.fb_gpu[k]))
-        except OSError as e:
-            missing.append(str(e)); fbg.append({})
-        h, g = {}, {}
-        for t in TESTS:
-            p = os.path.join(a.logs, f"{t}-r{k + 1}.log")
+        for runs, dst in ((a.fb_host, fbh), (a.fb_gpu, fbg)):
             try:
-                d, hd = nccl_tests_text(p)
+                dst.append(fabricbench(runs[k]))
+            except OSError as e:
+                missing.append(str(e))
+                dst.append({})
+        h, g, p = {}, {}, {}
+        for t in TESTS:
+            path = os.path.join(a.logs, f"{t}-r{k + 1}.log")
+            try:
+                d, hd = nccl_tests_text(path)
                 h.update(d)
                 header = header or hd
             except OSError as e:
                 missing.append(str(e))
-            p = os.path.join(a.logs, f"{t}-I-r{k + 1}.json")
+            path = os.path.join(a.logs, f"{t}-I-r{k + 1}.json")
             try:
-                g.update(nccl_tests_json(p))
+                g.update(nccl_tests_json(path, "avg_us"))
+                p.update(nccl_tests_json(path, "p50_us"))
             except (OSError, ValueError) as e:
-                missing.append(f"{p}: {e}")
+                missing.append(f"{path}: {e}")
         nth.append(h)
         ntg.append(g)
+        ntp.append(p)
 
+    # What is compared with what, per round k: (name, fabricbench-or-other value, reference value).
+    def val(d, key, i=0):
+        v = d.get(key)
+        return None if v is None else (v[i] if isinstance(v, tuple) else v)
+
+    comparisons = {
+        "host": ("fabricbench --timer host -a 1 / nccl-tests' time",
+                 lambda key, k: (val(fbh[k], key), nth[k].get(key))),
+        "gpu": ("fabricbench --timer gpu (events around the batch) / mean of nccl-tests -I 1 per-iteration times",
+                lambda key, k: (val(fbg[k], key), ntg[k].get(key))),
+        "p50": ("fabricbench --per-op p50 (events between operations) / nccl-tests -I 1 per-iteration p50",
+                lambda key, k: (val(fbg[k], key, 3), ntp[k].get(key))),
+        "nt_self": ("nccl-tests round k / nccl-tests round 1 (its own repeatability; k >= 2)",
+                    lambda key, k: (nth[k].get(key), nth[0].get(key)) if k > 0 else (None, None)),
+        "fb_self": ("fabricbench --timer host round k / round 1 (its own repeatability; k >= 2)",
+                    lambda key, k: (val(fbh[k], key), val(fbh[0], key)) if k > 0 else (None, None)),
+    }
     keys = sorted({k for d in nth for k in d} | {k for d in fbh for k in d},
                   key=lambda k: (list(NAMES).index(k[0]) if k[0] in NAMES else 9, k[2] != "out", k[1]))
+    big = 16 << 20  # below it, one GPU's operations take 5-15 us and the host's enqueue rate decides
+    stats = {n: {"all": [0, 0], "big": [0, 0], "small": [0, 0], "worst": None} for n in comparisons}
     rows = []
-    fails = {"host": 0, "gpu": 0}
-    counted = {"host": 0, "gpu": 0}
-    worst = {"host": 1.0, "gpu": 1.0}
     for key in keys:
         row = {"coll": key[0], "size_bytes": key[1], "placement": key[2]}
-        for k in range(rounds):
-            for name, fb, nt in (("host", fbh[k], nth[k]), ("gpu", fbg[k], ntg[k])):
-                f, n = fb.get(key), nt.get(key)
-                row[f"nt_{name}_us_r{k + 1}"] = n
-                row[f"fb_{name}_us_r{k + 1}"] = f[0] if f else None
-                ok = None
-                if f and n:
-                    ok = within(f[0], n)
-                    counted[name] += 1
-                    fails[name] += 0 if ok else 1
-                    r = f[0] / n
-                    if abs(r - 1) > abs(worst[name] - 1) and not ok:
-                        worst[name] = r
-                    row[f"ratio_{name}_r{k + 1}"] = r
-                else:
-                    row[f"ratio_{name}_r{k + 1}"] = None
-                row[f"ok_{name}_r{k + 1}"] = ok
+        for n, (_, get) in comparisons.items():
+            for k in range(rounds):
+                f, ref = get(key, k)
+                r = ok = None
+                if f is not None and ref:
+                    r, ok = f / ref, within(f, ref)
+                    for band in ("all", "big" if key[1] >= big else "small"):
+                        stats[n][band][0] += 1
+                        stats[n][band][1] += 0 if ok else 1
+                    w = stats[n]["worst"]
+                    if not ok and (w is None or abs(r - 1) > abs(w[0] - 1)):
+                        stats[n]["worst"] = (r, key, k + 1)
+                row[f"{n}_a_r{k + 1}"] = f
+                row[f"{n}_b_r{k + 1}"] = ref
+                row[f"{n}_ratio_r{k + 1}"] = r
+                row[f"{n}_ok_r{k + 1}"] = ok
         rows.append(row)
 
     os.makedirs(a.out, exist_ok=True)
-    cols = ["coll", "size_bytes", "placement"] + [f"{p}_{n}_{s}_r{k + 1}" for n in ("host", "gpu")
-                                                  for k in range(rounds) for p, s in (("nt", "us"), ("fb", "us"))] \
-        + [f"ratio_{n}_r{k + 1}" for n in ("host", "gpu") for k in range(rounds)] \
-        + [f"ok_{n}_r{k + 1}" for n in ("host", "gpu") for k in range(rounds)]
-    cols = [c.replace("_us_us", "_us") for c in cols]
+    cols = ["coll", "size_bytes", "placement"] + [f"{n}_{w}_r{k + 1}" for n in comparisons
+                                                  for w in ("a", "b", "ratio", "ok") for k in range(rounds)]
     with open(os.path.join(a.out, "table.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for r in rows:
             w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
 
-    def cell(v, digits=2):
-        return "-" if v is None else f"{v:.{digits}f}"
-
-    def ratio(r, name, k):
-        v = r[f"ratio_{name}_r{k}"]
-        if v is None:
-            return "-"
-        return f"{v:.3f}" + ("" if r[f"ok_{name}_r{k}"] else " **out**")
+    def multi(r, n, what, digits=2):
+        vals = [r.get(f"{n}_{what}_r{k + 1}") for k in range(rounds)]
+        out = []
+        for k, v in enumerate(vals):
+            if v is None:
+                out.append("-")
+            elif what == "ratio":
+                out.append(f"{v:.3f}" + ("" if r.get(f"{n}_ok_r{k + 1}") else "*"))
+            else:
+                out.append(f"{v:.{digits}f}")
+        return " / ".join(out) if any(v is not None for v in vals) else "-"
 
     md = ["# fabricbench beside nccl-tests", "",
-          f"Written by scripts/vs_nccl_tests.py (scripts/gpu-steps/60-vs-nccl-tests.sh). Bound: fabricbench's "
-          f"time per operation within {REL * 100:.0f} % or {ABS_US} us of nccl-tests' time.", "",
+          f"Written by scripts/vs_nccl_tests.py (scripts/gpu-steps/60-vs-nccl-tests.sh). Bound: within "
+          f"{REL * 100:.0f} % or {ABS_US} us of the reference time; a ratio marked * is outside it.", "",
           "Command: `" + a.command + "`", "",
-          "Order: round 1 (fabricbench --timer host -a 1, nccl-tests, fabricbench --timer gpu, nccl-tests -I 1), "
-          "then round 2 the same. host columns: fabricbench `--timer host -a 1` / nccl-tests' time column (its host "
-          "clock over the batch of -n operations). gpu columns: fabricbench `--timer gpu` (CUDA events around the "
-          "batch) / the mean of nccl-tests' `-I 1` per-iteration CUDA-event times.", ""]
+          f"Order: {rounds} rounds, each: fabricbench --timer host -a 1, nccl-tests, fabricbench --timer gpu "
+          "--per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
     md += ["## Fingerprint", ""] + ["- " + x for x in fingerprint_lines(a.fb_host[0])] + \
           ["- nccl-tests: " + x.lstrip("# ") for x in header[:4]] + [""]
-    md += ["## Summary", ""]
-    for name in ("host", "gpu"):
-        md.append(f"- {name}: {counted[name] - fails[name]} of {counted[name]} (row, round) pairs within the bound"
-                  + (f"; worst ratio outside it {worst[name]:.3f}" if fails[name] else ""))
+    md += ["## Summary: (row, round) pairs within the bound", "",
+           "| comparison | all sizes | 16 MiB and up | below 16 MiB | worst outside the bound |", "|---|---:|---:|---:|---|"]
+    for n, (title, _) in comparisons.items():
+        st = stats[n]
+        def frac(b):
+            c, bad = st[b]
+            return f"{c - bad} of {c}" if c else "-"
+        w = st["worst"]
+        ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]}, round {w[2]})" if w else "-"
+        md.append(f"| {title} | {frac('all')} | {frac('big')} | {frac('small')} | {ws} |")
     if missing:
-        md.append("- missing input: " + "; ".join(missing[:8]))
+        md += ["", "Missing input: " + "; ".join(missing[:8])]
     md.append("")
     for coll in NAMES:
         for pl in ("out", "in"):
             sub = [r for r in rows if r["coll"] == coll and r["placement"] == pl]
             if not sub:
                 continue
-            md += [f"## {NAMES[coll]}, {'out of place' if pl == 'out' else 'in place'}", ""]
-            head = "| size |"
-            for k in range(1, rounds + 1):
-                head += f" nccl-tests r{k} us | fb host r{k} us | host ratio r{k} |"
-            for k in range(1, rounds + 1):
-                head += f" nccl-tests -I r{k} us | fb gpu r{k} us | gpu ratio r{k} |"
-            md += [head, "|" + "---:|" * (1 + 6 * rounds)]
+            md += [f"## {NAMES[coll]}, {'out of place' if pl == 'out' else 'in place'}", "",
+                   "| size | nccl-tests us | fb host us | host ratio | nccl-tests -I mean us | fb gpu us | gpu ratio "
+                   "| nccl-tests -I p50 us | fb per-op p50 us | p50 ratio | nccl-tests rk/r1 |",
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for r in sub:
-                line = f"| {fmt_size(r['size_bytes'])} |"
-                for k in range(1, rounds + 1):
-                    line += f" {cell(r[f'nt_host_us_r{k}'])} | {cell(r[f'fb_host_us_r{k}'])} | {ratio(r, 'host', k)} |"
-                for k in range(1, rounds + 1):
-                    line += f" {cell(r[f'nt_gpu_us_r{k}'])} | {cell(r[f'fb_gpu_us_r{k}'])} | {ratio(r, 'gpu', k)} |"
-                md.append(line)
+                md.append(f"| {fmt_size(r['size_bytes'])} | {multi(r, 'host', 'b')} | {multi(r, 'host', 'a')} | "
+                          f"{multi(r, 'host', 'ratio')} | {multi(r, 'gpu', 'b')} | {multi(r, 'gpu', 'a')} | "
+                          f"{multi(r, 'gpu', 'ratio')} | {multi(r, 'p50', 'b')} | {multi(r, 'p50', 'a')} | "
+                          f"{multi(r, 'p50', 'ratio')} | {multi(r, 'nt_self', 'ratio')} |")
             md.append("")
     text = "\n".join(md)
     with open(os.path.join(a.out, "vs-nccl-tests.md"), "w") as f:
         f.write(text)
     print(text)
-    if not counted["host"]:
+    if not stats["host"]["all"][0]:
         return 1
-    return 0 if fails["host"] == 0 and fails["gpu"] == 0 else 1
+    return 0 if stats["host"]["all"][1] == 0 and stats["gpu"]["all"][1] == 0 else 1
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ struct CollectiveOptions {
   bool rotateBuffers = false;      // --rotate-buffers (nccl; implied by --timer host): buffers moved per operation
                                    // as nccl-tests moves them (no L2 reuse)
   std::size_t rotateSpan = 0;      // bytes the rotation spans: the sweep's largest size (nccl-tests' -e)
+  int rotateOps = 1024;            // the most operations of one batch (-n, -w): positions to allocate
   std::string logDir;              // where backends may save their own logs (NCCL_DEBUG_FILE)
 };
 

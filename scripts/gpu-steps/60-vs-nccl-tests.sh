@@ -2,11 +2,13 @@
 # FB_STEP_LIMIT=420
 # Issue 33: fabricbench beside nccl-tests on this host, interleaved, the same process layout ($NP ranks,
 # one GPU each), 8 B .. 1 GiB, AllReduce / AllGather / ReduceScatter / SendRecv (P2P ring), -n 40 -w 10:
-#   round r = 1, 2:  fabricbench --timer host -a 1 --rotate-buffers;  nccl-tests (its host clock);
-#                    fabricbench --timer gpu --rotate-buffers;        nccl-tests -I 1 (CUDA events per iteration)
+#   round r = 1 .. ROUNDS (default 2):
+#     fabricbench --timer host -a 1 --rotate-buffers;  nccl-tests (its host clock);
+#     fabricbench --timer gpu --per-op --rotate-buffers;  nccl-tests -I 1 (CUDA events between iterations)
 # then scripts/vs_nccl_tests.py writes $OUT/results/<stamp>-<host>-vs-nccl-tests/{vs-nccl-tests.md,table.csv}:
-# every size and placement, each round's fabricbench time / nccl-tests time, and the bound
-# (within 2 % or 0.5 us of nccl-tests' time) per row. nccl-tests is a measuring instrument, never part
+# every size and placement, each round's fabricbench time / nccl-tests time (host clock; batch events
+# vs -I mean; --per-op p50 vs -I p50), nccl-tests' own round-to-round ratio, and the bound (within 2 %
+# or 0.5 us) per row. nccl-tests is a measuring instrument, never part
 # of the product: built from its own source outside the tree (NCCL_TESTS=<folder with *_perf>, default
 # .nccl-tests/build, an ignored folder). Its raw logs go to $OUT/nccl-tests/. Without it: skipped, exit 0.
 # On more than one rank nccl-tests must be built with MPI=1 (it is then started with $MPI).
@@ -28,13 +30,16 @@ ntl=()
 [ "${NP:-1}" -gt 1 ] && ntl=($MPI)
 tests=(all_reduce all_gather reduce_scatter sendrecv)
 rc=0
-for r in 1 2; do
+rounds=${ROUNDS:-2}
+fbh=() fbg=()
+for r in $(seq 1 "$rounds"); do
+  fbh+=("$OUT/results/$stamp-$host-fb-host-r$r") fbg+=("$OUT/results/$stamp-$host-fb-gpu-r$r")
   $MPI $B/benchmarks/fabricbench "${common[@]}" --timer host -a 1 --run-id "$stamp-$host-fb-host-r$r" \
     > "$logs/fabricbench-host-r$r.log" 2>&1 || { echo "fabricbench host r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
     "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 > "$logs/$t-r$r.log" 2>&1 || { echo "$t r$r: exit $?"; rc=1; }
   done
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer gpu --run-id "$stamp-$host-fb-gpu-r$r" \
+  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer gpu --per-op --run-id "$stamp-$host-fb-gpu-r$r" \
     > "$logs/fabricbench-gpu-r$r.log" 2>&1 || { echo "fabricbench gpu r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
     rm -f "$logs/$t-I-r$r.json"
@@ -42,8 +47,7 @@ for r in 1 2; do
       { echo "$t -I r$r: exit $?"; rc=1; }
   done
 done
-cmdline="NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer host -a 1 | --timer gpu; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
+cmdline="ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer host -a 1 | --timer gpu --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
 python3 scripts/vs_nccl_tests.py --out "$cmp" --command "$cmdline" --logs "$logs" \
-  --fb-host "$OUT/results/$stamp-$host-fb-host-r1" "$OUT/results/$stamp-$host-fb-host-r2" \
-  --fb-gpu "$OUT/results/$stamp-$host-fb-gpu-r1" "$OUT/results/$stamp-$host-fb-gpu-r2" || rc=$?
+  --fb-host "${fbh[@]}" --fb-gpu "${fbg[@]}" || rc=$?
 exit $rc

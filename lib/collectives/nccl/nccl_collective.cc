@@ -155,8 +155,8 @@ class NcclCollective : public Collective {
     cudaSetDevice(device_);
     if (!comm_->aborted()) cudaStreamSynchronize(stream_);
     dropGraphs();
-    if (send_) cudaFree(send_);
-    if (recv_) cudaFree(recv_);
+    release(send_);
+    release(recv_);
     if (devWrong_) cudaFree(devWrong_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
@@ -185,7 +185,10 @@ class NcclCollective : public Collective {
     const std::size_t span = std::max(opts_.rotateSpan > 0 ? opts_.rotateSpan : kDefaultRotateSpan, total);
     steps_ = opts_.rotateBuffers && total > 0 ? span / total : 1;
     shiftBytes_ = total;
-    const std::size_t extent = total * steps_;  // the largest buffer nccl-tests would hold
+    // Only the positions a batch reaches are allocated: operation i < rotateOps of a batch sits
+    // where nccl-tests puts it, in less memory than nccl-tests' maxbytes at small sizes.
+    positions_ = std::min<std::size_t>(steps_, std::max<std::size_t>(opts_.rotateOps, 1));
+    const std::size_t extent = total * positions_;
     if (shape.inPlace) {
       ensure(&recv_, &recvCap_, extent);
       sendPtr_ = static_cast<char*>(recv_) + shape.sendInPlaceOffset(bs_.rank()) * elt;
@@ -204,10 +207,12 @@ class NcclCollective : public Collective {
     comm_->wait(stop_, Deadline::in(kSetupTimeout), "nccl warm-up");
     attest();
     path_.details.emplace_back(
-        "buffers", steps_ > 1 ? fmt::format("moved by {} B per operation over {} positions ({} B), as nccl-tests "
-                                            "(--rotate-buffers)", shiftBytes_, steps_, shiftBytes_ * steps_)
+        "buffers", steps_ > 1 ? fmt::format("moved by {} B per operation, position i % {} of a batch's operation i, "
+                                            "as nccl-tests with -e {} (--rotate-buffers)", shiftBytes_, steps_,
+                                            shiftBytes_ * steps_)
                               : std::string("one copy reused by every operation: cache-warm when it fits in the "
                                             "GPU's L2 (--rotate-buffers moves it as nccl-tests does)"));
+    path_.details.emplace_back("buffer_alloc", ncclMem_ ? "ncclMemAlloc (as nccl-tests)" : "cudaMalloc");
   }
 
   double runBatch(int iters, Deadline deadline) override {
@@ -254,15 +259,40 @@ class NcclCollective : public Collective {
   }
 
  private:
+  // Buffers come from ncclMemAlloc (cuMem, NCCL's granularity) as nccl-tests allocates them with
+  // NCCL >= 2.19 (src/common.cu AllocateBuffs), so both tools run on the same kind of memory; plain
+  // cudaMalloc when NCCL has no ncclMemAlloc or it fails (then for every buffer of this collective).
   void ensure(void** buf, std::size_t* cap, std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes, 256);
     if (*buf && *cap >= bytes) return;
-    if (*buf) FB_CUDA_CHECK(cudaFree(*buf));
+    release(*buf);
     *buf = nullptr;
     *cap = 0;
-    FB_CUDA_CHECK(cudaMalloc(buf, bytes));
-    FB_CUDA_CHECK(cudaMemset(*buf, 0, bytes));  // copies other than 0 (--rotate-buffers) hold zeros
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0)
+    if (ncclMem_) {
+      if (ncclMemAlloc(buf, bytes) == ncclSuccess) {
+        ncclBufs_.insert(*buf);
+      } else {
+        *buf = nullptr;
+        ncclMem_ = false;
+      }
+    }
+#else
+    ncclMem_ = false;
+#endif
+    if (!*buf) FB_CUDA_CHECK(cudaMalloc(buf, bytes));
+    FB_CUDA_CHECK(cudaMemset(*buf, 0, bytes));  // positions other than 0 (--rotate-buffers) hold zeros
     *cap = bytes;
+  }
+  void release(void* buf) {
+    if (!buf) return;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0)
+    if (ncclBufs_.erase(buf)) {
+      ncclMemFree(buf);
+      return;
+    }
+#endif
+    cudaFree(buf);
   }
 
   // Poison the output, then write pattern(seed) into the input (in-place: the input lies
@@ -275,7 +305,7 @@ class NcclCollective : public Collective {
   }
 
   void enqueue(int i = 0) {
-    const std::size_t shift = shiftBytes_ * (static_cast<std::size_t>(i) % steps_);
+    const std::size_t shift = shiftBytes_ * ((static_cast<std::size_t>(i) % steps_) % positions_);
     void* sp = static_cast<char*>(sendPtr_) + shift;
     void* rp = static_cast<char*>(recvPtr_) + shift;
     ncclComm_t c = comm_->get();
@@ -451,7 +481,10 @@ class NcclCollective : public Collective {
   std::size_t sendCap_ = 0, recvCap_ = 0;
   void* sendPtr_ = nullptr;
   void* recvPtr_ = nullptr;
+  bool ncclMem_ = true;         // buffers from ncclMemAlloc (false: cudaMalloc; see ensure)
+  std::set<void*> ncclBufs_;    // the buffers ncclMemAlloc gave (freed with ncclMemFree)
   std::size_t steps_ = 1;       // buffer positions (--rotate-buffers): operation i at shift (i % steps_)
+  std::size_t positions_ = 1;   // ... of which the first min(steps_, rotateOps) are allocated
   std::size_t shiftBytes_ = 0;  // ... times this (nccl-tests: max(send, receive bytes))
   static constexpr std::size_t kDefaultRotateSpan = std::size_t(1) << 30;
   CollShape shape_{};
