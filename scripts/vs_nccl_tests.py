@@ -122,15 +122,19 @@ def main():
     ap.add_argument("--logs", required=True)
     ap.add_argument("--fb-host", nargs="+", required=True)
     ap.add_argument("--fb-gpu", nargs="+", required=True)
+    ap.add_argument("--fb-host-w0", nargs="*", default=[])
     ap.add_argument("--command", default="")
     a = ap.parse_args()
     rounds = len(a.fb_host)
     if len(a.fb_gpu) != rounds:
         print("vs_nccl_tests: give as many --fb-gpu runs as --fb-host runs", file=sys.stderr)
         return 2
-    fbh, fbg, nth, ntg, ntp, header, missing = [], [], [], [], [], [], []
+    fbh, fbg, fbw, nth, ntg, ntp, header, missing = [], [], [], [], [], [], [], []
     for k in range(rounds):
-        for runs, dst in ((a.fb_host, fbh), (a.fb_gpu, fbg)):
+        for runs, dst in ((a.fb_host, fbh), (a.fb_gpu, fbg), (a.fb_host_w0, fbw)):
+            if not runs:
+                dst.append({})
+                continue
             try:
                 dst.append(fabricbench(runs[k]))
             except OSError as e:
@@ -163,6 +167,8 @@ def main():
     comparisons = {
         "host": ("fabricbench --timer host -a 1 / nccl-tests' time",
                  lambda key, k: (val(fbh[k], key), nth[k].get(key))),
+        "host_w0": ("fabricbench --timer host -a 1 -w 0 --repeat 1 / nccl-tests' time",
+                    lambda key, k: (val(fbw[k], key), nth[k].get(key))),
         "gpu": ("fabricbench --timer gpu (events around the batch) / mean of nccl-tests -I 1 per-iteration times",
                 lambda key, k: (val(fbg[k], key), ntg[k].get(key))),
         "p50": ("fabricbench --per-op p50 (events between operations) / nccl-tests -I 1 per-iteration p50",
@@ -222,8 +228,8 @@ def main():
           f"Written by scripts/vs_nccl_tests.py (scripts/gpu-steps/60-vs-nccl-tests.sh). Bound: within "
           f"{REL * 100:.0f} % or {ABS_US} us of the reference time; a ratio marked * is outside it.", "",
           "Command: `" + a.command + "`", "",
-          f"Order: {rounds} rounds, each: fabricbench --timer host -a 1, nccl-tests, fabricbench --timer gpu "
-          "--per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
+          f"Order: {rounds} rounds, each: fabricbench --timer host -a 1, nccl-tests, fabricbench --timer host -a 1 "
+          "-w 0 --repeat 1, fabricbench --timer gpu --per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
     md += ["## Fingerprint", ""] + ["- " + x for x in fingerprint_lines(a.fb_host[0])] + \
           ["- nccl-tests: " + x.lstrip("# ") for x in header[:4]] + [""]
     md += ["## Summary: (row, round) pairs within the bound", "",
@@ -245,12 +251,12 @@ def main():
             if not sub:
                 continue
             md += [f"## {NAMES[coll]}, {'out of place' if pl == 'out' else 'in place'}", "",
-                   "| size | nccl-tests us | fb host us | host ratio | nccl-tests -I mean us | fb gpu us | gpu ratio "
+                   "| size | nccl-tests us | fb host us | host ratio | -w 0 --repeat 1 ratio | nccl-tests -I mean us | fb gpu us | gpu ratio "
                    "| nccl-tests -I p50 us | fb per-op p50 us | p50 ratio | nccl-tests rk/r1 |",
-                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for r in sub:
                 md.append(f"| {fmt_size(r['size_bytes'])} | {multi(r, 'host', 'b')} | {multi(r, 'host', 'a')} | "
-                          f"{multi(r, 'host', 'ratio')} | {multi(r, 'gpu', 'b')} | {multi(r, 'gpu', 'a')} | "
+                          f"{multi(r, 'host', 'ratio')} | {multi(r, 'host_w0', 'ratio')} | {multi(r, 'gpu', 'b')} | {multi(r, 'gpu', 'a')} | "
                           f"{multi(r, 'gpu', 'ratio')} | {multi(r, 'p50', 'b')} | {multi(r, 'p50', 'a')} | "
                           f"{multi(r, 'p50', 'ratio')} | {multi(r, 'nt_self', 'ratio')} |")
             md.append("")
