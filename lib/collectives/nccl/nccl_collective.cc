@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -447,7 +448,9 @@ class NcclCollective : public Collective {
     add("profile", profile_.name);
     std::string envs;
     for (const auto& [k, v] : profile_.env) envs += (envs.empty() ? "" : " ") + k + "=" + v;
-    add("profile_env", envs + " NCCL_NVLS_ENABLE=0");
+    // NVLS is the site's choice: shown as the environment had it, never set by fabricbench.
+    const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+    add("profile_env", envs + (nvls ? std::string(" NCCL_NVLS_ENABLE=") + nvls + " (site)" : std::string()));
     add("attested", "yes: every connection of rank " + std::to_string(rank) + " via " + profile_.family);
     add("transports", log.transportsText(rank));
     add("channels", std::to_string(channels));
