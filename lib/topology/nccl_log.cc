@@ -8,6 +8,15 @@
 namespace fb::topo {
 namespace {
 
+// The bracket after a rank: the CUDA device (2.1x+) or, in old logs, the bus id in hex ("b1000").
+int bracketNumber(const std::string& s) {
+  try {
+    return static_cast<int>(std::stol(s, nullptr, 0));
+  } catch (const std::exception&) {
+    return static_cast<int>(std::stol(s, nullptr, 16));
+  }
+}
+
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
@@ -58,9 +67,9 @@ NcclLogSummary parseNcclLog(std::string_view text) {
       c.channel = std::stoi(m[1]);
       if (m[2].matched) c.connIndex = std::stoi(m[2]);
       c.from = std::stoi(m[3]);
-      c.fromDev = static_cast<int>(std::stol(m[4], nullptr, 0));
+      c.fromDev = bracketNumber(m[4]);
       c.to = std::stoi(m[5]);
-      c.toDev = static_cast<int>(std::stol(m[6], nullptr, 0));
+      c.toDev = bracketNumber(m[6]);
       c.direction = m[7];
       c.via = trim(m[8].str());
       s.connections.push_back(std::move(c));
