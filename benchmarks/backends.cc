@@ -116,7 +116,7 @@ BackendEntry verbsEntry() {
 BackendEntry ncclEntry() {
   BackendEntry e;
   e.name = "nccl";
-  e.help = "NCCL's collectives, one row set per forced path (--path)";
+  e.help = "NCCL's collectives, on the training path (nothing forced) or one isolated link (--path)";
 #if defined(FB_BUILD_NCCL_COLL)
   e.built = true;
   e.probe = [](Bootstrap&, const Options&) { return nccl::probe(); };
@@ -141,12 +141,20 @@ BackendEntry ncclEntry() {
                             : "not built: CUDA toolkit or NCCL not found at configure time";
 #endif
   e.addOptions = [](CLI::App& app, Options& o) {
-    app.add_option("--path", o.coll.path, "NCCL path: auto|nvlink|pcie|shm|socket|ib|roce|local (local: one rank, one GPU)")->capture_default_str();
+    app.add_option("--path", o.coll.path,
+                   "NCCL path. training: the training job's path, nothing forced (the site's NCCL_* kept; NVLink/P2P/"
+                   "SHM inside a node, NCCL's NICs between nodes; the row attests transports, NICs, rails, GDRDMA, PXN, "
+                   "NVLS, algorithm and protocol); auto = training on more than one node, the best single link on one. "
+                   "ib|roce: on more than one node the training path that must use InfiniBand / RoCE between nodes; on "
+                   "one node they isolate the NIC. Isolating one link (forces NCCL settings): nvlink|pcie|shm|socket. "
+                   "local: one rank, one GPU")
+        ->capture_default_str();
   };
   e.validate = [](Options& o) {
-    static const std::vector<std::string> paths = {"auto", "nvlink", "pcie", "shm", "socket", "ib", "roce", "local"};
+    static const std::vector<std::string> paths = {"auto", "training", "nvlink", "pcie", "shm", "socket", "ib", "roce", "local"};
     if (std::find(paths.begin(), paths.end(), o.coll.path) == paths.end())
-      throw ConfigError("unknown --path '" + o.coll.path + "' (choose auto, nvlink, pcie, shm, socket, ib, roce or local)");
+      throw ConfigError("unknown --path '" + o.coll.path +
+                        "' (choose auto, training, nvlink, pcie, shm, socket, ib, roce or local)");
   };
   return e;
 }

@@ -812,6 +812,7 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     vin.autoTransports = o.transportsAuto;
     vin.gpus = gpusOnNodes(fps);
     vin.required = o.required;
+    vin.attestRequired = o.coll.require;
     Verdict verdict = judgeRun(vin);
     RunSummary sum;
     sum.ok = verdict.ok;

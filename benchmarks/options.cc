@@ -15,6 +15,7 @@
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "topology/nccl_attest.h"
 #include "transport/progress.h"
 
 namespace fb {
@@ -223,7 +224,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   std::vector<std::string> required;
   app.add_option("--require", required,
                  "tcp,mpi,verbs,nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
-                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested)")
+                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested). "
+                 "ib, roce, gdr, nvlink, rails=N: what NCCL's own log must attest (inter-node transport InfiniBand / "
+                 "RoCE, GPUDirect RDMA on every NET connection, P2P over NVLink inside a node, at least N distinct "
+                 "NICs per node); one that does not hold fails the run (exit 4) with the reason, before measuring")
       ->delimiter(',');
   app.add_flag("--allow-single-rank", o.allowSingleRank,
                "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
@@ -363,9 +367,17 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     o.namedTransports.push_back(t);
   }
   for (const auto& r : splitList("--require", required)) {
+    // Attestations of NCCL's run (the row fails with exit 4 and the reason when one does not hold).
+    if (topo::isAttestRequirement(r)) {
+      if (auto why = topo::requirementFormError(r); !why.empty()) throw ConfigError(why);
+      o.coll.require.push_back(r);
+      continue;
+    }
     bool known = r == "gpu";
     for (const auto& k : knownTransports()) known = known || k == r;
-    if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));
+    if (!known)
+      throw ConfigError(fmt::format("--require: unknown '{}' (choose {}, gpu, or of NCCL's attestation ib, roce, gdr, "
+                                    "nvlink, rails=N)", r, fmt::join(knownTransports(), ", ")));
     o.required.push_back(r);
   }
   if (o.transportsAuto) o.transports = knownTransports();

@@ -67,7 +67,7 @@ struct Support {
 // Everything the command line says about how to run, that an implementation may need.
 struct CollectiveOptions {
   TransportOptions transport;
-  std::string path = "auto";       // --path for nccl: auto|nvlink|pcie|shm|socket|ib|roce
+  std::string path = "auto";       // --path for nccl: auto|training|nvlink|pcie|shm|socket|ib|roce|local
   bool cudaGraph = false;          // --graph: capture the batch in a CUDA graph and replay it
   bool gpuStaging = false;         // --gpu-staging: tcp/verbs data in GPU memory, staged via host
   bool rotateBuffers = false;      // --rotate-buffers (nccl; implied by --timer host): buffers moved per operation
@@ -75,6 +75,7 @@ struct CollectiveOptions {
   std::size_t rotateSpan = 0;      // bytes the rotation spans: the sweep's largest size (nccl-tests' -e)
   int rotateOps = 1024;            // the most operations of one batch (-n, -w): positions to allocate
   std::string logDir;              // where backends may save their own logs (NCCL_DEBUG_FILE)
+  std::vector<std::string> require;  // nccl: --require ib|roce|gdr|nvlink|rails=N, checked on NCCL's attestation
 };
 
 // GPU memory for a host-memory ring (tcp, or verbs without GPUDirect RDMA), asked for with

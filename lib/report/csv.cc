@@ -125,11 +125,22 @@ std::vector<std::string> csvColumns() {
           "busbw_GBps", "wrong",  "pct_nominal", "extra",
           // --timer / -a / --repeat / --per-op (files written before them end at "extra")
           "timer", "rank_time", "repeats", "time_us_min", "time_us_max", "busbw_min_GBps", "busbw_max_GBps",
-          "p50_us", "p99_us"};
+          "p50_us", "p99_us",
+          // NCCL's attestation and choice per row (from `extra`; empty for other backends). Files
+          // written before them end at "p99_us".
+          "intra", "inter", "nics", "rails", "gdr", "pxn", "nvls", "algo", "proto", "channels", "algo_source"};
 }
 
 namespace {
 constexpr std::size_t kLegacyColumns = 16;  // up to "extra"
+constexpr std::size_t kTimerColumns = 25;   // up to "p99_us"
+// The attestation columns: extra keys, in csvColumns' order after p99_us ("channels" is the
+// operation's, extra "algo_channels"; extra "channels" is the channels NCCL connected).
+const std::vector<std::string>& attestKeys() {
+  static const std::vector<std::string> k = {"intra", "inter", "nics", "rails", "gdr", "pxn", "nvls",
+                                             "algo", "proto", "algo_channels", "algo_source"};
+  return k;
+}
 std::string optNum(double v) { return v < 0 ? std::string() : fmt::format("{}", v); }
 }  // namespace
 
@@ -207,6 +218,12 @@ std::string csvLine(const Sample& s) {
       optNum(s.p50Us),
       optNum(s.p99Us),
   };
+  for (const auto& k : attestKeys()) {
+    std::string v;
+    for (const auto& [ek, ev] : s.extra)
+      if (ek == k) v = ev;
+    f.push_back(v);
+  }
   std::string line;
   for (std::size_t i = 0; i < f.size(); ++i) {
     if (i) line += ',';
@@ -223,6 +240,10 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
   if (records.front().fields.size() == kLegacyColumns &&
       std::equal(cols.begin(), cols.begin() + kLegacyColumns, records.front().fields.begin()))
     cols.resize(kLegacyColumns);
+  // Tables written before the attestation columns end at "p99_us" (the values are in extra anyway).
+  if (records.front().fields.size() == kTimerColumns &&
+      std::equal(cols.begin(), cols.begin() + kTimerColumns, records.front().fields.begin()))
+    cols.resize(kTimerColumns);
   if (records.front().fields != cols)
     throw Error(source + ": line 1 is not the fabricbench table.csv header (expected " +
                 [&] {

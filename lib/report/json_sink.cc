@@ -56,7 +56,16 @@ class JsonSink : public ResultSink {
 nlohmann::json sampleToJson(const Sample& s) {
   nlohmann::json extra = nlohmann::json::object();
   for (const auto& [k, v] : s.extra) extra[k] = v;
-  return {{"size_bytes", s.bytes},
+  // NCCL rows: the attestation and NCCL's choice as fields of their own (also kept in extra).
+  nlohmann::json nccl;
+  static const std::pair<const char*, const char*> kAttest[] = {
+      {"intra", "intra"}, {"inter", "inter"}, {"nics", "nics"}, {"rails", "rails"}, {"gdr", "gdr"},
+      {"pxn", "pxn"},     {"nvls", "nvls"},   {"algo", "algo"}, {"proto", "proto"}, {"algo_channels", "channels"},
+      {"algo_source", "algo_source"}};
+  for (const auto& [key, field] : kAttest)
+    for (const auto& [k, v] : s.extra)
+      if (k == key) nccl[field] = v;
+  nlohmann::json row = {{"size_bytes", s.bytes},
           {"count", s.count},
           {"type", s.dtype},
           {"coll", s.coll},
@@ -81,6 +90,8 @@ nlohmann::json sampleToJson(const Sample& s) {
           {"p50_us", s.p50Us < 0 ? nlohmann::json() : nlohmann::json(s.p50Us)},
           {"p99_us", s.p99Us < 0 ? nlohmann::json() : nlohmann::json(s.p99Us)},
           {"extra", extra}};
+  if (!nccl.is_null()) row["nccl_attestation"] = nccl;
+  return row;
 }
 
 Sample sampleFromJson(const nlohmann::json& j) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace fb {
 namespace {
@@ -49,12 +50,24 @@ Verdict judgeRun(const VerdictInput& in) {
       v.reasons.push_back(r == "gpu" ? std::string("--require gpu: no GPU path (nccl, cuda) was measured")
                                      : fmt::format("--require {}: no {} row was measured", r, r));
   }
+  // An NCCL attestation that did not hold (--require ib|roce|gdr|nvlink|rails=N, or --path ib/roce
+  // on more than one node): NCCL's backend was skipped with the reason "--require ...". The run
+  // fails with exit 4 even when nothing else produced rows.
+  bool attestFailed = false;
+  for (const auto& [label, why] : in.skipped)
+    if (why.rfind("--require ", 0) == 0) {
+      attestFailed = true;
+      v.reasons.push_back(fmt::format("{}: {}", label, why));
+    }
+  if (!in.attestRequired.empty() && !attestFailed &&
+      !std::any_of(in.measured.begin(), in.measured.end(), [](const std::string& m) { return implOf(m) == "nccl"; }))
+    v.reasons.push_back(fmt::format("--require {}: no nccl row was measured to attest it", fmt::join(in.attestRequired, ",")));
 
   if (in.badRows > 0) {
     v.ok = false;
     v.exitCode = kExitFailed;
     v.status = fmt::format("failed: {} wrong elements in {} rows; {}", in.wrongTotal, in.badRows, lists);
-  } else if (in.rows == 0) {
+  } else if (in.rows == 0 && !attestFailed) {
     v.ok = false;
     v.exitCode = kExitNothingRan;
     v.status = fmt::format("failed: nothing ran (every backend skipped or filtered out); {}", lists);

@@ -22,6 +22,7 @@ struct VerdictInput {
   bool autoTransports = false;                               // --transport auto (or contains auto)
   std::string gpus;                                          // GPUs any rank's node has, e.g. "2 × NVIDIA H200"; "" none
   std::vector<std::string> required;                         // --require: transport names, or "gpu" (nccl or cuda)
+  std::vector<std::string> attestRequired;                   // --require ib|roce|gdr|nvlink|rails=N (NCCL's attestation)
 };
 
 struct Verdict {

@@ -55,7 +55,7 @@ std::vector<fb::Sample> awkwardRows() {
 
 TEST_CASE("csv: header has units and the documented column order", "[csv]") {
   auto cols = fb::csvColumns();
-  REQUIRE(cols.size() == 25);
+  REQUIRE(cols.size() == 36);
   CHECK(cols.front() == "size_bytes");
   CHECK(cols[10] == "time_us");
   CHECK(cols[11] == "algbw_GBps");
@@ -68,8 +68,20 @@ TEST_CASE("csv: header has units and the documented column order", "[csv]") {
   CHECK(cols[20] == "time_us_max");
   CHECK(cols[21] == "busbw_min_GBps");
   CHECK(cols[22] == "busbw_max_GBps");
+  CHECK(cols[25] == "intra");
+  CHECK(cols[26] == "inter");
+  CHECK(cols[27] == "nics");
+  CHECK(cols[28] == "rails");
+  CHECK(cols[29] == "gdr");
+  CHECK(cols[30] == "pxn");
+  CHECK(cols[31] == "nvls");
+  CHECK(cols[32] == "algo");
+  CHECK(cols[33] == "proto");
+  CHECK(cols[34] == "channels");
+  CHECK(cols[35] == "algo_source");
   CHECK(cols[23] == "p50_us");
-  CHECK(cols.back() == "p99_us");
+  CHECK(cols[24] == "p99_us");
+  CHECK(cols.back() == "algo_source");
 }
 
 TEST_CASE("csv: spread columns (busbw of the slowest/fastest batch) and legacy tables", "[csv]") {
@@ -92,6 +104,31 @@ TEST_CASE("csv: spread columns (busbw of the slowest/fastest batch) and legacy t
   CHECK(back[0].repeats == 1);
   CHECK(back[0].timeUsMin == -1);
   CHECK(back[0].busBwMin() == -1);
+}
+
+TEST_CASE("csv: NCCL attestation columns come from extra; 25-column tables still read", "[csv]") {
+  auto s = row("allreduce", "nccl", "training NET/Socket/0 x2ch", 1024, 10, 0.1);
+  s.extra = {{"channels", "2"}, {"intra", "none"}, {"inter", "socket"}, {"nics", "eth0"}, {"rails", "1"},
+             {"gdr", "no"}, {"pxn", "no"}, {"nvls", "disabled"}, {"algo", "RING"}, {"proto", "LL"},
+             {"algo_channels", "1"}, {"algo_source", "profiler plugin (NCCL collective event)"}};
+  std::string line = fb::csvLine(s);
+  CHECK(line.size() > 0);
+  CHECK(line.find(",none,socket,eth0,1,no,no,disabled,RING,LL,1,profiler plugin (NCCL collective event)") !=
+        std::string::npos);
+  std::string header;
+  for (auto& c : fb::csvColumns()) header += (header.empty() ? "" : ",") + c;
+  auto back = fb::parseCsv(header + "\n" + line + "\n", "new");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].extra == s.extra);
+  // A table of the --timer columns only (25, before the attestation columns) reads too.
+  auto cols = fb::csvColumns();
+  cols.resize(25);
+  std::string h25;
+  for (auto& c : cols) h25 += (h25.empty() ? "" : ",") + c;
+  std::string l25 = line.substr(0, line.find(",none,socket,"));
+  auto old = fb::parseCsv(h25 + "\n" + l25 + "\n", "old");
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].timeUs == 10);
 }
 
 TEST_CASE("csv: line quoting follows RFC 4180", "[csv]") {

@@ -18,6 +18,7 @@
 #include "collectives/gpu_ops.h"
 #include "core/error.h"
 #include "kernels/fill_verify.h"
+#include "topology/nccl_attest.h"
 #include "topology/nccl_log.h"
 #include "topology/nic_rate.h"
 #include "topology/topology.h"
@@ -202,9 +203,17 @@ class NcclCollective : public Collective {
     }
     fill(0);
     // Warm-up op at this size: NCCL may connect another algorithm's channels now.
-    FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    enqueue();
-    FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    // Our profiler plugin records NCCL's algorithm/protocol/channels for this one operation only.
+    armProfiler(true);
+    try {
+      FB_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      enqueue();
+      FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    } catch (...) {
+      armProfiler(false);
+      throw;
+    }
+    armProfiler(false);
     comm_->wait(stop_, Deadline::in(kSetupTimeout), "nccl warm-up");
     attest();
     path_.details.emplace_back(
@@ -420,7 +429,90 @@ class NcclCollective : public Collective {
     agreeOn(bs_, "nccl path attestation", err.empty() ? StepVerdict::kOk : StepVerdict::kFailed,
             identity() + " " + err + " (NCCL log " + comm_->logPath() + ")");
 
-    auto nominal = nominalFor(profile_.name, device_, topo::localTopology().rdma);
+    // The attestation: how NCCL moved the data (intra-node, NET, NICs/rails, GDRDMA, PXN, NVLS).
+    const auto& topoInfo = topo::localTopology();
+    auto att = topo::attestNcclLog(text);
+    // Rails: the NICs every rank of a node used, from every rank's own log.
+    {
+      std::string mine = bs_.hostname() + "|";
+      for (const auto& [host, idx] : att.nicsUsed)
+        for (int i : idx) mine += std::to_string(i) + ",";
+      std::map<std::string, std::set<int>> used;
+      for (const auto& s : bs_.allGatherStrings(mine)) {
+        auto bar = s.find('|');
+        auto& set = used[s.substr(0, bar)];
+        std::stringstream ss(s.substr(bar + 1));
+        for (std::string x; std::getline(ss, x, ',');)
+          if (!x.empty()) set.insert(std::stoi(x));
+      }
+      att.nicsUsed.clear();
+      for (auto& [h, set] : used)
+        if (!set.empty()) att.nicsUsed[h] = set;
+      topo::mergeNicUse(att, {});
+    }
+    // NVLink between this rank's GPU and the other GPUs of its node (nvidia-smi), for the P2P link.
+    int nvlinkLocal = -1;
+    {
+      const topo::GpuInfo* me = smiGpuFor(device_);
+      auto all = bs_.allGatherStrings(me ? std::to_string(me->index) + "@" + bs_.hostname() : "?");
+      for (int peer = 0; peer < bs_.size(); ++peer) {
+        if (peer == rank) continue;
+        const auto& s = all[peer];
+        auto at = s.find('@');
+        if (!me || at == std::string::npos || s.substr(at + 1) != bs_.hostname()) continue;
+        int idx = std::stoi(s.substr(0, at));
+        bool nv = idx == me->index || topoInfo.nvlinkBetween(me->index, idx);
+        nvlinkLocal = nvlinkLocal == 0 ? 0 : (nv ? 1 : 0);
+      }
+    }
+    if (nvlinkLocal >= 0 && att.intraLink.empty()) att.intraLink = nvlinkLocal == 1 ? "NVLink" : "PCIe";
+    // --require (and ib/roce on more than one node): the attestation must hold on every rank.
+    {
+      std::vector<std::string> reqs = opts_.require;
+      if (!profile_.requireNet.empty() &&
+          std::find(reqs.begin(), reqs.end(), profile_.requireNet) == reqs.end())
+        reqs.insert(reqs.begin(), profile_.requireNet);
+      std::string why;
+      for (const auto& r : reqs) {
+        why = topo::requirementError(r, att, nvlinkLocal);
+        if (!why.empty()) {
+          if (!profile_.requireNet.empty() && r == profile_.requireNet && r != "" &&
+              std::find(opts_.require.begin(), opts_.require.end(), r) == opts_.require.end())
+            why = "--require " + r + " (implied by --path " + profile_.name + ")" + why.substr(why.find(':'));
+          break;
+        }
+      }
+      auto all = bs_.allGatherStrings(why);
+      for (int r = 0; r < bs_.size(); ++r)
+        if (!all[r].empty())
+          FB_THROW(UnavailableError, all[r], " (rank ", r, "; NCCL log ", comm_->logPath(), ")");
+    }
+
+    auto nominal = nominalFor(profile_.name, device_, topoInfo.rdma);
+    std::string warning;
+    if (profile_.training) {
+      nominal = {-1, "no nominal rate (NCCL chose the links)"};
+      if (att.netConnections > 0 && att.interKind != "socket") {
+        // One rail: the slowest of the RDMA ports NCCL used that this host has.
+        double rate = -1;
+        std::string basis;
+        for (const auto& h : att.hcas)
+          for (const auto& port : topoInfo.rdma)
+            if (h == port.device + ":" + std::to_string(port.port) && (rate < 0 || topo::rdmaRateGBps(port.rate) < rate)) {
+              rate = topo::rdmaRateGBps(port.rate);
+              basis = "one rail: " + port.device + " port " + std::to_string(port.port) + " " + port.rate;
+            }
+        if (rate > 0) nominal = {rate, basis};
+      }
+      if (att.interKind == "socket" && bs_.nodeCount() > 1)
+        for (const auto& port : topoInfo.rdma)
+          if (port.active()) {
+            warning = "NCCL fell back to NET/Socket (TCP) between nodes while RDMA port " + port.device + " port " +
+                      std::to_string(port.port) + " (" + port.linkLayer + ") is up: check NCCL_IB_DISABLE, NCCL_NET, "
+                      "the net plugin and libibverbs (--doctor)";
+            break;
+          }
+    }
     if (profile_.name == "socket") {
       // NCCL's sockets: through loopback when every rank is on this host, else the NICs NCCL uses.
       if (bs_.nodeCount() == 1) {
@@ -437,6 +529,53 @@ class NcclCollective : public Collective {
         if (!log.socketInterfaces.empty()) nominal = {sum > 0 ? sum : -1, basis};
       }
     }
+    // Algorithm, protocol and channels of this size's warm-up: our profiler plugin, else NCCL's
+    // TUNING lines (rank 0's log).
+    std::string algo, proto, algoChannels, algoSource;
+    {
+      bool loaded = false;
+      std::string rec = takeProfilerRecords(rank, &loaded);
+      std::string last, lastP2p;
+      int p2pChannels = -1;
+      std::stringstream ss(rec);
+      for (std::string l; std::getline(ss, l);) {
+        if (l.find(" coll ") != std::string::npos) last = l;
+        if (l.find(" p2p ") != std::string::npos) {
+          lastP2p = l;
+          auto k = l.find("nchannels ");
+          if (k != std::string::npos) p2pChannels = std::max(p2pChannels, std::stoi(l.substr(k + 10)));
+        }
+      }
+      auto field = [](const std::string& l, const std::string& key) {
+        auto k = l.find(" " + key + " ");
+        if (k == std::string::npos) return std::string();
+        auto b = k + key.size() + 2;
+        return l.substr(b, l.find(' ', b) - b);
+      };
+      if (!last.empty()) {
+        algo = field(last, "algo");
+        proto = field(last, "proto");
+        algoChannels = field(last, "nchannels");
+        algoSource = "profiler plugin (NCCL collective event)";
+      } else if (!lastP2p.empty()) {
+        algo = "p2p";
+        proto = "";
+        algoChannels = std::to_string(p2pChannels);
+        algoSource = "profiler plugin (NCCL send/recv events: no algorithm or protocol)";
+      } else if (!att.tuning.empty()) {
+        const topo::NcclTuning* t = &att.tuning.back();
+        for (const auto& x : att.tuning)
+          if (x.bytes == static_cast<long long>(shape_.paramCount * dtypeSize(shape_.dtype))) t = &x;
+        algo = t->algo;
+        proto = t->proto;
+        algoChannels = t->channels >= 0 ? std::to_string(t->channels) : "";
+        algoSource = "NCCL TUNING debug line";
+      } else {
+        algoSource = loaded ? "none: the plugin recorded nothing for this operation"
+                            : "none (" + profilerStatus() + (rank != 0 ? "; TUNING lines are rank 0's only" : "") + ")";
+      }
+    }
+
     PathInfo p;
     const int channels = log.connectedChannels(rank);
     std::set<std::string> vias;
@@ -448,11 +587,31 @@ class NcclCollective : public Collective {
     add("profile", profile_.name);
     std::string envs;
     for (const auto& [k, v] : profile_.env) envs += (envs.empty() ? "" : " ") + k + "=" + v;
+    if (profile_.training) envs = "(nothing forced: the site's NCCL_* settings as they are)";
     // NVLS is the site's choice: shown as the environment had it, never set by fabricbench.
     const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
     add("profile_env", envs + (nvls ? std::string(" NCCL_NVLS_ENABLE=") + nvls + " (site)" : std::string()));
-    add("attested", "yes: every connection of rank " + std::to_string(rank) + " via " + profile_.family);
+    add("site_env", siteNcclEnv());
+    if (profile_.training)
+      add("attested", "yes: NCCL's own choice, as a training job (" + std::string(opts_.require.empty() && profile_.requireNet.empty() ? "no --require" : "every --require holds") + ")");
+    else
+      add("attested", "yes: every connection of rank " + std::to_string(rank) + " via " + profile_.family);
     add("transports", log.transportsText(rank));
+    // Attestation columns (table.csv / run.json): intra, inter, nics, rails, gdr, pxn, nvls.
+    add("intra", att.intraText());
+    add("inter", att.netConnections > 0 ? att.interKind : "none");
+    add("inter_detail", att.netText());
+    if (!att.netPlugin.empty()) add("net_plugin", att.netPlugin);
+    add("nics", att.hcasText());
+    add("rails", att.railsPerNode > 0 ? std::to_string(att.railsPerNode) : "");
+    add("gdr", att.gdr());
+    add("pxn", att.netConnections > 0 ? (att.pxn ? "yes" : "no") : "");
+    add("nvls", att.nvls);
+    if (!warning.empty()) add("warning", warning);
+    add("algo", algo);
+    add("proto", proto);
+    add("algo_channels", algoChannels);
+    add("algo_source", algoSource);
     add("channels", std::to_string(channels));
     if (log.collChannels >= 0) add("coll_channels", std::to_string(log.collChannels));
     if (log.p2pChannels >= 0) add("p2p_channels", std::to_string(log.p2pChannels));
@@ -461,7 +620,7 @@ class NcclCollective : public Collective {
       for (const auto& x : log.graphTypes) g += (g.empty() ? "" : ",") + x;
       add("graph_types", g);
     }
-    if (!log.network.empty()) add("network", log.network);
+    if (!log.network.empty()) add("network", att.net.empty() ? log.network : att.net);
     add("nccl_version", log.version.empty() ? ncclRuntimeVersion() : log.version);
     p.setNominal(nominal.gbps, nominal.basis);
     add("cuda_device", std::to_string(device_));
@@ -507,7 +666,11 @@ std::vector<std::string> availablePaths(Bootstrap& bs) {
   const int localSize = bs.localSize();
   const int nodes = bs.nodeCount();
   if (nDev > 0 && bs.size() == 1) mine.push_back("local");
-  if (nDev > 0 && bs.size() >= 2) {
+  if (nDev > 0 && bs.size() >= 2 && nodes > 1) {
+    // More than one node: the training job's path, nothing forced (the isolating profiles are
+    // there for --path socket|ib|roce|... by name).
+    mine.push_back("training");
+  } else if (nDev > 0 && bs.size() >= 2) {
     const auto& t = topo::localTopology();
     if (nodes == 1 && localSize <= nDev) {
       // The devices the local ranks use, as nvidia-smi indices.
@@ -560,8 +723,8 @@ std::unique_ptr<Collective> makeCollective(CollKind kind, Bootstrap& bs, const C
     p = paths.front();
   }
   if (!isPathName(p))
-    FB_THROW(ConfigError, "unknown NCCL path '", p, "' (expected auto, nvlink, pcie, shm, socket, ib, roce or local)");
-  auto profile = makeProfile(p, topo::localTopology().rdma);
+    FB_THROW(ConfigError, "unknown NCCL path '", p, "' (expected auto, training, nvlink, pcie, shm, socket, ib, roce or local)");
+  auto profile = makeProfile(p, topo::localTopology().rdma, bs.nodeCount());
   return std::make_unique<NcclCollective>(kind, bs, opts, profile);
 }
 

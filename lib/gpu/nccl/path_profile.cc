@@ -1,11 +1,17 @@
 #include "gpu/nccl/path_profile.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/error.h"
+
+extern char** environ;
 
 namespace fb::nccl {
 namespace {
@@ -15,6 +21,30 @@ std::string gActive;
 std::vector<std::pair<std::string, std::string>> gActiveEnv;
 std::string gLogPath;
 bool gLogInit = false;
+std::string gProfiler;        // the plugin path we set, "" none
+std::string gProfilerStatus;  // how algo/proto are read
+
+#ifndef FB_NCCL_PROFILER_PLUGIN
+#define FB_NCCL_PROFILER_PLUGIN ""
+#endif
+
+// Our plugin: next to the executable (an installed copy), else where the build put it.
+std::string findProfilerPlugin() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto p = exe.parent_path() / "libfabricbench-nccl-profiler.so";
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  std::string built = FB_NCCL_PROFILER_PLUGIN;
+  if (!built.empty() && std::filesystem::exists(built, ec)) return built;
+  return {};
+}
+
+bool siteSet(const char* k) {
+  const char* v = getenv(k);
+  return v && *v;
+}
 
 const topo::RdmaPort* pickPort(const std::vector<topo::RdmaPort>& rdma, const std::string& layer) {
   for (const auto& p : rdma)
@@ -26,7 +56,8 @@ const topo::RdmaPort* pickPort(const std::vector<topo::RdmaPort>& rdma, const st
 
 const std::vector<std::string>& pathNames() {
   // "local": one rank on one GPU (no link crossed; NCCL's kernels and launch cost alone).
-  static const std::vector<std::string> k = {"nvlink", "pcie", "shm", "socket", "ib", "roce", "local"};
+  // "training": nothing forced, the training job's path (what auto takes on more than one node).
+  static const std::vector<std::string> k = {"nvlink", "pcie", "shm", "training", "socket", "ib", "roce", "local"};
   return k;
 }
 
@@ -36,10 +67,19 @@ bool isPathName(const std::string& name) {
   return false;
 }
 
-PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPort>& rdma) {
+PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPort>& rdma, int nodes) {
   PathProfile p;
   p.name = name;
-  if (name == "nvlink" || name == "pcie") {
+  if (name == "training") {
+    p.training = true;  // nothing set: the site's NCCL_* settings as they are
+  } else if ((name == "ib" || name == "roce") && nodes > 1) {
+    const auto* port = pickPort(rdma, name == "ib" ? "InfiniBand" : "Ethernet");
+    if (!port)
+      FB_THROW(UnavailableError, "path ", name, ": no active RDMA port with link layer ",
+               name == "ib" ? "InfiniBand" : "Ethernet");
+    p.training = true;
+    p.requireNet = name;
+  } else if (name == "nvlink" || name == "pcie") {
     // P2P between the GPUs; whether it runs over NVLink or PCIe is the hardware's wiring, which
     // the attestation checks against the topology. SHM and NET stay allowed so that a silent
     // fallback is visible in the log (and fails the row) instead of being hidden.
@@ -57,10 +97,11 @@ PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPor
     if (!port)
       FB_THROW(UnavailableError, "path ", name, ": no active RDMA port with link layer ",
                name == "ib" ? "InfiniBand" : "Ethernet");
-    p.env = {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "IB"},
-             {"NCCL_IB_DISABLE", "0"},
-             {"NCCL_IB_HCA", "=" + port->device + ":" + std::to_string(port->port)}};
-    if (name == "roce") {
+    // One node: isolate the NIC (NCCL loops through it instead of NVLink/SHM). The site's own
+    // NCCL_IB_HCA / NCCL_IB_GID_INDEX are kept when set.
+    p.env = {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "0"}};
+    if (!siteSet("NCCL_IB_HCA")) p.env.push_back({"NCCL_IB_HCA", "=" + port->device + ":" + std::to_string(port->port)});
+    if (name == "roce" && !siteSet("NCCL_IB_GID_INDEX")) {
       if (port->roceV2GidIndex < 0)
         FB_THROW(UnavailableError, "path roce: ", port->device, " port ", port->port,
                  " has no RoCE v2 GID with an IPv4 address");
@@ -70,9 +111,57 @@ PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPor
   } else if (name == "local") {
     p.family = "local";  // nothing forced: one rank connects to nothing
   } else {
-    FB_THROW(ConfigError, "unknown NCCL path '", name, "' (expected auto, nvlink, pcie, shm, socket, ib, roce or local)");
+    FB_THROW(ConfigError, "unknown NCCL path '", name, "' (expected auto, training, nvlink, pcie, shm, socket, ib, roce or local)");
   }
   return p;
+}
+
+std::string siteNcclEnv() {
+  std::vector<std::string> kv;
+  for (char** e = environ; e && *e; ++e) {
+    std::string s = *e;
+    if (s.rfind("NCCL_", 0) != 0 || s.rfind("NCCL_DEBUG", 0) == 0) continue;
+    if (!gProfiler.empty() && s.rfind("NCCL_PROFILER_PLUGIN=", 0) == 0) continue;  // ours, not the site's
+    kv.push_back(s);
+  }
+  std::sort(kv.begin(), kv.end());
+  std::string out;
+  for (const auto& s : kv) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+std::string profilerStatus() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gProfilerStatus;
+}
+
+namespace {
+using ArmFn = void (*)(int);
+using TakeFn = int (*)(int, char*, std::size_t);
+void* pluginHandle() {
+  if (gProfiler.empty()) return nullptr;
+  return dlopen(gProfiler.c_str(), RTLD_NOW | RTLD_NOLOAD);  // only if NCCL loaded it
+}
+}  // namespace
+
+void armProfiler(bool on) {
+  void* h = pluginHandle();
+  if (!h) return;
+  if (auto f = reinterpret_cast<ArmFn>(dlsym(h, "fbProfilerArm"))) f(on ? 1 : 0);
+  dlclose(h);
+}
+
+std::string takeProfilerRecords(int rank, bool* loaded) {
+  if (loaded) *loaded = false;
+  void* h = pluginHandle();
+  if (!h) return {};
+  std::string buf(1 << 16, '\0');
+  int inits = 0;
+  if (auto f = reinterpret_cast<TakeFn>(dlsym(h, "fbProfilerTake"))) inits = f(rank, buf.data(), buf.size());
+  dlclose(h);
+  if (loaded) *loaded = inits > 0;
+  buf.resize(std::strlen(buf.c_str()));
+  return buf;
 }
 
 std::string enableNcclLogging(const std::string& logDir) {
@@ -83,6 +172,23 @@ std::string enableNcclLogging(const std::string& logDir) {
   // 2.28 prints channel connections under INIT/P2P, SHM and NET details under their own
   // subsystems, the graph search under GRAPH and the variables it read under ENV.
   setenv("NCCL_DEBUG_SUBSYS", "INIT,GRAPH,ENV,NET,P2P,SHM", 1);
+  // Algorithm/protocol/channels per size come from our profiler plugin, armed around each size's
+  // warm-up only. A site's own NCCL_PROFILER_PLUGIN wins (then the row says so).
+  if (siteSet("NCCL_PROFILER_PLUGIN")) {
+    gProfilerStatus = std::string("none: the site set NCCL_PROFILER_PLUGIN=") + getenv("NCCL_PROFILER_PLUGIN");
+  } else if (auto plugin = findProfilerPlugin(); !plugin.empty()) {
+    setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
+    gProfiler = plugin;
+    gProfilerStatus = "plugin " + plugin;
+  } else {
+    gProfilerStatus = "none: libfabricbench-nccl-profiler.so not found next to the executable or in the build";
+  }
+  if (gProfiler.empty()) {
+    // No plugin of ours: NCCL's TUNING lines name the choice instead (rank 0 writes one line per
+    // operation, which small sizes pay for; the row says so).
+    setenv("NCCL_DEBUG_SUBSYS", "INIT,GRAPH,ENV,NET,P2P,SHM,TUNING", 1);
+    gProfilerStatus += "; TUNING debug lines instead (rank 0 logs one line per operation)";
+  }
   const char* user = getenv("NCCL_DEBUG_FILE");
   std::string pattern;
   if (user && *user) {
@@ -135,7 +241,9 @@ std::string attestationError(const PathProfile& p, const topo::NcclLogSummary& l
                              bool nvlinkBetweenGpus) {
   auto conns = log.connectionsOf(rank);
   if (conns.empty())
-    return "forced path " + p.name + " but NCCL's log shows no channel connection for rank " + std::to_string(rank);
+    return (p.training ? "path " + p.name + " (nothing forced)" : "forced path " + p.name) +
+           " but NCCL's log shows no channel connection for rank " + std::to_string(rank);
+  if (p.training) return {};  // whatever NCCL chose is the answer; the row attests it
   std::string used;
   for (const auto& c : conns) {
     if (topo::transportFamily(c.via) != p.family) {
