@@ -55,7 +55,7 @@ Verdict judgeRun(const VerdictInput& in) {
   // fails with exit 4 even when nothing else produced rows.
   bool attestFailed = false;
   for (const auto& [label, why] : in.skipped)
-    if (why.rfind("--require ", 0) == 0) {
+    if (why.find("--require ") != std::string::npos) {
       attestFailed = true;
       v.reasons.push_back(fmt::format("{}: {}", label, why));
     }

@@ -133,6 +133,27 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   req.measured.push_back("nccl:socket");
   CHECK(fb::judgeRun(req).exitCode == 0);
 
+  // An NCCL attestation that does not hold (--require ib on a socket run): exit 4 with the reason,
+  // also when nothing else ran (not 3). The skip text is as fabricbench records it (agree() prefixes).
+  fb::VerdictInput att;
+  att.rows = 0;
+  att.named = {"nccl"};
+  att.attestRequired = {"ib"};
+  att.skipped = {{"nccl:training", "nccl:training: rank 0: [vm:0] --require ib: NCCL used NET/Socket (TCP) between "
+                                   "nodes, not InfiniBand (interfaces eth0)"}};
+  auto av = fb::judgeRun(att);
+  CHECK(av.exitCode == 4);
+  CHECK(av.status.find("--require ib: NCCL used NET/Socket (TCP) between nodes") != std::string::npos);
+  // Required, but no nccl row and no attestation failure: exit 4 naming it.
+  fb::VerdictInput noNccl;
+  noNccl.rows = 3;
+  noNccl.measured = {"tcp"};
+  noNccl.attestRequired = {"gdr"};
+  CHECK(fb::judgeRun(noNccl).exitCode == 4);
+  CHECK(fb::judgeRun(noNccl).status.find("--require gdr: no nccl row was measured") != std::string::npos);
+  noNccl.measured.push_back("nccl:training");
+  CHECK(fb::judgeRun(noNccl).exitCode == 0);
+
   // Wrong elements beat partial; nothing ran is 3.
   named.badRows = 1;
   named.wrongTotal = 7;
