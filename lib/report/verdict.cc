@@ -37,7 +37,8 @@ Verdict judgeRun(const VerdictInput& in) {
     bool named = std::find(in.named.begin(), in.named.end(), impl) != in.named.end();
     bool measured = std::any_of(in.measured.begin(), in.measured.end(),
                                 [&](const std::string& m) { return implOf(m) == impl; });
-    if (named && !measured)
+    // An attestation failure is reported once, below, as the reason the run failed.
+    if (named && !measured && why.find("--require ") == std::string::npos)
       v.reasons.push_back(fmt::format("{} was named on the command line but skipped ({})", label, why));
   }
   if (in.autoTransports && !in.gpus.empty() && !anyGpu)

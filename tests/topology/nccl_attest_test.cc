@@ -179,3 +179,24 @@ TEST_CASE("--require values: form checked before any communication") {
   CHECK(fb::topo::requirementError("nvlink", one, 1).empty());
   CHECK(fb::topo::requirementError("nvlink", one, 0).find("no NVLink between them") != std::string::npos);
 }
+
+TEST_CASE("our own host: 2 ranks on one H200 as two NCCL nodes (NCCL_HOSTID), --path training, NVLS off") {
+  // tests/data/nccl_logs/h200x1_hostid2_training_rank0.log: rank 0's log of the --require ib run on the
+  // GPU host (NCCL 2.28.3, NCCL_NVLS_ENABLE=0 in the host's environment, our profiler plugin loaded).
+  std::ifstream f(std::string(FB_TEST_DATA) + "/nccl_logs/h200x1_hostid2_training_rank0.log");
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto a = fb::topo::attestNcclLog(ss.str());
+  CHECK(a.intraText() == "none");
+  CHECK(a.interKind == "socket");
+  CHECK(a.net == "Socket");
+  CHECK(a.hcasText() == "eth0");
+  CHECK(a.railsPerNode == 1);
+  CHECK(a.netConnections == 4);
+  CHECK(a.gdr() == "no");
+  CHECK_FALSE(a.pxn);
+  CHECK(a.nvls == "disabled");
+  CHECK(fb::topo::requirementError("ib", a) ==
+        "--require ib: NCCL used NET/Socket (TCP) between nodes, not InfiniBand (interfaces eth0)");
+}
