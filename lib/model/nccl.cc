@@ -363,6 +363,25 @@ std::vector<double> nelderMead(const std::function<double(const std::vector<doub
   }
   return x0;
 }
+
+// A few sweeps of a log-spaced grid search per parameter inside its bounds. The loss is flat where a
+// min() of links caps a bandwidth (a NIC rate above the node's ring), so Nelder-Mead alone stalls there.
+std::vector<double> coordinateSweep(const std::function<double(const std::vector<double>&)>& f,
+                                    std::vector<double> x, const std::vector<Param>& ps) {
+  double best = f(x);
+  for (int sweep = 0; sweep < 3; ++sweep)
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double lo = std::log(ps[i].lo), hi = std::log(ps[i].hi);
+      const int steps = 60;
+      for (int k = 0; k <= steps; ++k) {
+        auto y = x;
+        y[i] = lo + (hi - lo) * k / steps;
+        double v = f(y);
+        if (v < best) best = v, x = y;
+      }
+    }
+  return x;
+}
 }  // namespace
 
 NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
@@ -401,7 +420,7 @@ NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs
   };
   std::vector<double> x0;
   for (auto& p : ps) x0.push_back(std::log(prior.*(p.field)));
-  auto x = nelderMead(loss, x0);
+  auto x = nelderMead(loss, coordinateSweep(loss, x0, ps));
   NcclFit fit;
   fit.machine = machineAt(x);
   fit.machine.nodes = runs.front().nodes;
