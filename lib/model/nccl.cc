@@ -120,6 +120,17 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   return true;
 }
 
+// tuning.cc's treeCorrectionFactor: trees fall below the model at medium sizes; a static factor per
+// protocol and power of two of size/64 B (64 B .. 128 MiB), 1 above.
+static double treeCorrection(NcclProto p, double S) {
+  static const double k[3][22] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+  const int logSize = S >= 128 ? static_cast<int>(std::floor(std::log2(S / 64))) : 0;
+  return logSize < 22 ? k[static_cast<int>(p)][logSize] : 1.0;
+}
+
 std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
   if (!ncclApplies(a, coll, m)) return std::nullopt;
   const bool simpleOnly = a == NcclAlgo::kNvls || a == NcclAlgo::kNvlsTree || a == NcclAlgo::kCollNetDirect ||
@@ -173,6 +184,7 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
     if (m.channels > 0) bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128));
   }
   if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree);
+  if (a == NcclAlgo::kTree) bw *= treeCorrection(p, S);
   if (!(bw > 0)) return std::nullopt;
   NcclCost c;
   c.algo = a;

@@ -20,6 +20,7 @@
 // with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
 // efficiency. Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
 // maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
+// Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 #pragma once
 #include <optional>
 #include <string>
@@ -121,7 +122,7 @@ struct NcclFit {
 };
 struct NcclFitOptions {
   double minBytes = 1;           // sizes below are left out of the loss
-  double priorWeight = 0.5;      // pull of the spec priors (per squared log ratio)
+  double priorWeight = 0.01;     // pull of the spec priors (per squared log ratio): breaks ties where the data say nothing
 };
 // Calibrates the machine's free parameters to the runs (relative squared log error, Nelder-Mead in
 // log space, bounded). Intra bandwidths are free only when a single-node run is given; the per-NIC

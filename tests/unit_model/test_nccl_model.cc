@@ -81,6 +81,20 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   CHECK(nv->latUs == Approx(25));
 }
 
+TEST_CASE("nccl tree: tuning.cc's correction factor at medium sizes", "[nccl]") {
+  auto m = h100(2, 8);
+  const double f = 2.0 * 15 / 16;
+  // 1 MiB: log2(2^20 / 64) = 14 -> Simple 0.5, LL128 0.6, LL 0.5; 1 GB: 1 (above 128 MiB)
+  auto big = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9)->busbwGBps;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(0.5 * big));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1 << 20)->busbwGBps ==
+        Approx(0.6 * std::min(360.0, 384 * f) * 120 / 128));
+  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.6
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.6 * big));
+  // NVLSTree is not corrected
+  CHECK(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(480));
+}
+
 TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   auto m = h100(4, 8);
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9));  // no SHARP
