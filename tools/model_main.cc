@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "model/model.h"
+#include "model_nccl.h"
 #include "report/import.h"
 #include "report/process.h"
 #include "report/result_sink.h"
@@ -935,6 +936,7 @@ int run(int argc, char** argv) {
   prj->add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
 
   auto* specs = app.add_subcommand("specs", "print the link spec table with its sources");
+  auto* nccl = fb::tools::addNcclCommands(app);
 
   try {
     app.parse(argc, argv);
@@ -944,6 +946,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "fabricbench: error: %s (see fabricbench-model --help)\n", w.c_str());
     return 2;
   }
+  if (*nccl) return fb::tools::runNcclCommands(nccl);
   if (*fit) return cmdFit(fitRuns, fitOut, fitPattern, fitAlgo, noPlots);
   if (*val) {
     Band b;
