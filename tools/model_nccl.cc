@@ -282,7 +282,7 @@ std::vector<SetSpec> readSets(const std::string& file) {
     x.name = s.value("name", std::string("?"));
     const std::string where = file + " set " + x.name;
     for (auto& [k, v] : s.items())
-      if (k != "name" && k != "source" && k != "fit" && k != "predict" && k != "prior")
+      if (k != "name" && k != "source" && k != "fit" && k != "predict" && k != "prior" && k != "about")
         throw InputError(fmt::format("{}: unknown key '{}' (known: name, source, fit, predict, prior)", where, k));
     x.source = s.value("source", std::string());
     if (!s.contains("fit") || !s["fit"].is_array() || s["fit"].empty())

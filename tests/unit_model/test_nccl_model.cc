@@ -183,3 +183,25 @@ TEST_CASE("nccl calibration recovers the machine that made the curves", "[nccl]"
   CHECK(pts[3].noisy);
   CHECK(ncclErrStats(pts, 0).second < 2);
 }
+
+TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nccl]") {
+  auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log");
+  auto runs = ncclRunsOf(rd);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].nodes == 1);
+  CHECK(runs[0].gpusPerNode == 2);
+  CHECK(runs[0].rows.size() == 31);  // 8 B .. 8 GiB, factor 2
+  NcclMachine prior;
+  prior.nvlsGBps = 0;  // the log was made with NCCL_NVLS_ENABLE=0
+  auto fit = ncclCalibrate(prior, runs);
+  auto pts = ncclPredict(fit.machine, runs[0]);
+  auto [med, mx] = ncclErrStats(pts, 1 << 20);
+  CHECK(med < 10);
+  CHECK(mx < 35);  // 4 MiB: the LL -> LL128 switch lands one size early in the model (+30.6 %)
+  CHECK(pts.front().proto == NcclProto::kLL);
+  CHECK(pts.back().algo == NcclAlgo::kRing);
+  CHECK(pts.back().proto == NcclProto::kSimple);
+  // 8 GiB: 24612.6 us measured (the log's out-of-place time)
+  CHECK(pts.back().measuredUs == Approx(24612.6));
+  CHECK(std::fabs(pts.back().errPct) < 3);
+}
