@@ -63,9 +63,6 @@ NcclMachine priorOf(const MachineOpts& o) {
   return m;
 }
 
-// Until the importer's loadRunsAny lands: one run per file.
-std::vector<fb::RunData> loadRunsAny(const std::string& f) { return {fb::loadRunAny(f)}; }
-
 std::vector<NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given) {
   std::vector<NcclRun> out;
   for (const auto& f : files) {
