@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/units.h"
 #include "model/model.h"
 #include "report/import.h"
 #include "report/process.h"
@@ -80,27 +81,25 @@ std::string csvq(const std::string& f) {
   return o + "\"";
 }
 
-double parseBytes(const std::string& t) {
-  if (t.empty()) throw InputError("empty size");
-  std::size_t pos = 0;
-  double v = 0;
+// Sizes as everywhere in the suite (fb::parseSize: K, M, G = 1024^k; KB/KiB the same as K).
+double parseBytes(const std::string& t, const char* what) {
+  std::size_t b = 0;
   try {
-    v = std::stod(t, &pos);
-  } catch (...) {
-    throw InputError(fmt::format("size '{}' is not a number (e.g. 64M, 1G, 25e6)", t));
+    b = fb::parseSize(t);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: {}", what, e.what()));
   }
-  std::string suf = t.substr(pos);
-  double m = 1;
-  if (suf == "K" || suf == "k" || suf == "KiB") m = 1024;
-  else if (suf == "M" || suf == "MiB") m = 1024.0 * 1024;
-  else if (suf == "G" || suf == "GiB") m = 1024.0 * 1024 * 1024;
-  else if (suf == "T" || suf == "TiB") m = 1024.0 * 1024 * 1024 * 1024;
-  else if (suf == "KB") m = 1e3;
-  else if (suf == "MB") m = 1e6;
-  else if (suf == "GB") m = 1e9;
-  else if (!suf.empty()) throw InputError(fmt::format("size '{}': unknown unit '{}' (K, M, G = 1024^k; KB, MB, GB = 1000^k)", t, suf));
-  if (!(v * m > 0)) throw InputError(fmt::format("size '{}' must be > 0", t));
-  return v * m;
+  if (b == 0) throw InputError(fmt::format("{}: size '{}' must be > 0", what, t));
+  return static_cast<double>(b);
+}
+
+// A numeric option given on the command line: finite and within [lo, hi] (open at lo when loOpen).
+void checkRange(const char* opt, double v, double lo, bool loOpen, double hi = HUGE_VAL) {
+  bool ok = std::isfinite(v) && (loOpen ? v > lo : v >= lo) && v <= hi;
+  if (ok) return;
+  std::string range = std::isinf(hi) ? fmt::format("{} {}", loOpen ? ">" : ">=", lo)
+                                     : fmt::format("in {}{}, {}]", loOpen ? "(" : "[", lo, hi);
+  throw InputError(fmt::format("{} = {}: must be {}", opt, v, range));
 }
 
 std::vector<int> parseIntList(const std::string& t, const char* what) {
@@ -575,6 +574,8 @@ Source parseSource(const std::string& arg, const char* what) {
       } catch (...) {
         throw InputError(fmt::format("--{} '{}': '{}' needs a number (eff=0.9, lat=5)", what, arg, parts[i]));
       }
+      if (!std::isfinite(d) || d <= 0)
+        throw InputError(fmt::format("--{} '{}': '{}' must be a number > 0", what, arg, parts[i]));
       if (k == "eff") eff = d;
       else if (k == "lat") lat = d;
       else throw InputError(fmt::format("--{} '{}': unknown setting '{}' (eff=, lat=)", what, arg, k));
@@ -654,7 +655,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   auto gpus = parseIntList(a.gpus, "--gpus");
   if (a.nics < 0) throw InputError("--nics must be >= 0");
   std::vector<double> sizes;
-  for (auto& s : splitComma(a.sizes)) sizes.push_back(parseBytes(s));
+  for (auto& s : splitComma(a.sizes)) sizes.push_back(parseBytes(s, "--sizes"));
   auto colls = splitComma(a.colls);
   for (auto& c : colls)
     if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "p2pring")
@@ -692,7 +693,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     tm.gradDtype = a.gradDtype;
     tm.gradBytesPerParam = dtypeBytes(a.gradDtype);
     tm.tp = a.tp;
-    tm.bucketBytes = parseBytes(a.bucket);
+    tm.bucketBytes = parseBytes(a.bucket, "--bucket");
     if (a.computeMs < 0) throw InputError("--params needs --compute-ms (compute time per step, user input)");
     tm.computeMs = a.computeMs;
     tm.overlap = a.overlap;
@@ -802,13 +803,14 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     }
     md += "| fabric | nodes x GPUs/node | DP group (nodes x ranks/node, NICs) | gradient per rank | buckets | AllReduce "
           "algorithm | communication | exposed | step | step vs first fabric |";
-    if (!prices.empty()) md += " fabric cost total | per node | topology | $ per GB/s of busbw (1 GiB AllReduce) | steps/hour per $1M |";
+    if (!prices.empty())
+      md += " cost total | per node | cost includes | topology | $ per GB/s of busbw (1 GiB AllReduce) | steps/hour per $1M |";
     md += "\n|---|---|---|---:|---:|---|---:|---:|---:|---:|";
-    if (!prices.empty()) md += "---:|---:|---|---:|---:|";
+    if (!prices.empty()) md += "---:|---:|---|---|---:|---:|";
     md += "\n";
     std::map<std::pair<int, int>, double> firstStep;
     std::string tcsv = "kind,fabric,nodes,gpus_per_node,tp,params,grad_dtype,bucket_bytes,compute_ms,overlap,buckets,algo,"
-                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,inputs\n";
+                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,cost_includes,inputs\n";
     auto tnodes = a.trainNodes.empty() ? nodes : parseIntList(a.trainNodes, "--train-nodes");
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, "allreduce");
@@ -822,15 +824,18 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           if (training && !firstStep.count(key)) firstStep[key] = e.stepMs;
           std::string costCols;
           double costTotal = 0, perNode = 0, usdPerGBps = 0;
+          std::string costIncludes;
           if (!prices.empty()) {
             auto c = fabricCost(prices.at(f.label), n, g);
             costTotal = c.totalUsd;
+            costIncludes = c.includes;
             perNode = c.perNodeUsd;
             double busbw = sh.ranks() > 1 ? project("allreduce", sh, 1073741824.0, in, force).busbwGBps : 0;
-            usdPerGBps = busbw > 0 ? c.totalUsd / (busbw * sh.ranks()) : 0;
+            double fabricUsd = c.nicUsd + c.switchUsd + c.cableUsd + c.opticsUsd;
+            usdPerGBps = busbw > 0 ? fabricUsd / (busbw * sh.ranks()) : 0;
             double stepsPerHourPerM = training && e.stepMs > 0 ? 3.6e6 / e.stepMs / (c.totalUsd / 1e6) : 0;
-            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} ({} leaf, {} spine{}, {} cables) | {} | {} |", c.totalUsd,
-                                   c.perNodeUsd, c.topology, c.leaves, c.spines,
+            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} | {} ({} leaf, {} spine{}, {} cables) | {} | {} |", c.totalUsd,
+                                   c.perNodeUsd, cell(c.includes), c.topology, c.leaves, c.spines,
                                    c.cores ? fmt::format(", {} core", c.cores) : "", c.cables,
                                    usdPerGBps > 0 ? fmt::format("${:.0f}", usdPerGBps) : "—",
                                    stepsPerHourPerM > 0 ? fmt::format("{:.1f}", stepsPerHourPerM) : "—");
@@ -843,10 +848,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           } else {
             md += fmt::format("| {} | {} x {} | — | — | — | — | — | — | — | — |{}\n", cell(f.label), n, g, costCols);
           }
-          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{}\n",
+          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{}\n",
                               csvq(f.label), n, g, tm.tp, tm.params, tm.gradDtype, tm.bucketBytes, tm.computeMs,
                               tm.overlap, e.buckets, algoName(e.algo), e.commMs, e.exposedMs, e.stepMs, costTotal,
-                              perNode, usdPerGBps,
+                              perNode, usdPerGBps, csvq(costIncludes),
                               csvq((in.inter ? "inter: " + in.inter->source : "") +
                                    (in.intra ? "; intra: " + in.intra->source : "")));
         }
@@ -854,8 +859,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     md += "\n";
     if (!prices.empty()) {
       md += "Prices are **user input** from " + a.prices +
-            " (every entry says so); $ per GB/s = fabric total / (projected per-rank AllReduce busbw at 1 GiB x ranks); "
-            "steps/hour per $1M = projected steps per hour / (fabric total / $1M).\n\n";
+            " (every entry says so); $ per GB/s = fabric cost (NICs, switches, cables, optics) / (projected per-rank AllReduce busbw at 1 GiB x ranks); "
+            "steps/hour per $1M = projected steps per hour / (cost total / $1M). The cost total is the whole cluster's "
+            "(NICs, switches, cables, optics, GPUs, nodes) only where the price file gives per_gpu_usd or per_node_usd; "
+            "otherwise it is the fabric's alone, and the 'cost includes' column says which.\n\n";
       for (auto& [n, p] : prices)
         if (!p.note.empty()) md += fmt::format("- {}: {}\n", n, p.note);
       md += "\n";
@@ -921,12 +928,12 @@ int run(int argc, char** argv) {
   prj->add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
   prj->add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
   prj->add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring)");
-  prj->add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = 1024^k, KB/MB/GB = 1000^k)");
+  prj->add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = KB/MB/GB = 1024^k, as in fabricbench)");
   prj->add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
   prj->add_option("--params", pa.params, "training: parameter count (e.g. 100e9)");
   prj->add_option("--grad-dtype", pa.gradDtype, "training: gradient dtype bf16|fp16|fp32|fp8 (default bf16)");
   prj->add_option("--tp", pa.tp, "training: tensor-parallel degree inside the node (default 1)");
-  prj->add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25MB, PyTorch DDP's)");
+  prj->add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25M = 25 MiB, PyTorch DDP's bucket_cap_mb)");
   prj->add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
   prj->add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
   prj->add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
@@ -941,7 +948,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::string w = e.what();
-    std::fprintf(stderr, "fabricbench: error: %s (see fabricbench-model --help)\n", w.c_str());
+    std::fprintf(stderr, "fabricbench-model: error: %s (see fabricbench-model --help)\n", w.c_str());
     return 2;
   }
   if (*fit) return cmdFit(fitRuns, fitOut, fitPattern, fitAlgo, noPlots);
@@ -949,15 +956,22 @@ int run(int argc, char** argv) {
     Band b;
     auto c = vBand.find(':');
     if (c == std::string::npos) throw InputError(fmt::format("--band '{}': expected LO:HI, e.g. 1M:64M", vBand));
-    b.lo = parseBytes(vBand.substr(0, c));
-    b.hi = parseBytes(vBand.substr(c + 1));
+    b.lo = parseBytes(vBand.substr(0, c), "--band");
+    b.hi = parseBytes(vBand.substr(c + 1), "--band");
     if (b.lo > b.hi) throw InputError(fmt::format("--band '{}': LO > HI", vBand));
-    if (!(vMax > 0) || !(vMed > 0)) throw InputError("--max-err and --median-err must be > 0");
-    if (!(vNics > 0)) throw InputError("--nics must be > 0");
+    checkRange("--max-err", vMax, 0, true);
+    checkRange("--median-err", vMed, 0, true);
+    checkRange("--nics", vNics, 0, true);
     return cmdValidate(vInter, vIntra, vChecks, vOut, vPattern, vAlgo, b, vMax, vMed, vRequire, noPlots, vNics);
   }
   if (*prj) {
     if (pa.noPlots) noPlots = true;
+    auto given = [&](const char* o) { return prj->get_option(o)->count() > 0; };
+    if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
+    if (given("--params")) checkRange("--params", pa.params, 0, true);
+    if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
+    checkRange("--overlap", pa.overlap, 0, false, 1);
+    if (pa.tp < 1) throw InputError(fmt::format("--tp = {}: must be >= 1", pa.tp));
     return cmdProject(pa, cmdLine);
   }
   if (*specs) {
@@ -977,11 +991,11 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const fb::InputError& e) {
     removeCreated();
-    std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
+    std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());
     return 2;
   } catch (const fb::ConfigError& e) {
     removeCreated();
-    std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
+    std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());

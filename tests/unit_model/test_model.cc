@@ -434,7 +434,7 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
     INFO(c.args << "\n" << r.text);
     CHECK(r.rc == 2);
     CHECK(lines(r.text) == 1);
-    CHECK(r.text.rfind("fabricbench: error: ", 0) == 0);
+    CHECK(r.text.rfind("fabricbench-model: error: ", 0) == 0);
     CHECK(r.text.find(c.expect) != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
   }
