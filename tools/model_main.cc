@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <map>
 #include <set>
@@ -884,65 +886,127 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   return pl.errors.empty() ? 0 : 1;
 }
 
+// One row per subcommand: name, help, and a setup that adds its options to the CLI11 subcommand and
+// returns what runs it after parsing. A new subcommand (e.g. `nccl`, in its own file) is one row here.
+struct Subcommand {
+  const char* name;
+  const char* help;
+  std::function<std::function<int()>(CLI::App&)> setup;
+};
+
+std::function<int()> setupFit(CLI::App& fit) {
+  struct A {
+    std::vector<std::string> runs;
+    std::string out, pattern, algo;
+    bool noPlots = false;
+  };
+  auto a = std::make_shared<A>();
+  fit.add_option("runs", a->runs, "run folders, table.csv files, nccl-tests logs, perftest output")->required();
+  fit.add_option("-o,--out", a->out, "output folder (default: <first run>/model)");
+  fit.add_option("--series", a->pattern, "only series matching this (impl, path or label)");
+  fit.add_option("--algo", a->algo, "assume this algorithm for every row (default: the row's, else ring)");
+  fit.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
+  return [a] { return cmdFit(a->runs, a->out, a->pattern, a->algo, a->noPlots); };
+}
+
+std::function<int()> setupValidate(CLI::App& val) {
+  struct A {
+    std::string inter, intra, out, pattern, algo, band = "1M:64M";
+    std::vector<std::string> checks;
+    double maxErr = 10, medErr = 5, nics = 1;
+    bool require = false, noPlots = false;
+  };
+  auto a = std::make_shared<A>();
+  val.add_option("--inter", a->inter, "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run)");
+  val.add_option("--intra", a->intra, "run whose single-node series give the intra-node hop (e.g. 1 node x 2 ranks)");
+  val.add_option("--check", a->checks, "measured runs to predict (repeatable)")->required();
+  val.add_option("-o,--out", a->out, "output folder for validation.md/.csv and plots")->required();
+  val.add_option("--series", a->pattern, "only series matching this (e.g. tcp)");
+  val.add_option("--algo", a->algo, "assume this algorithm (default: each row's, else ring)");
+  val.add_option("--band", a->band, "size band of the bound, LO:HI (default 1M:64M)");
+  val.add_option("--max-err", a->maxErr, "bound on |error| at every size in the band, % (default 10)");
+  val.add_option("--median-err", a->medErr, "bound on the median |error| in the band, % (default 5)");
+  val.add_option("--nics", a->nics, "NICs per node in the check runs (default 1: one interface shared by the node's ranks)");
+  val.add_flag("--require", a->require, "exit 1 when a series misses the bound");
+  val.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
+  return [a] {
+    Band b;
+    auto c = a->band.find(':');
+    if (c == std::string::npos) throw InputError(fmt::format("--band '{}': expected LO:HI, e.g. 1M:64M", a->band));
+    b.lo = parseBytes(a->band.substr(0, c), "--band");
+    b.hi = parseBytes(a->band.substr(c + 1), "--band");
+    if (b.lo > b.hi) throw InputError(fmt::format("--band '{}': LO > HI", a->band));
+    checkRange("--max-err", a->maxErr, 0, true);
+    checkRange("--median-err", a->medErr, 0, true);
+    checkRange("--nics", a->nics, 0, true);
+    return cmdValidate(a->inter, a->intra, a->checks, a->out, a->pattern, a->algo, b, a->maxErr, a->medErr, a->require,
+                       a->noPlots, a->nics);
+  };
+}
+
+std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
+  auto pp = std::make_shared<ProjectArgs>();
+  ProjectArgs& pa = *pp;
+  prj.add_option("--inter", pa.inter,
+                 "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES");
+  prj.add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run)");
+  prj.add_option("--nodes", pa.nodes, "node counts N (default 1,2,4,...,1024)");
+  prj.add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
+  prj.add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
+  prj.add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring)");
+  prj.add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = KB/MB/GB = 1024^k, as in fabricbench)");
+  prj.add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
+  prj.add_option("--params", pa.params, "training: parameter count (e.g. 100e9)");
+  prj.add_option("--grad-dtype", pa.gradDtype, "training: gradient dtype bf16|fp16|fp32|fp8 (default bf16)");
+  prj.add_option("--tp", pa.tp, "training: tensor-parallel degree inside the node (default 1)");
+  prj.add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25M = 25 MiB, PyTorch DDP's bucket_cap_mb)");
+  prj.add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
+  prj.add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
+  prj.add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
+  prj.add_option("--prices", pa.prices, "JSON price file per fabric (see tools/prices-example.json)");
+  prj.add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
+  prj.add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
+  CLI::App* app = &prj;
+  return [pp, app, cmdLine] {
+    const ProjectArgs& pa = *pp;
+    auto given = [&](const char* o) { return app->get_option(o)->count() > 0; };
+    if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
+    if (given("--params")) checkRange("--params", pa.params, 0, true);
+    if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
+    checkRange("--overlap", pa.overlap, 0, false, 1);
+    if (pa.tp < 1) throw InputError(fmt::format("--tp = {}: must be >= 1", pa.tp));
+    return cmdProject(pa, cmdLine);
+  };
+}
+
+std::function<int()> setupSpecs(CLI::App&) {
+  return [] {
+    for (auto& s : specTable())
+      std::printf("%-14s %-5s %-32s %8.2f GB/s  eff %.2f (default)  %5.1f us/hop (default)\n    rate: %s\n    defaults: %s\n",
+                  s.name.c_str(), s.kind.c_str(), s.rateText.c_str(), s.lineGbps, s.efficiency, s.latencyUs,
+                  s.source.c_str(), s.defaultsSource.c_str());
+    return 0;
+  };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"fabricbench-model: fit measured curves, project collectives to N nodes x G ranks (ring, tree, "
                "hierarchical), estimate a training step and the fabric cost. Projected rows are labelled as such."};
   app.require_subcommand(1);
   std::string cmdLine = "fabricbench-model";
   for (int i = 1; i < argc; ++i) cmdLine += std::string(" ") + argv[i];
-
-  auto* fit = app.add_subcommand("fit", "fit every series of the given runs; print the parameters and the error at every size");
-  std::vector<std::string> fitRuns;
-  std::string fitOut, fitPattern, fitAlgo;
-  bool noPlots = false;
-  fit->add_option("runs", fitRuns, "run folders, table.csv files, nccl-tests logs, perftest output")->required();
-  fit->add_option("-o,--out", fitOut, "output folder (default: <first run>/model)");
-  fit->add_option("--series", fitPattern, "only series matching this (impl, path or label)");
-  fit->add_option("--algo", fitAlgo, "assume this algorithm for every row (default: the row's, else ring)");
-  fit->add_flag("--no-plots", noPlots, "do not run gnuplot");
-
-  auto* val = app.add_subcommand("validate", "fit on small runs, predict bigger measured runs, print the error");
-  std::string vInter, vIntra, vOut, vPattern, vAlgo, vBand = "1M:64M";
-  std::vector<std::string> vChecks;
-  double vMax = 10, vMed = 5, vNics = 1;
-  bool vRequire = false;
-  val->add_option("--inter", vInter, "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run)");
-  val->add_option("--intra", vIntra, "run whose single-node series give the intra-node hop (e.g. 1 node x 2 ranks)");
-  val->add_option("--check", vChecks, "measured runs to predict (repeatable)")->required();
-  val->add_option("-o,--out", vOut, "output folder for validation.md/.csv and plots")->required();
-  val->add_option("--series", vPattern, "only series matching this (e.g. tcp)");
-  val->add_option("--algo", vAlgo, "assume this algorithm (default: each row's, else ring)");
-  val->add_option("--band", vBand, "size band of the bound, LO:HI (default 1M:64M)");
-  val->add_option("--max-err", vMax, "bound on |error| at every size in the band, % (default 10)");
-  val->add_option("--median-err", vMed, "bound on the median |error| in the band, % (default 5)");
-  val->add_option("--nics", vNics, "NICs per node in the check runs (default 1: one interface shared by the node's ranks)");
-  val->add_flag("--require", vRequire, "exit 1 when a series misses the bound");
-  val->add_flag("--no-plots", noPlots, "do not run gnuplot");
-
-  auto* prj = app.add_subcommand("project", "projected collective times, training step and cost on N nodes x G ranks");
-  ProjectArgs pa;
-  prj->add_option("--inter", pa.inter,
-                  "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES");
-  prj->add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run)");
-  prj->add_option("--nodes", pa.nodes, "node counts N (default 1,2,4,...,1024)");
-  prj->add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
-  prj->add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
-  prj->add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring)");
-  prj->add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = KB/MB/GB = 1024^k, as in fabricbench)");
-  prj->add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
-  prj->add_option("--params", pa.params, "training: parameter count (e.g. 100e9)");
-  prj->add_option("--grad-dtype", pa.gradDtype, "training: gradient dtype bf16|fp16|fp32|fp8 (default bf16)");
-  prj->add_option("--tp", pa.tp, "training: tensor-parallel degree inside the node (default 1)");
-  prj->add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25M = 25 MiB, PyTorch DDP's bucket_cap_mb)");
-  prj->add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
-  prj->add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
-  prj->add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
-  prj->add_option("--prices", pa.prices, "JSON price file per fabric (see examples/prices.json)");
-  prj->add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
-  prj->add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
-
-  auto* specs = app.add_subcommand("specs", "print the link spec table with its sources");
-
+  const Subcommand table[] = {
+      {"fit", "fit every series of the given runs; print the parameters and the error at every size", setupFit},
+      {"validate", "fit on small runs, predict bigger measured runs, print the error", setupValidate},
+      {"project", "projected collective times, training step and cost on N nodes x G ranks",
+       [&](CLI::App& s) { return setupProject(s, cmdLine); }},
+      {"specs", "print the link spec table with its sources", setupSpecs},
+  };
+  std::vector<std::pair<CLI::App*, std::function<int()>>> subs;
+  for (auto& t : table) {
+    CLI::App* s = app.add_subcommand(t.name, t.help);
+    subs.emplace_back(s, t.setup(*s));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -951,36 +1015,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "fabricbench-model: error: %s (see fabricbench-model --help)\n", w.c_str());
     return 2;
   }
-  if (*fit) return cmdFit(fitRuns, fitOut, fitPattern, fitAlgo, noPlots);
-  if (*val) {
-    Band b;
-    auto c = vBand.find(':');
-    if (c == std::string::npos) throw InputError(fmt::format("--band '{}': expected LO:HI, e.g. 1M:64M", vBand));
-    b.lo = parseBytes(vBand.substr(0, c), "--band");
-    b.hi = parseBytes(vBand.substr(c + 1), "--band");
-    if (b.lo > b.hi) throw InputError(fmt::format("--band '{}': LO > HI", vBand));
-    checkRange("--max-err", vMax, 0, true);
-    checkRange("--median-err", vMed, 0, true);
-    checkRange("--nics", vNics, 0, true);
-    return cmdValidate(vInter, vIntra, vChecks, vOut, vPattern, vAlgo, b, vMax, vMed, vRequire, noPlots, vNics);
-  }
-  if (*prj) {
-    if (pa.noPlots) noPlots = true;
-    auto given = [&](const char* o) { return prj->get_option(o)->count() > 0; };
-    if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
-    if (given("--params")) checkRange("--params", pa.params, 0, true);
-    if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
-    checkRange("--overlap", pa.overlap, 0, false, 1);
-    if (pa.tp < 1) throw InputError(fmt::format("--tp = {}: must be >= 1", pa.tp));
-    return cmdProject(pa, cmdLine);
-  }
-  if (*specs) {
-    for (auto& s : specTable())
-      std::printf("%-14s %-5s %-32s %8.2f GB/s  eff %.2f (default)  %5.1f us/hop (default)\n    rate: %s\n    defaults: %s\n",
-                  s.name.c_str(), s.kind.c_str(), s.rateText.c_str(), s.lineGbps, s.efficiency, s.latencyUs,
-                  s.source.c_str(), s.defaultsSource.c_str());
-    return 0;
-  }
+  for (auto& [s, runIt] : subs)
+    if (*s) return runIt();
   return 2;
 }
 
