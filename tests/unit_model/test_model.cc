@@ -267,6 +267,34 @@ TEST_CASE("cost arithmetic: single switch and leaf/spine, hand-computed", "[mode
   auto nocable = j;
   nocable["fabrics"]["hdr"].erase("cable");
   CHECK_THROWS_AS(parsePrices(nocable, "t.json"), InputError);
+  CHECK(c.includes.find("fabric only") != std::string::npos);
+  CHECK_FALSE(c.wholeCluster);
+  // unknown keys are refused, naming the file, the entry and the key
+  auto unk = j;
+  unk["fabrics"]["hdr"]["optic"] = 3;
+  CHECK_THROWS_WITH(parsePrices(unk, "t.json"), Catch::Contains("t.json: fabric 'hdr': unknown key 'optic'"));
+  auto unkSub = j;
+  unkSub["fabrics"]["hdr"]["cable"]["per_port"] = 1;
+  CHECK_THROWS_WITH(parsePrices(unkSub, "t.json"), Catch::Contains("cable: unknown key 'per_port'"));
+  auto unkTop = j;
+  unkTop["colour"] = "red";
+  CHECK_THROWS_WITH(parsePrices(unkTop, "t.json"), Catch::Contains("unknown key 'colour'"));
+  // optics per cable, GPUs and nodes: 4 nodes x 8 -> 32 cables x 2 optics x 300 = 19200; 32 GPUs x 25000 =
+  // 800000; 4 nodes x 50000 = 200000; whole cluster = 32000 + 20000 + 3200 + 19200 + 800000 + 200000
+  auto full = j;
+  full["fabrics"]["hdr"]["optics"] = {{"usd", 300}, {"per_cable", 2}};
+  full["fabrics"]["hdr"]["per_gpu_usd"] = 25000;
+  full["fabrics"]["hdr"]["per_node_usd"] = 50000;
+  auto f = fabricCost(parsePrices(full, "t.json").at("hdr"), 4, 8);
+  CHECK(f.opticsUsd == Approx(19200));
+  CHECK(f.gpuUsd == Approx(800000));
+  CHECK(f.nodeUsd == Approx(200000));
+  CHECK(f.totalUsd == Approx(32000 + 20000 + 3200 + 19200 + 800000 + 200000));
+  CHECK(f.wholeCluster);
+  CHECK(f.includes == "NICs, switches, cables, optics, GPUs, nodes (servers without GPUs)");
+  auto zeroOptics = full;
+  zeroOptics["fabrics"]["hdr"]["optics"]["per_cable"] = 0;
+  CHECK_THROWS_WITH(parsePrices(zeroOptics, "t.json"), Catch::Contains("'per_cable' = 0 must be > 0"));
 }
 
 TEST_CASE("training step: buckets, exposed communication, hand-computed", "[model][train]") {
@@ -434,7 +462,7 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
     INFO(c.args << "\n" << r.text);
     CHECK(r.rc == 2);
     CHECK(lines(r.text) == 1);
-    CHECK(r.text.rfind("fabricbench: error: ", 0) == 0);
+    CHECK(r.text.rfind("fabricbench-model: error: ", 0) == 0);
     CHECK(r.text.find(c.expect) != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
   }
