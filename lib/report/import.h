@@ -30,11 +30,14 @@ InputKind sniffInput(const std::string& text);
 // All runs in the file are concatenated (use parseNcclTestsRuns to keep them apart).
 std::vector<Sample> parseNcclTests(const std::string& text, const std::string& source);
 
-// What the user may say about a log beside its name: FILE:coll=allreduce,ranks=64,nodes=8 and FILE#k.
+// What the user may say about a log beside its name: FILE:coll=allreduce,ranks=64,nodes=8,algo=Ring,proto=Simple
+// and FILE#k.
 struct NcclTestsHints {
   std::string coll;  // canonical ("allreduce") or a binary name ("all_reduce_perf"); empty = from the log
   int ranks = 0;     // 0 = from the log
   int nodes = 0;
+  std::string algo;   // NCCL_ALGO / NCCL_PROTO the run was forced to, when the log does not print its env
+  std::string proto;
 };
 
 // One nccl-tests run (one collective's table) of a log.

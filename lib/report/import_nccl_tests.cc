@@ -544,6 +544,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
     if (hints.ranks > 0) nRanks = hints.ranks;
     if (hints.nodes > 0) nNodes = hints.nodes;
+    if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
+    if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
     if (nRanks <= 0)
       throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown; give it with "
                                    "{}:ranks=N,nodes=M",
@@ -688,10 +690,12 @@ InputArg splitInputArg(const std::string& arg) {
         std::string v = eq == std::string::npos ? "" : kv.substr(eq + 1);
         std::size_t n = 0;
         if (k == "coll" && !v.empty()) a.hints.coll = v;
+        else if (k == "algo" && !v.empty()) a.hints.algo = v;
+        else if (k == "proto" && !v.empty()) a.hints.proto = v;
         else if ((k == "ranks" || k == "nodes") && parseSize(v, n) && n > 0)
           (k == "ranks" ? a.hints.ranks : a.hints.nodes) = static_cast<int>(n);
         else
-          throw InputError(fmt::format("'{}': '{}' is not coll=NAME, ranks=N or nodes=N (N > 0)", arg, kv));
+          throw InputError(fmt::format("'{}': '{}' is not coll=NAME, ranks=N, nodes=N (N > 0), algo=NAME or proto=NAME", arg, kv));
       }
       if (a.hints.ranks > 0 && a.hints.nodes > 0 && a.hints.ranks % a.hints.nodes != 0)
         throw InputError(fmt::format("'{}': ranks={} is not a multiple of nodes={}", arg, a.hints.ranks, a.hints.nodes));
@@ -704,7 +708,8 @@ InputArg splitInputArg(const std::string& arg) {
     ss << in.rdbuf();
     a.isNcclTests = sniffInput(ss.str()) == InputKind::kNcclTests;
   }
-  if (!a.isNcclTests && (a.pick > 0 || !a.hints.coll.empty() || a.hints.ranks > 0 || a.hints.nodes > 0)) {
+  if (!a.isNcclTests && (a.pick > 0 || !a.hints.coll.empty() || a.hints.ranks > 0 || a.hints.nodes > 0 ||
+                          !a.hints.algo.empty() || !a.hints.proto.empty())) {
     if (!fs::is_regular_file(a.file, ec)) throw InputError(fmt::format("'{}': no such file", a.file));
     throw InputError(fmt::format("'{}': :coll=/ranks=/nodes= and #k apply to nccl-tests logs only", arg));
   }

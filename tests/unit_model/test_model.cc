@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "model/model.h"
@@ -479,6 +481,46 @@ TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at e
   int rows = lines(csv) - 1;
   CHECK(rows == 62);  // 31 sizes x 2 placements, each with its error
   CHECK(slurp(tmp + "/fit.md").find("segment 2") != std::string::npos);  // NCCL's protocol switches
+  std::filesystem::remove_all(tmp);
+}
+#endif
+
+#ifdef FB_MODEL_TOOL
+// The public validation sets (tests/data/public-nccl-tests/sets.json): every log reads, every
+// predicted run has its rows, and each row's error is (model - measured) / measured.
+TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests logs", "[tool][nccl]") {
+  std::string d = FB_MODEL_TEST_DATA;
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_sets_" + std::to_string(::getpid()));
+  auto r = tool("nccl validate --sets " + d + "/public-nccl-tests/sets.json -o " + tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  std::ifstream csv(tmp + "/nccl-validation.csv");
+  REQUIRE(csv.good());
+  std::string line;
+  std::getline(csv, line);
+  REQUIRE(line.rfind("set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct", 0) == 0);
+  std::map<std::string, int> predictedRows;
+  std::set<std::string> sets;
+  int rows = 0, wrong = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    REQUIRE(f.size() >= 10);
+    ++rows;
+    sets.insert(f[0]);
+    if (f[2] == "predicted") ++predictedRows[f[1]];
+    double meas = std::stod(f[6]), model = std::stod(f[7]), err = std::stod(f[8]);
+    if (!(meas > 0) || !(model > 0) || std::fabs((model - meas) / meas * 100 - err) > 0.01) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(rows > 150);
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F"});
+  CHECK(predictedRows.size() == 16);  // sets.json's predict lists (set F's logs hold 2 runs each)
+  for (auto& [run, n] : predictedRows) {
+    INFO(run);
+    CHECK(n >= 3);
+  }
   std::filesystem::remove_all(tmp);
 }
 #endif

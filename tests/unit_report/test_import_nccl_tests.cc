@@ -246,6 +246,17 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
                     Catch::Contains(":coll=allreduce"));
   CHECK(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8.log:coll=allreduce").front().rows.size() ==
         22);
+  // algo=/proto= say what a pasted log's run forced when its env lines are not in the paste
+  {
+    auto ring = fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce,algo=Ring,proto=Simple");
+    REQUIRE(ring.size() == 1);
+    CHECK(ring.front().runJson["nccl_tests"]["algo_forced"] == "Ring");
+    CHECK(ring.front().runJson["nccl_tests"]["proto_forced"] == "Simple");
+    auto plain = fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce");
+    CHECK_FALSE(plain.front().runJson["nccl_tests"].contains("algo_forced"));
+    CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce,algo="),
+                      Catch::Contains("algo=NAME"));
+  }
   // tag-output: same rows as the plain log
   auto tag = fb::loadRunAny(kData + "nccl-tests-formats/tag-output-dgxh100-cnh-2x2.log");
   REQUIRE(tag.rows.size() == d.rows.size());
