@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,7 +24,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/units.h"
 #include "model/model.h"
+#include "model_nccl.h"
 #include "report/import.h"
 #include "report/process.h"
 #include "report/result_sink.h"
@@ -80,27 +84,25 @@ std::string csvq(const std::string& f) {
   return o + "\"";
 }
 
-double parseBytes(const std::string& t) {
-  if (t.empty()) throw InputError("empty size");
-  std::size_t pos = 0;
-  double v = 0;
+// Sizes as everywhere in the suite (fb::parseSize: K, M, G = 1024^k; KB/KiB the same as K).
+double parseBytes(const std::string& t, const char* what) {
+  std::size_t b = 0;
   try {
-    v = std::stod(t, &pos);
-  } catch (...) {
-    throw InputError(fmt::format("size '{}' is not a number (e.g. 64M, 1G, 25e6)", t));
+    b = fb::parseSize(t);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: {}", what, e.what()));
   }
-  std::string suf = t.substr(pos);
-  double m = 1;
-  if (suf == "K" || suf == "k" || suf == "KiB") m = 1024;
-  else if (suf == "M" || suf == "MiB") m = 1024.0 * 1024;
-  else if (suf == "G" || suf == "GiB") m = 1024.0 * 1024 * 1024;
-  else if (suf == "T" || suf == "TiB") m = 1024.0 * 1024 * 1024 * 1024;
-  else if (suf == "KB") m = 1e3;
-  else if (suf == "MB") m = 1e6;
-  else if (suf == "GB") m = 1e9;
-  else if (!suf.empty()) throw InputError(fmt::format("size '{}': unknown unit '{}' (K, M, G = 1024^k; KB, MB, GB = 1000^k)", t, suf));
-  if (!(v * m > 0)) throw InputError(fmt::format("size '{}' must be > 0", t));
-  return v * m;
+  if (b == 0) throw InputError(fmt::format("{}: size '{}' must be > 0", what, t));
+  return static_cast<double>(b);
+}
+
+// A numeric option given on the command line: finite and within [lo, hi] (open at lo when loOpen).
+void checkRange(const char* opt, double v, double lo, bool loOpen, double hi = HUGE_VAL) {
+  bool ok = std::isfinite(v) && (loOpen ? v > lo : v >= lo) && v <= hi;
+  if (ok) return;
+  std::string range = std::isinf(hi) ? fmt::format("{} {}", loOpen ? ">" : ">=", lo)
+                                     : fmt::format("in {}{}, {}]", loOpen ? "(" : "[", lo, hi);
+  throw InputError(fmt::format("{} = {}: must be {}", opt, v, range));
 }
 
 std::vector<int> parseIntList(const std::string& t, const char* what) {
@@ -575,6 +577,8 @@ Source parseSource(const std::string& arg, const char* what) {
       } catch (...) {
         throw InputError(fmt::format("--{} '{}': '{}' needs a number (eff=0.9, lat=5)", what, arg, parts[i]));
       }
+      if (!std::isfinite(d) || d <= 0)
+        throw InputError(fmt::format("--{} '{}': '{}' must be a number > 0", what, arg, parts[i]));
       if (k == "eff") eff = d;
       else if (k == "lat") lat = d;
       else throw InputError(fmt::format("--{} '{}': unknown setting '{}' (eff=, lat=)", what, arg, k));
@@ -654,7 +658,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   auto gpus = parseIntList(a.gpus, "--gpus");
   if (a.nics < 0) throw InputError("--nics must be >= 0");
   std::vector<double> sizes;
-  for (auto& s : splitComma(a.sizes)) sizes.push_back(parseBytes(s));
+  for (auto& s : splitComma(a.sizes)) sizes.push_back(parseBytes(s, "--sizes"));
   auto colls = splitComma(a.colls);
   for (auto& c : colls)
     if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "p2pring")
@@ -692,7 +696,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     tm.gradDtype = a.gradDtype;
     tm.gradBytesPerParam = dtypeBytes(a.gradDtype);
     tm.tp = a.tp;
-    tm.bucketBytes = parseBytes(a.bucket);
+    tm.bucketBytes = parseBytes(a.bucket, "--bucket");
     if (a.computeMs < 0) throw InputError("--params needs --compute-ms (compute time per step, user input)");
     tm.computeMs = a.computeMs;
     tm.overlap = a.overlap;
@@ -802,13 +806,14 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     }
     md += "| fabric | nodes x GPUs/node | DP group (nodes x ranks/node, NICs) | gradient per rank | buckets | AllReduce "
           "algorithm | communication | exposed | step | step vs first fabric |";
-    if (!prices.empty()) md += " fabric cost total | per node | topology | $ per GB/s of busbw (1 GiB AllReduce) | steps/hour per $1M |";
+    if (!prices.empty())
+      md += " cost total | per node | cost includes | topology | $ per GB/s of busbw (1 GiB AllReduce) | steps/hour per $1M |";
     md += "\n|---|---|---|---:|---:|---|---:|---:|---:|---:|";
-    if (!prices.empty()) md += "---:|---:|---|---:|---:|";
+    if (!prices.empty()) md += "---:|---:|---|---|---:|---:|";
     md += "\n";
     std::map<std::pair<int, int>, double> firstStep;
     std::string tcsv = "kind,fabric,nodes,gpus_per_node,tp,params,grad_dtype,bucket_bytes,compute_ms,overlap,buckets,algo,"
-                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,inputs\n";
+                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,cost_includes,inputs\n";
     auto tnodes = a.trainNodes.empty() ? nodes : parseIntList(a.trainNodes, "--train-nodes");
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, "allreduce");
@@ -822,15 +827,18 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           if (training && !firstStep.count(key)) firstStep[key] = e.stepMs;
           std::string costCols;
           double costTotal = 0, perNode = 0, usdPerGBps = 0;
+          std::string costIncludes;
           if (!prices.empty()) {
             auto c = fabricCost(prices.at(f.label), n, g);
             costTotal = c.totalUsd;
+            costIncludes = c.includes;
             perNode = c.perNodeUsd;
             double busbw = sh.ranks() > 1 ? project("allreduce", sh, 1073741824.0, in, force).busbwGBps : 0;
-            usdPerGBps = busbw > 0 ? c.totalUsd / (busbw * sh.ranks()) : 0;
+            double fabricUsd = c.nicUsd + c.switchUsd + c.cableUsd + c.opticsUsd;
+            usdPerGBps = busbw > 0 ? fabricUsd / (busbw * sh.ranks()) : 0;
             double stepsPerHourPerM = training && e.stepMs > 0 ? 3.6e6 / e.stepMs / (c.totalUsd / 1e6) : 0;
-            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} ({} leaf, {} spine{}, {} cables) | {} | {} |", c.totalUsd,
-                                   c.perNodeUsd, c.topology, c.leaves, c.spines,
+            costCols = fmt::format(" ${:.0f} | ${:.0f} | {} | {} ({} leaf, {} spine{}, {} cables) | {} | {} |", c.totalUsd,
+                                   c.perNodeUsd, cell(c.includes), c.topology, c.leaves, c.spines,
                                    c.cores ? fmt::format(", {} core", c.cores) : "", c.cables,
                                    usdPerGBps > 0 ? fmt::format("${:.0f}", usdPerGBps) : "—",
                                    stepsPerHourPerM > 0 ? fmt::format("{:.1f}", stepsPerHourPerM) : "—");
@@ -843,10 +851,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           } else {
             md += fmt::format("| {} | {} x {} | — | — | — | — | — | — | — | — |{}\n", cell(f.label), n, g, costCols);
           }
-          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{}\n",
+          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{}\n",
                               csvq(f.label), n, g, tm.tp, tm.params, tm.gradDtype, tm.bucketBytes, tm.computeMs,
                               tm.overlap, e.buckets, algoName(e.algo), e.commMs, e.exposedMs, e.stepMs, costTotal,
-                              perNode, usdPerGBps,
+                              perNode, usdPerGBps, csvq(costIncludes),
                               csvq((in.inter ? "inter: " + in.inter->source : "") +
                                    (in.intra ? "; intra: " + in.intra->source : "")));
         }
@@ -854,8 +862,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     md += "\n";
     if (!prices.empty()) {
       md += "Prices are **user input** from " + a.prices +
-            " (every entry says so); $ per GB/s = fabric total / (projected per-rank AllReduce busbw at 1 GiB x ranks); "
-            "steps/hour per $1M = projected steps per hour / (fabric total / $1M).\n\n";
+            " (every entry says so); $ per GB/s = fabric cost (NICs, switches, cables, optics) / (projected per-rank AllReduce busbw at 1 GiB x ranks); "
+            "steps/hour per $1M = projected steps per hour / (cost total / $1M). The cost total is the whole cluster's "
+            "(NICs, switches, cables, optics, GPUs, nodes) only where the price file gives per_gpu_usd or per_node_usd; "
+            "otherwise it is the fabric's alone, and the 'cost includes' column says which.\n\n";
       for (auto& [n, p] : prices)
         if (!p.note.empty()) md += fmt::format("- {}: {}\n", n, p.note);
       md += "\n";
@@ -877,96 +887,139 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   return pl.errors.empty() ? 0 : 1;
 }
 
+// One row per subcommand: name, help, and a setup that adds its options to the CLI11 subcommand and
+// returns what runs it after parsing. A new subcommand (e.g. `nccl`, in its own file) is one row here.
+struct Subcommand {
+  const char* name;
+  const char* help;
+  std::function<std::function<int()>(CLI::App&)> setup;
+};
+
+std::function<int()> setupFit(CLI::App& fit) {
+  struct A {
+    std::vector<std::string> runs;
+    std::string out, pattern, algo;
+    bool noPlots = false;
+  };
+  auto a = std::make_shared<A>();
+  fit.add_option("runs", a->runs, "run folders, table.csv files, nccl-tests logs, perftest output")->required();
+  fit.add_option("-o,--out", a->out, "output folder (default: <first run>/model)");
+  fit.add_option("--series", a->pattern, "only series matching this (impl, path or label)");
+  fit.add_option("--algo", a->algo, "assume this algorithm for every row (default: the row's, else ring)");
+  fit.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
+  return [a] { return cmdFit(a->runs, a->out, a->pattern, a->algo, a->noPlots); };
+}
+
+std::function<int()> setupValidate(CLI::App& val) {
+  struct A {
+    std::string inter, intra, out, pattern, algo, band = "1M:64M";
+    std::vector<std::string> checks;
+    double maxErr = 10, medErr = 5, nics = 1;
+    bool require = false, noPlots = false;
+  };
+  auto a = std::make_shared<A>();
+  val.add_option("--inter", a->inter, "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run)");
+  val.add_option("--intra", a->intra, "run whose single-node series give the intra-node hop (e.g. 1 node x 2 ranks)");
+  val.add_option("--check", a->checks, "measured runs to predict (repeatable)")->required();
+  val.add_option("-o,--out", a->out, "output folder for validation.md/.csv and plots")->required();
+  val.add_option("--series", a->pattern, "only series matching this (e.g. tcp)");
+  val.add_option("--algo", a->algo, "assume this algorithm (default: each row's, else ring)");
+  val.add_option("--band", a->band, "size band of the bound, LO:HI (default 1M:64M)");
+  val.add_option("--max-err", a->maxErr, "bound on |error| at every size in the band, % (default 10)");
+  val.add_option("--median-err", a->medErr, "bound on the median |error| in the band, % (default 5)");
+  val.add_option("--nics", a->nics, "NICs per node in the check runs (default 1: one interface shared by the node's ranks)");
+  val.add_flag("--require", a->require, "exit 1 when a series misses the bound");
+  val.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
+  return [a] {
+    Band b;
+    auto c = a->band.find(':');
+    if (c == std::string::npos) throw InputError(fmt::format("--band '{}': expected LO:HI, e.g. 1M:64M", a->band));
+    b.lo = parseBytes(a->band.substr(0, c), "--band");
+    b.hi = parseBytes(a->band.substr(c + 1), "--band");
+    if (b.lo > b.hi) throw InputError(fmt::format("--band '{}': LO > HI", a->band));
+    checkRange("--max-err", a->maxErr, 0, true);
+    checkRange("--median-err", a->medErr, 0, true);
+    checkRange("--nics", a->nics, 0, true);
+    return cmdValidate(a->inter, a->intra, a->checks, a->out, a->pattern, a->algo, b, a->maxErr, a->medErr, a->require,
+                       a->noPlots, a->nics);
+  };
+}
+
+std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
+  auto pp = std::make_shared<ProjectArgs>();
+  ProjectArgs& pa = *pp;
+  prj.add_option("--inter", pa.inter,
+                 "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES");
+  prj.add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run)");
+  prj.add_option("--nodes", pa.nodes, "node counts N (default 1,2,4,...,1024)");
+  prj.add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
+  prj.add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
+  prj.add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring)");
+  prj.add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = KB/MB/GB = 1024^k, as in fabricbench)");
+  prj.add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
+  prj.add_option("--params", pa.params, "training: parameter count (e.g. 100e9)");
+  prj.add_option("--grad-dtype", pa.gradDtype, "training: gradient dtype bf16|fp16|fp32|fp8 (default bf16)");
+  prj.add_option("--tp", pa.tp, "training: tensor-parallel degree inside the node (default 1)");
+  prj.add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25M = 25 MiB, PyTorch DDP's bucket_cap_mb)");
+  prj.add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
+  prj.add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
+  prj.add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
+  prj.add_option("--prices", pa.prices, "JSON price file per fabric (see tools/prices-example.json)");
+  prj.add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
+  prj.add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
+  CLI::App* app = &prj;
+  return [pp, app, cmdLine] {
+    const ProjectArgs& pa = *pp;
+    auto given = [&](const char* o) { return app->get_option(o)->count() > 0; };
+    if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
+    if (given("--params")) checkRange("--params", pa.params, 0, true);
+    if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
+    checkRange("--overlap", pa.overlap, 0, false, 1);
+    if (pa.tp < 1) throw InputError(fmt::format("--tp = {}: must be >= 1", pa.tp));
+    return cmdProject(pa, cmdLine);
+  };
+}
+
+std::function<int()> setupSpecs(CLI::App&) {
+  return [] {
+    for (auto& s : specTable())
+      std::printf("%-14s %-5s %-32s %8.2f GB/s  eff %.2f (default)  %5.1f us/hop (default)\n    rate: %s\n    defaults: %s\n",
+                  s.name.c_str(), s.kind.c_str(), s.rateText.c_str(), s.lineGbps, s.efficiency, s.latencyUs,
+                  s.source.c_str(), s.defaultsSource.c_str());
+    return 0;
+  };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"fabricbench-model: fit measured curves, project collectives to N nodes x G ranks (ring, tree, "
                "hierarchical), estimate a training step and the fabric cost. Projected rows are labelled as such."};
   app.require_subcommand(1);
   std::string cmdLine = "fabricbench-model";
   for (int i = 1; i < argc; ++i) cmdLine += std::string(" ") + argv[i];
-
-  auto* fit = app.add_subcommand("fit", "fit every series of the given runs; print the parameters and the error at every size");
-  std::vector<std::string> fitRuns;
-  std::string fitOut, fitPattern, fitAlgo;
-  bool noPlots = false;
-  fit->add_option("runs", fitRuns, "run folders, table.csv files, nccl-tests logs, perftest output")->required();
-  fit->add_option("-o,--out", fitOut, "output folder (default: <first run>/model)");
-  fit->add_option("--series", fitPattern, "only series matching this (impl, path or label)");
-  fit->add_option("--algo", fitAlgo, "assume this algorithm for every row (default: the row's, else ring)");
-  fit->add_flag("--no-plots", noPlots, "do not run gnuplot");
-
-  auto* val = app.add_subcommand("validate", "fit on small runs, predict bigger measured runs, print the error");
-  std::string vInter, vIntra, vOut, vPattern, vAlgo, vBand = "1M:64M";
-  std::vector<std::string> vChecks;
-  double vMax = 10, vMed = 5, vNics = 1;
-  bool vRequire = false;
-  val->add_option("--inter", vInter, "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run)");
-  val->add_option("--intra", vIntra, "run whose single-node series give the intra-node hop (e.g. 1 node x 2 ranks)");
-  val->add_option("--check", vChecks, "measured runs to predict (repeatable)")->required();
-  val->add_option("-o,--out", vOut, "output folder for validation.md/.csv and plots")->required();
-  val->add_option("--series", vPattern, "only series matching this (e.g. tcp)");
-  val->add_option("--algo", vAlgo, "assume this algorithm (default: each row's, else ring)");
-  val->add_option("--band", vBand, "size band of the bound, LO:HI (default 1M:64M)");
-  val->add_option("--max-err", vMax, "bound on |error| at every size in the band, % (default 10)");
-  val->add_option("--median-err", vMed, "bound on the median |error| in the band, % (default 5)");
-  val->add_option("--nics", vNics, "NICs per node in the check runs (default 1: one interface shared by the node's ranks)");
-  val->add_flag("--require", vRequire, "exit 1 when a series misses the bound");
-  val->add_flag("--no-plots", noPlots, "do not run gnuplot");
-
-  auto* prj = app.add_subcommand("project", "projected collective times, training step and cost on N nodes x G ranks");
-  ProjectArgs pa;
-  prj->add_option("--inter", pa.inter,
-                  "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES");
-  prj->add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run)");
-  prj->add_option("--nodes", pa.nodes, "node counts N (default 1,2,4,...,1024)");
-  prj->add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
-  prj->add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
-  prj->add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring)");
-  prj->add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = 1024^k, KB/MB/GB = 1000^k)");
-  prj->add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
-  prj->add_option("--params", pa.params, "training: parameter count (e.g. 100e9)");
-  prj->add_option("--grad-dtype", pa.gradDtype, "training: gradient dtype bf16|fp16|fp32|fp8 (default bf16)");
-  prj->add_option("--tp", pa.tp, "training: tensor-parallel degree inside the node (default 1)");
-  prj->add_option("--bucket", pa.bucket, "training: gradient bucket size (default 25MB, PyTorch DDP's)");
-  prj->add_option("--compute-ms", pa.computeMs, "training: compute time per step in ms (user input)");
-  prj->add_option("--overlap", pa.overlap, "training: fraction of communication hidden behind compute, 0..1 (default 0)");
-  prj->add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
-  prj->add_option("--prices", pa.prices, "JSON price file per fabric (see examples/prices.json)");
-  prj->add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
-  prj->add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
-
-  auto* specs = app.add_subcommand("specs", "print the link spec table with its sources");
-
+  const Subcommand table[] = {
+      {"fit", "fit every series of the given runs; print the parameters and the error at every size", setupFit},
+      {"validate", "fit on small runs, predict bigger measured runs, print the error", setupValidate},
+      {"project", "projected collective times, training step and cost on N nodes x G ranks",
+       [&](CLI::App& s) { return setupProject(s, cmdLine); }},
+      {"specs", "print the link spec table with its sources", setupSpecs},
+  };
+  std::vector<std::pair<CLI::App*, std::function<int()>>> subs;
+  for (auto& t : table) {
+    CLI::App* s = app.add_subcommand(t.name, t.help);
+    subs.emplace_back(s, t.setup(*s));
+  }
+  CLI::App* nccl = fb::tools::addNcclCommands(app);
+  subs.emplace_back(nccl, [nccl] { return fb::tools::runNcclCommands(nccl); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::string w = e.what();
-    std::fprintf(stderr, "fabricbench: error: %s (see fabricbench-model --help)\n", w.c_str());
+    std::fprintf(stderr, "fabricbench-model: error: %s (see fabricbench-model --help)\n", w.c_str());
     return 2;
   }
-  if (*fit) return cmdFit(fitRuns, fitOut, fitPattern, fitAlgo, noPlots);
-  if (*val) {
-    Band b;
-    auto c = vBand.find(':');
-    if (c == std::string::npos) throw InputError(fmt::format("--band '{}': expected LO:HI, e.g. 1M:64M", vBand));
-    b.lo = parseBytes(vBand.substr(0, c));
-    b.hi = parseBytes(vBand.substr(c + 1));
-    if (b.lo > b.hi) throw InputError(fmt::format("--band '{}': LO > HI", vBand));
-    if (!(vMax > 0) || !(vMed > 0)) throw InputError("--max-err and --median-err must be > 0");
-    if (!(vNics > 0)) throw InputError("--nics must be > 0");
-    return cmdValidate(vInter, vIntra, vChecks, vOut, vPattern, vAlgo, b, vMax, vMed, vRequire, noPlots, vNics);
-  }
-  if (*prj) {
-    if (pa.noPlots) noPlots = true;
-    return cmdProject(pa, cmdLine);
-  }
-  if (*specs) {
-    for (auto& s : specTable())
-      std::printf("%-14s %-5s %-32s %8.2f GB/s  eff %.2f (default)  %5.1f us/hop (default)\n    rate: %s\n    defaults: %s\n",
-                  s.name.c_str(), s.kind.c_str(), s.rateText.c_str(), s.lineGbps, s.efficiency, s.latencyUs,
-                  s.source.c_str(), s.defaultsSource.c_str());
-    return 0;
-  }
+  for (auto& [s, runIt] : subs)
+    if (*s) return runIt();
   return 2;
 }
 
@@ -977,11 +1030,11 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const fb::InputError& e) {
     removeCreated();
-    std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
+    std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());
     return 2;
   } catch (const fb::ConfigError& e) {
     removeCreated();
-    std::fprintf(stderr, "fabricbench: error: %s\n", e.what());
+    std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fabricbench-model: error: %s\n", e.what());

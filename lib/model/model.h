@@ -218,12 +218,17 @@ struct FabricPrice {
   double switchUsd = 0;
   int switchPorts = 0;
   double cableUsd = 0;
+  double opticsUsd = 0;          // optional: one transceiver's price (0 = not given: DAC cables)
+  double opticsPerCable = 0;     // transceivers per cable (2: one at each end)
   double perGpuUsd = 0;          // optional (0 = not given)
+  double perNodeUsd = 0;         // optional: the server without its GPUs (0 = not given)
   std::string note;
 };
 // {"fabrics": {"NAME": {"note": "...", "nic": {"usd": X, "per_node": R}, "switch": {"usd": X,
-// "ports": P}, "cable": {"usd": X}, "per_gpu_usd": X (optional)}}}. Every price must be present and
-// >= 0 (per_node and ports > 0). Throws InputError with the entry and field.
+// "ports": P}, "cable": {"usd": X}, "optics": {"usd": X, "per_cable": 2} (optional), "per_gpu_usd": X
+// (optional), "per_node_usd": X (optional)}}, "about": "..." (optional)}. Every price must be present
+// and >= 0 (per_node, ports and per_cable > 0). Any other key is refused. Throws InputError naming the
+// file, the entry and the field.
 std::map<std::string, FabricPrice> parsePrices(const nlohmann::json& j, const std::string& source);
 std::map<std::string, FabricPrice> loadPrices(const std::string& path);
 
@@ -232,8 +237,12 @@ struct CostEstimate {
   int leaves = 0, spines = 0;    // switches (one switch when every port fits in one)
   int cores = 0;                 // third tier, when leaves > P
   int cables = 0;
-  double nicUsd = 0, switchUsd = 0, cableUsd = 0, gpuUsd = 0;
+  double nicUsd = 0, switchUsd = 0, cableUsd = 0, opticsUsd = 0, gpuUsd = 0, nodeUsd = 0;
   double totalUsd = 0, perNodeUsd = 0;
+  // What totalUsd covers, e.g. "NICs, switches, cables, optics, GPUs" ("fabric only" when the price
+  // file gives neither GPUs nor nodes).
+  std::string includes;
+  bool wholeCluster = false;     // GPUs or nodes are priced
   std::string topology;          // "single switch" / "two-tier leaf/spine, non-blocking"
 };
 // Leaf/spine, non-blocking: when N x R ports fit one switch, one switch and N x R cables; else

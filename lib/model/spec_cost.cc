@@ -122,21 +122,40 @@ double num(const nlohmann::json& o, const char* key, const std::string& where, b
     throw InputError(fmt::format("{}: '{}' = {} must be {}", where, key, d, positive ? "> 0" : ">= 0"));
   return d;
 }
+// Refuse any key of `o` not in `known`, naming the file's entry and the key.
+void onlyKeys(const nlohmann::json& o, std::initializer_list<const char*> known, const std::string& where) {
+  if (!o.is_object()) throw InputError(fmt::format("{}: expected an object", where));
+  for (auto& [k, v] : o.items()) {
+    bool ok = false;
+    std::string list;
+    for (const char* n : known) {
+      ok = ok || k == n;
+      list += (list.empty() ? "" : ", ") + std::string(n);
+    }
+    if (!ok) throw InputError(fmt::format("{}: unknown key '{}' (known: {})", where, k, list));
+  }
+}
 }  // namespace
 
 std::map<std::string, FabricPrice> parsePrices(const nlohmann::json& j, const std::string& src) {
   if (!j.is_object() || !j.contains("fabrics") || !j["fabrics"].is_object() || j["fabrics"].empty())
     throw InputError(fmt::format("{}: expected {{\"fabrics\": {{\"NAME\": {{...}}}}}}", src));
+  onlyKeys(j, {"about", "fabrics"}, src);
   std::map<std::string, FabricPrice> out;
   for (auto& [name, f] : j["fabrics"].items()) {
     std::string w = fmt::format("{}: fabric '{}'", src, name);
     if (!f.is_object()) throw InputError(w + ": expected an object");
+    onlyKeys(f, {"note", "nic", "switch", "cable", "optics", "per_gpu_usd", "per_node_usd"}, w);
+    if (f.contains("note") && !f["note"].is_string()) throw InputError(w + ": 'note' must be a string");
     FabricPrice p;
     p.name = name;
     if (f.contains("note") && f["note"].is_string()) p.note = f["note"].get<std::string>();
     if (!f.contains("nic")) throw InputError(w + ": missing 'nic'");
     if (!f.contains("switch")) throw InputError(w + ": missing 'switch'");
     if (!f.contains("cable")) throw InputError(w + ": missing 'cable'");
+    onlyKeys(f["nic"], {"usd", "per_node"}, w + " nic");
+    onlyKeys(f["switch"], {"usd", "ports"}, w + " switch");
+    onlyKeys(f["cable"], {"usd"}, w + " cable");
     p.nicUsd = num(f["nic"], "usd", w + " nic", false);
     p.nicsPerNode = num(f["nic"], "per_node", w + " nic", true);
     p.switchUsd = num(f["switch"], "usd", w + " switch", false);
@@ -144,7 +163,13 @@ std::map<std::string, FabricPrice> parsePrices(const nlohmann::json& j, const st
     if (ports != std::floor(ports) || ports < 2) throw InputError(w + " switch: 'ports' must be a whole number >= 2");
     p.switchPorts = static_cast<int>(ports);
     p.cableUsd = num(f["cable"], "usd", w + " cable", false);
+    if (f.contains("optics")) {
+      onlyKeys(f["optics"], {"usd", "per_cable"}, w + " optics");
+      p.opticsUsd = num(f["optics"], "usd", w + " optics", false);
+      p.opticsPerCable = num(f["optics"], "per_cable", w + " optics", true);
+    }
     p.perGpuUsd = num(f, "per_gpu_usd", w, false, false);
+    p.perNodeUsd = num(f, "per_node_usd", w, false, false);
     out[name] = p;
   }
   return out;
@@ -195,8 +220,16 @@ CostEstimate fabricCost(const FabricPrice& p, int nodes, int gpusPerNode) {
   c.nicUsd = c.endpoints * p.nicUsd;
   c.switchUsd = (c.leaves + c.spines + c.cores) * p.switchUsd;
   c.cableUsd = c.cables * p.cableUsd;
+  c.opticsUsd = c.cables * p.opticsPerCable * p.opticsUsd;
   c.gpuUsd = p.perGpuUsd * nodes * gpusPerNode;
-  c.totalUsd = c.nicUsd + c.switchUsd + c.cableUsd + c.gpuUsd;
+  c.nodeUsd = p.perNodeUsd * nodes;
+  c.totalUsd = c.nicUsd + c.switchUsd + c.cableUsd + c.opticsUsd + c.gpuUsd + c.nodeUsd;
+  c.includes = "NICs, switches, cables";
+  if (p.opticsUsd > 0) c.includes += ", optics";
+  if (p.perGpuUsd > 0) c.includes += ", GPUs";
+  if (p.perNodeUsd > 0) c.includes += ", nodes (servers without GPUs)";
+  c.wholeCluster = p.perGpuUsd > 0 || p.perNodeUsd > 0;
+  if (!c.wholeCluster) c.includes += " (fabric only: the price file gives no per_gpu_usd or per_node_usd)";
   c.perNodeUsd = c.totalUsd / nodes;
   return c;
 }

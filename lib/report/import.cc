@@ -66,7 +66,7 @@ bool isNumberStart(const std::string& l) {
   return !t.empty() && t[0] >= '0' && t[0] <= '9';
 }
 
-std::string collFromBinary(const std::string& bin) {
+[[maybe_unused]] std::string collFromBinary(const std::string& bin) {
   static const std::map<std::string, std::string> m = {
       {"all_reduce_perf", "allreduce"},     {"all_gather_perf", "allgather"},
       {"reduce_scatter_perf", "reducescatter"}, {"sendrecv_perf", "p2pring"},
@@ -77,7 +77,7 @@ std::string collFromBinary(const std::string& bin) {
   return it == m.end() ? "" : it->second;
 }
 
-std::string dtypeName(const std::string& t) {
+[[maybe_unused]] std::string dtypeName(const std::string& t) {
   static const std::map<std::string, std::string> m = {
       {"float", "float32"}, {"half", "float16"},  {"double", "float64"}, {"bfloat16", "bfloat16"},
       {"int8", "int8"},     {"uint8", "uint8"},   {"int32", "int32"},    {"uint32", "uint32"},
@@ -87,7 +87,7 @@ std::string dtypeName(const std::string& t) {
 }
 
 // "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB"; "via SHM/direct/direct" -> "SHM".
-std::string transportOf(const std::string& line) {
+[[maybe_unused]] std::string transportOf(const std::string& line) {
   auto p = line.find(" via ");
   if (p == std::string::npos) return "";
   std::string t = words(line.substr(p + 5)).empty() ? "" : words(line.substr(p + 5))[0];
@@ -117,140 +117,15 @@ InputKind sniffInput(const std::string& text) {
   if (startsWith(text, "size_bytes,count,")) return InputKind::kTableCsv;
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
-      (text.find("out-of-place") != std::string::npos && text.find("#wrong") != std::string::npos))
+      (text.find("out-of-place") != std::string::npos &&
+       (text.find("#wrong") != std::string::npos ||
+        (text.find("redop") != std::string::npos && text.find("error") != std::string::npos))))
     return InputKind::kNcclTests;
   if (text.find("#bytes") != std::string::npos &&
       (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||
        text.find("t_typical") != std::string::npos))
     return InputKind::kPerftest;
   return InputKind::kUnknown;
-}
-
-std::vector<Sample> parseNcclTests(const std::string& text, const std::string& source) {
-  auto ls = lines(text);
-  std::string version, ncclVersion, coll, binary;
-  std::vector<std::string> transports;
-  std::set<std::string> hosts;
-  std::set<int> ranks;
-  std::string graphType;
-  int nThread = 0, nGpus = 0;
-  struct Pending {
-    std::vector<std::string> w;
-    std::size_t line;
-    std::string coll, binary;
-  };
-  std::vector<Pending> rows;
-  bool headerSeen = false;
-  for (std::size_t i = 0; i < ls.size(); ++i) {
-    const std::string& l = ls[i];
-    if (startsWith(l, "# nccl-tests version")) {
-      auto w = words(l);
-      if (w.size() >= 4) version = w[3];
-    } else if (startsWith(l, "# Collective test starting:")) {
-      binary = trim(l.substr(std::string("# Collective test starting:").size()));
-      coll = collFromBinary(binary);
-      if (coll.empty())
-        throw InputError(fmt::format("{}: line {}: unknown nccl-tests binary '{}'", source, i + 1, binary));
-    } else if (startsWith(l, "# nThread")) {
-      auto w = words(l);
-      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
-        if (w[k] == "nThread") nThread = std::atoi(w[k + 1].c_str());
-        if (w[k] == "nGpus") nGpus = std::atoi(w[k + 1].c_str());
-      }
-    } else if (startsWith(l, "#  Rank") || startsWith(l, "#   Rank")) {
-      // "#  Rank  0 Group  0 Pid    635 on         vm device  0 [0000:00:06] NVIDIA H200"
-      auto w = words(l);
-      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
-        if (w[k] == "Rank") ranks.insert(std::atoi(w[k + 1].c_str()));
-        if (w[k] == "on") hosts.insert(w[k + 1]);
-      }
-    } else if (l.find("#wrong") != std::string::npos && startsWith(l, "#")) {
-      headerSeen = true;
-    } else if (l.find("NCCL INFO") != std::string::npos) {
-      auto p = l.find("NCCL version ");
-      if (p != std::string::npos && ncclVersion.empty()) {
-        auto w = words(l.substr(p + 13));
-        if (!w.empty()) ncclVersion = w[0];
-      }
-      auto t = transportOf(l);
-      if (!t.empty() && std::find(transports.begin(), transports.end(), t) == transports.end())
-        transports.push_back(t);
-      auto q = l.find(", type ");
-      if (q != std::string::npos && graphType.empty()) {
-        auto w = words(l.substr(q + 7));
-        if (!w.empty()) graphType = w[0];
-        if (!graphType.empty() && graphType.back() == ',') graphType.pop_back();
-      }
-    } else if (isNumberStart(l) && !startsWith(trim(l), "#")) {
-      if (!headerSeen)
-        throw InputError(fmt::format("{}: line {}: a data row before the nccl-tests column header", source, i + 1));
-      if (coll.empty())
-        throw InputError(fmt::format("{}: line {}: a data row before '# Collective test starting:'", source, i + 1));
-      rows.push_back({words(l), i + 1, coll, binary});
-    }
-  }
-  if (rows.empty()) throw InputError(fmt::format("{}: no nccl-tests result rows found", source));
-  int nRanks = ranks.empty() ? (nThread > 0 && nGpus > 0 ? nThread * nGpus : 0) : static_cast<int>(ranks.size());
-  if (nRanks <= 0) throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown", source));
-  int nNodes = hosts.empty() ? 1 : static_cast<int>(hosts.size());
-  std::string path;
-  for (auto& t : transports) path += (path.empty() ? "" : "+") + t;
-  if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
-  if (!graphType.empty()) path += " " + graphType;
-
-  std::vector<Sample> out;
-  for (auto& pr : rows) {
-    const auto& w = pr.w;
-    // size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
-    if (w.size() != 13)
-      throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
-                                   "busbw #wrong out-of-place and in-place), got {}",
-                                   source, pr.line, w.size()));
-    std::size_t bytes = 0, count = 0;
-    if (!toSize(w[0], bytes) || !toSize(w[1], count))
-      throw InputError(fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
-    for (int place = 0; place < 2; ++place) {
-      std::size_t b = 5 + place * 4;
-      double t = 0, alg = 0, bus = 0;
-      if (!toDouble(w[b], t) || !toDouble(w[b + 1], alg) || !toDouble(w[b + 2], bus) || t <= 0)
-        throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers", source,
-                                     pr.line, w[b], w[b + 1], w[b + 2]));
-      Sample s;
-      s.coll = pr.coll;
-      s.impl = "nccl-tests";
-      s.path = path;
-      s.dtype = dtypeName(w[2]);
-      s.inPlace = place == 1;
-      s.bytes = bytes;
-      s.count = count;
-      s.nRanks = nRanks;
-      s.nNodes = nNodes;
-      s.timeUs = t;
-      s.timer = "host";     // nccl-tests: host clock around the launched batch
-      s.rankTime = "avg";   // nccl-tests averages over ranks by default (-a 1)
-      // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
-      s.algBwGBps = static_cast<double>(bytes) / (t * 1e3);
-      s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
-      if (alg <= 0) {
-        double f = 1;
-        int n = nRanks;
-        if (pr.coll == "allreduce") f = 2.0 * (n - 1) / n;
-        else if (pr.coll == "allgather" || pr.coll == "reducescatter" || pr.coll == "alltoall") f = double(n - 1) / n;
-        s.busBwGBps = s.algBwGBps * f;
-      }
-      std::size_t wrong = 0;
-      s.wrong = w[b + 3] == "N/A" ? -1 : (toSize(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
-      if (s.wrong == -2)
-        throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
-      s.extra = {{"tool", "nccl-tests" + (version.empty() ? std::string() : " " + version)},
-                 {"binary", pr.binary},
-                 {"source", source}};
-      if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
-      if (!transports.empty()) s.extra.push_back({"transports", path});
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
 }
 
 std::vector<Sample> parsePerftest(const std::string& text, const std::string& source) {
@@ -357,7 +232,19 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
   return out;
 }
 
-RunData loadRunAny(const std::string& arg) {
+RunData loadRunAny(const std::string& argIn) {
+  if (auto spec = splitInputArg(argIn); spec.isNcclTests) {
+    auto runs = loadNcclTestsRuns(spec);
+    if (runs.size() == 1) return runs.front();
+    if (spec.pick > 0) {
+      if (spec.pick > static_cast<int>(runs.size()))
+        throw InputError(fmt::format("{}: #{} asked for, the file holds {} runs", spec.file, spec.pick, runs.size()));
+      return runs[spec.pick - 1];
+    }
+    throw InputError(fmt::format("{}: the file holds {} nccl-tests runs; pick one with {}#k (k = 1..{})", spec.file,
+                                 runs.size(), spec.file, runs.size()));
+  }
+  const std::string& arg = argIn;
   fs::path p(arg);
   std::error_code ec;
   RunData r;
@@ -374,8 +261,8 @@ RunData loadRunAny(const std::string& arg) {
     ss << in.rdbuf();
     std::string text = ss.str();
     auto kind = sniffInput(text);
-    if (kind == InputKind::kNcclTests || kind == InputKind::kPerftest) {
-      r.rows = kind == InputKind::kNcclTests ? parseNcclTests(text, arg) : parsePerftest(text, arg);
+    if (kind == InputKind::kPerftest) {
+      r.rows = parsePerftest(text, arg);
       r.label = p.stem().string();
       std::string tool = kind == InputKind::kNcclTests ? "nccl-tests" : "perftest";
       for (auto& [k, v] : r.rows.front().extra)
@@ -387,6 +274,10 @@ RunData loadRunAny(const std::string& arg) {
                    {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
       return r;
     }
+    if (kind != InputKind::kTableCsv && text.find("NCCL INFO") != std::string::npos)
+      throw InputError(fmt::format("'{}' holds NCCL INFO lines but no nccl-tests result table: nothing to read as "
+                                   "a series",
+                                   arg));
     if (kind != InputKind::kTableCsv)
       throw InputError(fmt::format("'{}' is not a run folder, a fabricbench table.csv, nccl-tests output or perftest "
                                    "output",
@@ -420,6 +311,19 @@ RunData loadRunAny(const std::string& arg) {
     r.label = fs::path(r.dir).filename().string();
   if (r.label.empty() || r.label == ".") r.label = fs::absolute(r.dir).filename().string();
   return r;
+}
+
+std::vector<RunData> loadRunsAny(const std::string& arg) {
+  if (auto spec = splitInputArg(arg); spec.isNcclTests) {
+    auto runs = loadNcclTestsRuns(spec);
+    if (spec.pick > 0) {
+      if (spec.pick > static_cast<int>(runs.size()))
+        throw InputError(fmt::format("{}: #{} asked for, the file holds {} runs", spec.file, spec.pick, runs.size()));
+      return {runs[spec.pick - 1]};
+    }
+    return runs;
+  }
+  return {loadRunAny(arg)};
 }
 
 }  // namespace fb

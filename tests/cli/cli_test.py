@@ -537,6 +537,106 @@ CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": cas
          "readme": case_readme}
 
 
+def case_model_inputs(d):
+    """issue 30 item 5: every single bad value given to fabricbench-model is one line
+    'fabricbench-model: error: ...' naming it, exit 2, and no output folder left behind."""
+    M = A.model
+    check(M is not None, "model_inputs needs --model")
+    if M is None:
+        return
+    prices = os.path.join(SRC, "tools", "prices-example.json")
+    with open(prices) as f:
+        pj = json.load(f)
+    pj["fabrics"]["ib-ndr"]["optic"] = 3
+    unk = os.path.join(d, "unknown-key.json")
+    with open(unk, "w") as f:
+        json.dump(pj, f)
+    pj = json.load(open(prices))
+    pj["colour"] = "red"
+    unk_top = os.path.join(d, "unknown-top.json")
+    json.dump(pj, open(unk_top, "w"))
+    pj = json.load(open(prices))
+    pj["fabrics"]["ib-ndr"]["optics"]["per_cable"] = 0
+    zero_optics = os.path.join(d, "zero-optics.json")
+    json.dump(pj, open(zero_optics, "w"))
+    out = os.path.join(d, "o")
+    P = ["project", "--inter", "ib-ndr=spec:ib-ndr", "--nodes", "4", "-o", out]
+    T = ["--params", "1e9", "--compute-ms", "10"]
+    cases = [
+        (["project", "--inter", "spec:ib-ndr,lat=-5", "--nodes", "4", "-o", out], "'lat=-5' must be a number > 0"),
+        (["project", "--inter", "spec:ib-ndr,lat=0", "--nodes", "4", "-o", out], "'lat=0' must be a number > 0"),
+        (["project", "--inter", "spec:ib-ndr,eff=0", "--nodes", "4", "-o", out], "'eff=0' must be a number > 0"),
+        (["project", "--inter", "spec:ib-ndr,eff=-0.5", "--nodes", "4", "-o", out], "'eff=-0.5' must be a number > 0"),
+        (["project", "--inter", "spec:ib-ndr,eff=1.5", "--nodes", "4", "-o", out], "efficiency 1.5 must be in (0, 1]"),
+        (["project", "--inter", "spec:ib-ndr,lat=abc", "--nodes", "4", "-o", out], "'lat=abc' needs a number"),
+        (["project", "--inter", "spec:ib-ndr,lat=nan", "--nodes", "4", "-o", out], "'lat=nan' must be a number > 0"),
+        (P + ["--nics", "0"], "--nics = 0: must be > 0"),
+        (P + ["--nics", "-2"], "--nics = -2: must be > 0"),
+        (P + ["--params", "-5", "--compute-ms", "10"], "--params = -5: must be > 0"),
+        (P + ["--params", "0", "--compute-ms", "10"], "--params = 0: must be > 0"),
+        (P + T + ["--overlap", "2"], "--overlap = 2: must be in [0, 1]"),
+        (P + T + ["--overlap", "-0.1"], "--overlap = -0.1: must be in [0, 1]"),
+        (P + T[:2] + ["--compute-ms", "-1"], "--compute-ms = -1: must be >= 0"),
+        (P + T + ["--tp", "0"], "--tp = 0: must be >= 1"),
+        (P + T + ["--bucket", "0"], "--bucket: size '0' must be > 0"),
+        (P + T + ["--bucket", "25Q"], "--bucket: invalid size '25Q'"),
+        (P + ["--sizes", "64Q"], "--sizes: invalid size '64Q'"),
+        (P + ["--sizes", "-1M"], "--sizes: invalid size '-1M'"),
+        (["project", "--inter", "spec:ib-ndr", "--nodes", "0", "-o", out], "--nodes = 0"),
+        (P + ["--gpus", "2.5", "--intra", "spec:nvlink4-h100"], "'2.5' is not a whole number"),
+        (P + ["--prices", unk], "unknown key 'optic'"),
+        (P + ["--prices", unk_top], "unknown key 'colour'"),
+        (P + ["--prices", zero_optics], "'per_cable' = 0 must be > 0"),
+        (["validate", "--inter", "x", "--check", "x", "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
+        (["validate", "--inter", "x", "--check", "x", "--max-err", "-1", "-o", out], "--max-err = -1: must be > 0"),
+        (["validate", "--inter", "x", "--check", "x", "--median-err", "0", "-o", out], "--median-err = 0: must be > 0"),
+        (["validate", "--inter", "x", "--check", "x", "--band", "1M", "-o", out], "expected LO:HI"),
+        (["validate", "--inter", "x", "--check", "x", "--band", "64M:1M", "-o", out], "LO > HI"),
+        (["project", "--bogus", "-o", out], "bogus"),
+    ]
+    for args, needle in cases:
+        p = run([M] + args)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        what = " ".join(args)
+        check(p.returncode == 2, f"{what}: exit {p.returncode}, expected 2 (stderr: {p.stderr.strip()[:300]})")
+        check(len(lines) == 1 and lines[0].startswith("fabricbench-model: error: "),
+              f"{what}: expected one 'fabricbench-model: error:' line, got {lines}")
+        check(needle.lower() in p.stderr.lower(), f"{what}: message lacks '{needle}': {p.stderr.strip()}")
+        check(not os.path.exists(out), f"{what}: left {out} behind")
+    # sizes mean what they mean in fabricbench: 64MB = 64M = 64 MiB
+    ok = run([M] + P + ["--sizes", "64MB,64M,64KiB"])
+    check(ok.returncode == 0, f"64MB: exit {ok.returncode}: {ok.stderr.strip()[:300]}")
+    if ok.returncode == 0:
+        sizes = {r["size_bytes"] for r in csv.DictReader(open(os.path.join(out, "projected.csv")))}
+        check(sizes == {"67108864", "65536"}, f"64MB/64M/64KiB gave sizes {sizes}, expected 67108864 and 65536")
+        shutil_rm(out)
+    # steps/hour per $1M over the whole cluster when GPUs are priced; the output says what the cost includes
+    ok = run([M, "project", "--inter", "ib-ndr=spec:ib-ndr", "--inter", "ib-hdr=spec:ib-hdr", "--nodes", "4",
+              "--gpus", "8", "--intra", "spec:nvlink4-h100"] + T + ["--prices", prices, "-o", out])
+    check(ok.returncode == 0, f"prices: exit {ok.returncode}: {ok.stderr.strip()[:300]}")
+    if ok.returncode == 0:
+        rows = {r["fabric"]: r for r in csv.DictReader(open(os.path.join(out, "training.csv")))}
+        ndr, hdr = rows["ib-ndr"], rows["ib-hdr"]
+        # ib-ndr in the example: 32 NICs x 2500 + 1 switch 35000 + 32 cables x 400 + 64 optics x 700
+        #   + 32 GPUs x 30000 + 4 nodes x 60000 = 80000 + 35000 + 12800 + 44800 + 960000 + 240000
+        check(abs(float(ndr["cost_total_usd"]) - 1372600) < 0.01, f"ib-ndr cost {ndr['cost_total_usd']} != 1372600")
+        check("GPUs" in ndr["cost_includes"] and "optics" in ndr["cost_includes"],
+              f"ib-ndr cost_includes: {ndr['cost_includes']}")
+        # ib-hdr: 32 x 1500 + 20000 + 32 x 200 + 64 x 300 = 93600, fabric only
+        check(abs(float(hdr["cost_total_usd"]) - 93600) < 0.01, f"ib-hdr cost {hdr['cost_total_usd']} != 93600")
+        check("fabric only" in hdr["cost_includes"], f"ib-hdr cost_includes: {hdr['cost_includes']}")
+        md = open(os.path.join(out, "projection.md")).read()
+        check("cost includes" in md and "whole cluster" in md, "projection.md does not say what the cost includes")
+
+
+def shutil_rm(p):
+    import shutil
+    shutil.rmtree(p, ignore_errors=True)
+
+
+CASES["model_inputs"] = case_model_inputs
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -545,6 +645,7 @@ def main():
     ap.add_argument("--report", required=True)
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--build", required=True)
+    ap.add_argument("--model", default=None)
     A = ap.parse_args()
     t = time.time()
     with tempfile.TemporaryDirectory(prefix="fb-cli-") as d:

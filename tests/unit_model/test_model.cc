@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "model/model.h"
@@ -267,6 +269,34 @@ TEST_CASE("cost arithmetic: single switch and leaf/spine, hand-computed", "[mode
   auto nocable = j;
   nocable["fabrics"]["hdr"].erase("cable");
   CHECK_THROWS_AS(parsePrices(nocable, "t.json"), InputError);
+  CHECK(c.includes.find("fabric only") != std::string::npos);
+  CHECK_FALSE(c.wholeCluster);
+  // unknown keys are refused, naming the file, the entry and the key
+  auto unk = j;
+  unk["fabrics"]["hdr"]["optic"] = 3;
+  CHECK_THROWS_WITH(parsePrices(unk, "t.json"), Catch::Contains("t.json: fabric 'hdr': unknown key 'optic'"));
+  auto unkSub = j;
+  unkSub["fabrics"]["hdr"]["cable"]["per_port"] = 1;
+  CHECK_THROWS_WITH(parsePrices(unkSub, "t.json"), Catch::Contains("cable: unknown key 'per_port'"));
+  auto unkTop = j;
+  unkTop["colour"] = "red";
+  CHECK_THROWS_WITH(parsePrices(unkTop, "t.json"), Catch::Contains("unknown key 'colour'"));
+  // optics per cable, GPUs and nodes: 4 nodes x 8 -> 32 cables x 2 optics x 300 = 19200; 32 GPUs x 25000 =
+  // 800000; 4 nodes x 50000 = 200000; whole cluster = 32000 + 20000 + 3200 + 19200 + 800000 + 200000
+  auto full = j;
+  full["fabrics"]["hdr"]["optics"] = {{"usd", 300}, {"per_cable", 2}};
+  full["fabrics"]["hdr"]["per_gpu_usd"] = 25000;
+  full["fabrics"]["hdr"]["per_node_usd"] = 50000;
+  auto f = fabricCost(parsePrices(full, "t.json").at("hdr"), 4, 8);
+  CHECK(f.opticsUsd == Approx(19200));
+  CHECK(f.gpuUsd == Approx(800000));
+  CHECK(f.nodeUsd == Approx(200000));
+  CHECK(f.totalUsd == Approx(32000 + 20000 + 3200 + 19200 + 800000 + 200000));
+  CHECK(f.wholeCluster);
+  CHECK(f.includes == "NICs, switches, cables, optics, GPUs, nodes (servers without GPUs)");
+  auto zeroOptics = full;
+  zeroOptics["fabrics"]["hdr"]["optics"]["per_cable"] = 0;
+  CHECK_THROWS_WITH(parsePrices(zeroOptics, "t.json"), Catch::Contains("'per_cable' = 0 must be > 0"));
 }
 
 TEST_CASE("training step: buckets, exposed communication, hand-computed", "[model][train]") {
@@ -434,7 +464,7 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
     INFO(c.args << "\n" << r.text);
     CHECK(r.rc == 2);
     CHECK(lines(r.text) == 1);
-    CHECK(r.text.rfind("fabricbench: error: ", 0) == 0);
+    CHECK(r.text.rfind("fabricbench-model: error: ", 0) == 0);
     CHECK(r.text.find(c.expect) != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
   }
@@ -451,6 +481,46 @@ TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at e
   int rows = lines(csv) - 1;
   CHECK(rows == 62);  // 31 sizes x 2 placements, each with its error
   CHECK(slurp(tmp + "/fit.md").find("segment 2") != std::string::npos);  // NCCL's protocol switches
+  std::filesystem::remove_all(tmp);
+}
+#endif
+
+#ifdef FB_MODEL_TOOL
+// The public validation sets (tests/data/public-nccl-tests/sets.json): every log reads, every
+// predicted run has its rows, and each row's error is (model - measured) / measured.
+TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests logs", "[tool][nccl]") {
+  std::string d = FB_MODEL_TEST_DATA;
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_sets_" + std::to_string(::getpid()));
+  auto r = tool("nccl validate --sets " + d + "/public-nccl-tests/sets.json -o " + tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  std::ifstream csv(tmp + "/nccl-validation.csv");
+  REQUIRE(csv.good());
+  std::string line;
+  std::getline(csv, line);
+  REQUIRE(line.rfind("set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct", 0) == 0);
+  std::map<std::string, int> predictedRows;
+  std::set<std::string> sets;
+  int rows = 0, wrong = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    REQUIRE(f.size() >= 10);
+    ++rows;
+    sets.insert(f[0]);
+    if (f[2] == "predicted") ++predictedRows[f[1]];
+    double meas = std::stod(f[6]), model = std::stod(f[7]), err = std::stod(f[8]);
+    if (!(meas > 0) || !(model > 0) || std::fabs((model - meas) / meas * 100 - err) > 0.01) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(rows > 150);
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F"});
+  CHECK(predictedRows.size() == 16);  // sets.json's predict lists (set F's logs hold 2 runs each)
+  for (auto& [run, n] : predictedRows) {
+    INFO(run);
+    CHECK(n >= 3);
+  }
   std::filesystem::remove_all(tmp);
 }
 #endif

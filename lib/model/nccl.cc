@@ -1,0 +1,451 @@
+// NCCL's algorithms and protocols as a cost model, and its calibration. See nccl.h.
+#include "model/nccl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "collectives/spec.h"
+
+namespace fb::model {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+int log2i(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return n >= 1 ? k : 0;
+}
+
+// tuning.cc (2.2x): base latency [algo][LL, LL128, Simple] and per-hop latency by link type.
+struct Lat {
+  double base[3], nvl[3], pci[3], net[3];
+};
+const Lat& latOf(NcclAlgo a) {
+  static const Lat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+  static const Lat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
+  static const Lat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
+  static const Lat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
+  static const Lat cnDirect{{0, 0, 0}, {0, 0, 3.7}, {0, 0, 3.7}, {0, 0, 31}};
+  static const Lat cnChain{{0, 0, 0}, {0, 0, 2.8}, {0, 0, 2.8}, {0, 0, 30}};
+  switch (a) {
+    case NcclAlgo::kTree: return tree;
+    case NcclAlgo::kNvls: return nvls;
+    case NcclAlgo::kNvlsTree: return nvlsTree;
+    case NcclAlgo::kCollNetDirect: return cnDirect;
+    case NcclAlgo::kCollNetChain: return cnChain;
+    default: return ring;  // Ring, PAT and P2P take the ring's per-hop figures
+  }
+}
+// Hopper per-channel maxima (tuning.cc perChMaxRingLL128Bws / perChMaxTreeBws / perChMaxTreeLL128Bws).
+constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128 = 36.7, kPerChTree = 38.7;
+
+// The most double-binary-tree edges at one node over both trees (each edge carries S/2 each way).
+double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
+
+}  // namespace
+
+const std::vector<NcclAlgoInfo>& ncclAlgos() {
+  static const std::vector<NcclAlgoInfo> t = {
+      {NcclAlgo::kRing, "Ring", {"ring"}, {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"},
+       false, false, false, false, false,
+       "a ring per channel through every rank; AllReduce 2(n-1) steps of S/n, AllGather/ReduceScatter n-1"},
+      {NcclAlgo::kTree, "Tree", {"tree"}, {"allreduce"}, true, false, false, false, false,
+       "chain inside the node, double binary tree between nodes: reduce up, broadcast down, S/2 per tree"},
+      {NcclAlgo::kNvls, "NVLS", {"nvls"}, {"allreduce"}, false, true, true, false, false,
+       "NVSwitch multicast and in-switch reduction inside one node"},
+      {NcclAlgo::kNvlsTree, "NVLSTree", {"nvlstree", "nvls_tree"}, {"allreduce"}, true, false, true, false, false,
+       "NVLS inside each node, a tree between nodes"},
+      {NcclAlgo::kCollNetDirect, "CollNetDirect", {"collnetdirect", "collnet_direct", "collnet", "sharp"},
+       {"allreduce"}, true, false, false, true, false, "in-network reduction (SHARP): each node sends and receives S once"},
+      {NcclAlgo::kCollNetChain, "CollNetChain", {"collnetchain", "collnet_chain"}, {"allreduce"}, true, false, false,
+       true, false, "a chain inside the node into the in-network reduction"},
+      {NcclAlgo::kPat, "PAT", {"pat"}, {"allgather", "reducescatter"}, true, false, false, false, true,
+       "parallel aggregated trees, one rank per node: log2(n) steps"},
+      {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
+       "point-to-point sends; per node the off-node bytes over its NICs"},
+  };
+  return t;
+}
+
+const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a) {
+  for (const auto& i : ncclAlgos())
+    if (i.id == a) return i;
+  return ncclAlgos().front();
+}
+
+NcclAlgo parseNcclAlgo(const std::string& s) {
+  std::string l = lower(s);
+  for (const auto& i : ncclAlgos())
+    for (const auto& al : i.aliases)
+      if (l == al) return i.id;
+  std::string names;
+  for (const auto& i : ncclAlgos()) names += (names.empty() ? "" : ", ") + i.name;
+  throw InputError(fmt::format("unknown NCCL algorithm '{}' ({})", s, names));
+}
+
+NcclProto parseNcclProto(const std::string& s) {
+  std::string l = lower(s);
+  if (l == "ll") return NcclProto::kLL;
+  if (l == "ll128") return NcclProto::kLL128;
+  if (l == "simple") return NcclProto::kSimple;
+  throw InputError(fmt::format("unknown NCCL protocol '{}' (LL, LL128, Simple)", s));
+}
+
+std::string ncclProtoName(NcclProto p) { return p == NcclProto::kLL ? "LL" : p == NcclProto::kLL128 ? "LL128" : "Simple"; }
+
+double ncclBusFactor(const std::string& coll, int n) {
+  if (coll == "sendrecv" || coll == "p2pring") return 1;
+  if (coll == "reduce") return n > 1 ? 1 : 0;  // nccl-tests' reduce_perf (no descriptor here)
+  auto k = fb::parseCollKind(coll);
+  if (!k) throw InputError(fmt::format("collective '{}': no bus factor known", coll));
+  return n <= 1 ? 0 : fb::busBwFactor(*k, n);
+}
+
+bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
+  const auto& i = ncclAlgoInfo(a);
+  if (std::find(i.colls.begin(), i.colls.end(), coll) == i.colls.end()) return false;
+  if (i.multiNode && m.nodes < 2) return false;
+  if (i.singleNode && m.nodes != 1) return false;
+  if (i.needsNvls && (m.nvlsGBps <= 0 || m.gpusPerNode < 2)) return false;
+  if (i.needsCollNet && !m.collNet) return false;
+  if (i.onePerNode && m.gpusPerNode != 1) return false;
+  return true;
+}
+
+// tuning.cc's treeCorrectionFactor: trees fall below the model at medium sizes; a static factor per
+// protocol and power of two of size/64 B (64 B .. 128 MiB), 1 above.
+static double treeCorrection(NcclProto p, double S) {
+  static const double k[3][22] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+  const int logSize = S >= 128 ? static_cast<int>(std::floor(std::log2(S / 64))) : 0;
+  return logSize < 22 ? k[static_cast<int>(p)][logSize] : 1.0;
+}
+
+std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
+  if (!ncclApplies(a, coll, m)) return std::nullopt;
+  const bool simpleOnly = a == NcclAlgo::kNvls || a == NcclAlgo::kNvlsTree || a == NcclAlgo::kCollNetDirect ||
+                          a == NcclAlgo::kCollNetChain || a == NcclAlgo::kPat || a == NcclAlgo::kP2p;
+  if (simpleOnly && p != NcclProto::kSimple) return std::nullopt;
+  const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
+  const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
+  const int pi = static_cast<int>(p);
+  const Lat& L = latOf(a);
+  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
+  const bool ar = coll == "allreduce";
+  double bw = 0, lat = 0;
+  switch (a) {
+    case NcclAlgo::kRing: {
+      bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * nic);
+      int steps = ar ? 2 * (n - 1) : n - 1, inter = N > 1 ? (ar ? 2 * (N - 1) : N - 1) : 0;
+      lat = L.base[pi] + (steps - inter) * hi + inter * he;
+      break;
+    }
+    case NcclAlgo::kTree:
+      bw = std::min(m.ringIntraGBps, R * nic * f * 2 / treeEdges(N));
+      lat = L.base[pi] + 2 * ((G - 1) * hi + log2i(N) * he);
+      break;
+    case NcclAlgo::kNvls:
+      bw = m.nvlsGBps;
+      lat = hi;
+      break;
+    case NcclAlgo::kNvlsTree:
+      bw = std::min(m.nvlsGBps, R * nic * f * 2 / treeEdges(N));
+      lat = 2 * (hi + log2i(N) * he);
+      break;
+    case NcclAlgo::kCollNetDirect:
+    case NcclAlgo::kCollNetChain:
+      bw = std::min(m.nvlsGBps > 0 ? m.nvlsGBps : m.ringIntraGBps, R * nic * f);
+      lat = hi + he;
+      break;
+    case NcclAlgo::kPat:
+      bw = std::min(m.ringIntraGBps, R * nic);
+      lat = L.base[pi] + log2i(n) * he;
+      break;
+    case NcclAlgo::kP2p:
+      if (coll == "alltoall") bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * nic * (n - 1) / (G * double(n - G)));
+      else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, nic * std::max(1.0, R / G));
+      lat = L.base[pi] + (N > 1 ? he : hi);
+      break;
+  }
+  if (p == NcclProto::kLL) bw = bw / (a == NcclAlgo::kRing ? 4.0 : 3.8) * m.effLL;
+  if (p == NcclProto::kLL128) {
+    double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
+    bw *= k * m.effLL128;
+    if (m.channels > 0) bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128));
+  }
+  if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree);
+  if (a == NcclAlgo::kTree) bw *= treeCorrection(p, S);
+  if (!(bw > 0)) return std::nullopt;
+  NcclCost c;
+  c.algo = a;
+  c.proto = p;
+  c.latUs = lat;
+  c.busbwGBps = bw;
+  c.timeUs = lat + (f > 0 ? S * f / (bw * 1e3) : 0);
+  return c;
+}
+
+NcclChoice ncclChoose(const std::string& coll, const NcclMachine& m, double S, const NcclForce& force) {
+  NcclChoice ch;
+  for (const auto& i : ncclAlgos()) {
+    if (force.algo && *force.algo != i.id) continue;
+    for (NcclProto p : {NcclProto::kLL, NcclProto::kLL128, NcclProto::kSimple}) {
+      if (force.proto && *force.proto != p) continue;
+      if (auto c = ncclCost(coll, i.id, p, m, S)) ch.all.push_back(*c);
+    }
+  }
+  if (ch.all.empty())
+    throw InputError(fmt::format("no NCCL algorithm{} applies to {} on {} node(s) x {} GPU(s)",
+                                 force.algo ? " " + ncclAlgoInfo(*force.algo).name : std::string(), coll, m.nodes,
+                                 m.gpusPerNode));
+  std::sort(ch.all.begin(), ch.all.end(), [](const NcclCost& a, const NcclCost& b) { return a.timeUs < b.timeUs; });
+  ch.best = ch.all.front();
+  return ch;
+}
+
+// ---- runs ----------------------------------------------------------------------------------
+
+namespace {
+void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
+  std::string k = lower(key);
+  if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
+  else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
+  else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+    try {
+      r.channels = std::stoi(val);
+    } catch (...) {
+      r.channels = -1;
+    }
+    if (r.channels < 1) throw InputError(fmt::format("{}={}: needs a channel count >= 1", key, val));
+  }
+}
+}  // namespace
+
+std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
+  std::map<std::string, NcclRun> byColl;
+  std::vector<std::string> order;
+  for (const auto& s : rd.rows) {
+    if (s.wrong > 0 || s.bytes == 0 || !(s.timeUs > 0)) continue;
+    auto& r = byColl[s.coll];
+    if (r.coll.empty()) {
+      r.coll = s.coll;
+      r.label = rd.label + ": " + s.coll;
+      r.nodes = std::max(1, s.nNodes);
+      r.gpusPerNode = std::max(1, s.nRanks / r.nodes);
+      order.push_back(s.coll);
+    }
+    auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const NcclRun::Row& x) { return x.bytes == s.bytes; });
+    if (it == r.rows.end()) {
+      r.rows.push_back({static_cast<double>(s.bytes), 0, 0});
+      it = r.rows.end() - 1;
+    }
+    (s.inPlace ? it->inPlaceUs : it->timeUs) = s.timeUs;
+  }
+  std::vector<NcclRun> out;
+  for (auto& c : order) {
+    NcclRun r = byColl[c];
+    for (auto& row : r.rows)
+      if (!(row.timeUs > 0)) std::swap(row.timeUs, row.inPlaceUs);  // only in-place measured
+    std::sort(r.rows.begin(), r.rows.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
+    // What the run itself says it forced (the importer keeps NCCL_* settings under nccl_tests.env).
+    if (rd.runJson.is_object() && rd.runJson.contains("nccl_tests")) {
+      const auto& nt = rd.runJson["nccl_tests"];
+      if (nt.contains("env") && nt["env"].is_object())
+        for (auto& [k, v] : nt["env"].items())
+          if (v.is_string()) applyGiven(r, k, v.get<std::string>());
+      if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
+        r.channels = nt["channels"].get<int>();
+    }
+    std::size_t pos = 0;
+    while (pos < given.size()) {
+      auto e = given.find(',', pos);
+      std::string kv = given.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+      pos = e == std::string::npos ? given.size() : e + 1;
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw InputError(fmt::format("'{}': expected KEY=VALUE (algo=ring, channels=24)", kv));
+      applyGiven(r, kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---- calibration -----------------------------------------------------------------------------
+
+std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r) {
+  NcclMachine m = base;
+  m.nodes = r.nodes;
+  m.gpusPerNode = r.gpusPerNode;
+  if (r.channels > 0) m.channels = r.channels;
+  std::vector<NcclFitPoint> pts;
+  for (const auto& row : r.rows) {
+    auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
+    NcclFitPoint p;
+    p.run = r.label;
+    p.bytes = row.bytes;
+    p.measuredUs = row.timeUs;
+    p.modelUs = ch.best.timeUs;
+    p.errPct = (p.modelUs - p.measuredUs) / p.measuredUs * 100;
+    p.algo = ch.best.algo;
+    p.proto = ch.best.proto;
+    p.noisy = row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
+    pts.push_back(p);
+  }
+  return pts;
+}
+
+std::pair<double, double> ncclErrStats(const std::vector<NcclFitPoint>& pts, double minBytes) {
+  std::vector<double> e;
+  for (const auto& p : pts)
+    if (p.bytes >= minBytes && !p.noisy) e.push_back(std::fabs(p.errPct));
+  if (e.empty()) return {0, 0};
+  std::sort(e.begin(), e.end());
+  double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+  return {med, e.back()};
+}
+
+namespace {
+struct Param {
+  const char* name;
+  double NcclMachine::*field;
+  double lo, hi;
+  bool prior;  // pulled towards the prior value
+};
+
+// Nelder-Mead on f over x (log-space parameters), a few restarts from the best point.
+std::vector<double> nelderMead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0) {
+  const std::size_t n = x0.size();
+  for (int restart = 0; restart < 3; ++restart) {
+    std::vector<std::vector<double>> p(n + 1, x0);
+    for (std::size_t i = 0; i < n; ++i) p[i + 1][i] += 0.3;
+    std::vector<double> v(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) v[i] = f(p[i]);
+    for (int it = 0; it < 150 * static_cast<int>(n); ++it) {
+      std::vector<std::size_t> o(n + 1);
+      for (std::size_t i = 0; i <= n; ++i) o[i] = i;
+      std::sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+      auto P = p;
+      auto V = v;
+      for (std::size_t i = 0; i <= n; ++i) {
+        p[i] = P[o[i]];
+        v[i] = V[o[i]];
+      }
+      std::vector<double> c(n, 0);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) c[j] += p[i][j] / n;
+      auto along = [&](double t) {
+        std::vector<double> x(n);
+        for (std::size_t j = 0; j < n; ++j) x[j] = c[j] + t * (p[n][j] - c[j]);
+        return x;
+      };
+      auto xr = along(-1);
+      double fr = f(xr);
+      if (fr < v[0]) {
+        auto xe = along(-2);
+        double fe = f(xe);
+        if (fe < fr) p[n] = xe, v[n] = fe;
+        else p[n] = xr, v[n] = fr;
+      } else if (fr < v[n - 1]) {
+        p[n] = xr, v[n] = fr;
+      } else {
+        auto xc = along(0.5);
+        double fc = f(xc);
+        if (fc < v[n]) {
+          p[n] = xc, v[n] = fc;
+        } else {
+          for (std::size_t i = 1; i <= n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) p[i][j] = p[0][j] + 0.5 * (p[i][j] - p[0][j]);
+            v[i] = f(p[i]);
+          }
+        }
+      }
+    }
+    std::size_t b = std::min_element(v.begin(), v.end()) - v.begin();
+    x0 = p[b];
+  }
+  return x0;
+}
+
+// A few sweeps of a log-spaced grid search per parameter inside its bounds. The loss is flat where a
+// min() of links caps a bandwidth (a NIC rate above the node's ring), so Nelder-Mead alone stalls there.
+std::vector<double> coordinateSweep(const std::function<double(const std::vector<double>&)>& f,
+                                    std::vector<double> x, const std::vector<Param>& ps) {
+  double best = f(x);
+  for (int sweep = 0; sweep < 3; ++sweep)
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double lo = std::log(ps[i].lo), hi = std::log(ps[i].hi);
+      const int steps = 60;
+      for (int k = 0; k <= steps; ++k) {
+        auto y = x;
+        y[i] = lo + (hi - lo) * k / steps;
+        double v = f(y);
+        if (v < best) best = v, x = y;
+      }
+    }
+  return x;
+}
+}  // namespace
+
+NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
+  if (runs.empty()) throw InputError("calibration needs at least one measured run");
+  bool single = false, multi = false, allreduce = false;
+  for (const auto& r : runs) {
+    single |= r.nodes == 1 && r.gpusPerNode > 1;
+    multi |= r.nodes > 1;
+    allreduce |= r.coll == "allreduce";
+  }
+  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, false},
+                           {"effLL", &NcclMachine::effLL, 0.1, 1.5, false},
+                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.5, false}};
+  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, false});
+  if (multi) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
+  if (single) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
+  auto machineAt = [&](const std::vector<double>& x) {
+    NcclMachine m = prior;
+    for (std::size_t i = 0; i < ps.size(); ++i) m.*(ps[i].field) = std::exp(x[i]);
+    return m;
+  };
+  auto loss = [&](const std::vector<double>& x) {
+    NcclMachine m = machineAt(x);
+    double s = 0;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      double v = m.*(ps[i].field);
+      if (v < ps[i].lo) s += 100 * std::pow(std::log(ps[i].lo / v), 2);
+      if (v > ps[i].hi) s += 100 * std::pow(std::log(v / ps[i].hi), 2);
+      if (ps[i].prior) s += opt.priorWeight * std::pow(std::log(v / (prior.*(ps[i].field))), 2);
+    }
+    for (const auto& r : runs)
+      for (const auto& p : ncclPredict(m, r))
+        if (p.bytes >= opt.minBytes && !p.noisy) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
+    return s;
+  };
+  std::vector<double> x0;
+  for (auto& p : ps) x0.push_back(std::log(prior.*(p.field)));
+  auto x = nelderMead(loss, coordinateSweep(loss, x0, ps));
+  NcclFit fit;
+  fit.machine = machineAt(x);
+  fit.machine.nodes = runs.front().nodes;
+  fit.machine.gpusPerNode = runs.front().gpusPerNode;
+  for (auto& p : ps) fit.freed.push_back(p.name);
+  for (const auto& r : runs) {
+    auto pts = ncclPredict(fit.machine, r);
+    fit.points.insert(fit.points.end(), pts.begin(), pts.end());
+  }
+  auto [med, mx] = ncclErrStats(fit.points, opt.minBytes);
+  fit.medianAbsErrPct = med;
+  fit.maxAbsErrPct = mx;
+  return fit;
+}
+
+}  // namespace fb::model

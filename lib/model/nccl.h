@@ -1,0 +1,138 @@
+// NCCL's own algorithms and protocols as a cost model, with the structure of NCCL's tuning model
+// (NVIDIA/nccl src/graph/tuning.cc, 2.2x): time = latency + bytes / bandwidth per (algorithm,
+// protocol), the library taking the cheapest. Latencies are tuning.cc's base and per-hop figures by
+// link type and protocol, times calibrated scales; bandwidths are the machine's links (NVLink ring,
+// NVLS, per-NIC) times tuning.cc's per-protocol factors, times calibrated LL/LL128 efficiencies.
+//
+// Bandwidths are nccl-tests busbw (GB/s, 1e9 B): t = lat + S x busbwFactor(coll, n) / busbw.
+//   Ring:      N = 1: the node's ring busbw; N > 1: min(node ring, R x per-NIC).
+//   Tree (AllReduce, N > 1; chain inside the node, double binary tree between nodes): each tree
+//              edge carries S/2 each way, so a node's NICs move E(N) x S/2 where E = the most tree
+//              edges at one node over both trees (2 on 2 nodes, 3 on 3, 4 from 4 on): busbw =
+//              R x NIC x f x 2 / E(N) with f = 2(n-1)/n. On 2 nodes that is 1.875 x the NICs' rate at
+//              16 ranks: busbw above line rate follows from the algorithm, not an efficiency above 1.
+//   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw.
+//   NVLSTree (AllReduce, N > 1): min(NVLS, the tree's network term).
+//   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
+//   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
+//   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs.
+// Protocols: LL = busbw / 4 (ring) or / 3.8 (tree); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
+// with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
+// efficiency. Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
+// maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
+// Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/import.h"
+
+namespace fb::model {
+
+enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p };
+enum class NcclProto { kLL, kLL128, kSimple };
+
+// One place per NCCL algorithm: name, aliases (NCCL_ALGO spellings), collectives, shapes.
+struct NcclAlgoInfo {
+  NcclAlgo id;
+  std::string name;                  // "Ring", "Tree", "NVLS", "NVLSTree", "CollNetDirect", ...
+  std::vector<std::string> aliases;  // lower-case spellings accepted (NCCL_ALGO=ring, nvls_tree, ...)
+  std::vector<std::string> colls;    // collectives it implements
+  bool multiNode = false, singleNode = false;  // only on N > 1 / only on N = 1
+  bool needsNvls = false, needsCollNet = false;
+  bool onePerNode = false;           // only with one rank per node (PAT)
+  std::string phases;                // what it moves, for the docs and --help
+};
+const std::vector<NcclAlgoInfo>& ncclAlgos();
+const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a);
+NcclAlgo parseNcclAlgo(const std::string& s);     // throws InputError listing the names
+NcclProto parseNcclProto(const std::string& s);   // LL, LL128, Simple (any case)
+std::string ncclProtoName(NcclProto p);
+
+// busbw / algbw as nccl-tests defines it (PERFORMANCE.md), from one table for every collective.
+double ncclBusFactor(const std::string& coll, int ranks);
+
+struct NcclMachine {
+  int nodes = 1, gpusPerNode = 1;
+  double nicsPerNode = 0;        // R; 0 = one NIC per GPU (rails)
+  double nicGBps = 48;           // per NIC, as rings deliver it
+  double ringIntraGBps = 365;    // the node's ring busbw (NVLink or PCIe)
+  double nvlsGBps = 480;         // NVLS busbw inside the node; 0 = no NVSwitch multicast
+  bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
+  bool collNet = false;          // SHARP / CollNet available
+  double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
+  double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors
+  int channels = 0;              // known channel count; 0 = not capped
+  double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }
+  int ranks() const { return nodes * gpusPerNode; }
+};
+
+struct NcclForce {
+  std::optional<NcclAlgo> algo;
+  std::optional<NcclProto> proto;
+};
+
+struct NcclCost {
+  NcclAlgo algo = NcclAlgo::kRing;
+  NcclProto proto = NcclProto::kSimple;
+  double latUs = 0, busbwGBps = 0, timeUs = 0;
+};
+
+// Whether `algo` exists for this collective and machine.
+bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m);
+// Cost of one (algorithm, protocol); nullopt when it does not apply.
+std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double bytes);
+struct NcclChoice {
+  NcclCost best;
+  std::vector<NcclCost> all;     // every applicable pair, cheapest first
+};
+// The pair NCCL would take (the cheapest), restricted to `force`. Throws InputError when nothing applies.
+NcclChoice ncclChoose(const std::string& coll, const NcclMachine& m, double bytes, const NcclForce& force = {});
+
+// ---- calibration -------------------------------------------------------------------------------
+
+// One measured nccl-tests (or fabricbench nccl) series: its shape, what the run forced, its rows.
+struct NcclRun {
+  std::string label, coll;
+  int nodes = 1, gpusPerNode = 1;
+  NcclForce force;
+  int channels = 0;
+  struct Row {
+    double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
+  };
+  std::vector<Row> rows;
+};
+// Runs of a loaded log or folder (one per collective and run); given = "algo=ring,proto=simple,
+// channels=24" overrides what the log says. Rows with wrong data are left out.
+std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given = "");
+
+struct NcclFitPoint {
+  std::string run;
+  double bytes = 0, measuredUs = 0, modelUs = 0, errPct = 0;
+  NcclAlgo algo = NcclAlgo::kRing;
+  NcclProto proto = NcclProto::kSimple;
+  bool noisy = false;            // the log's own in- and out-of-place times differ by > 20 %
+};
+struct NcclFit {
+  NcclMachine machine;           // calibrated (shape of the first run)
+  std::vector<std::string> freed;      // parameters the data moved (others stay at their prior)
+  std::vector<NcclFitPoint> points;
+  double medianAbsErrPct = 0, maxAbsErrPct = 0;
+};
+struct NcclFitOptions {
+  double minBytes = 1;           // sizes below are left out of the loss
+  double priorWeight = 0.01;     // pull of the spec priors (per squared log ratio): breaks ties where the data say nothing
+};
+// Calibrates the machine's free parameters to the runs (relative squared log error, Nelder-Mead in
+// log space, bounded). Intra bandwidths are free only when a single-node run is given; the per-NIC
+// rate only when a multi-node run is; both keep a prior pull towards `prior` (the spec defaults),
+// since a 2-node tree run that NVLS caps says nothing about the NICs.
+NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt = {});
+// Model vs measured at every size of a run, with the machine reshaped to the run.
+std::vector<NcclFitPoint> ncclPredict(const NcclMachine& m, const NcclRun& r);
+
+// Error statistics of points at or above minBytes, leaving noisy sizes out: {median, max} |error| %.
+std::pair<double, double> ncclErrStats(const std::vector<NcclFitPoint>& pts, double minBytes);
+
+}  // namespace fb::model

@@ -1,0 +1,755 @@
+// nccl-tests output as people publish it: every 2.x format, launcher prefixes, several runs a file.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "report/import.h"
+
+namespace fb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> wordsOf(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  std::string t;
+  while (in >> t) w.push_back(t);
+  return w;
+}
+
+bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+std::string trimmed(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+bool parseDouble(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(v);
+}
+bool parseSize(const std::string& s, std::size_t& v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Canonical Sample::coll names (as lib/collectives' descriptors and the rest of the suite name them).
+const std::map<std::string, std::string>& binaries() {
+  static const std::map<std::string, std::string> m = {
+      {"all_reduce_perf", "allreduce"},         {"all_gather_perf", "allgather"},
+      {"reduce_scatter_perf", "reducescatter"}, {"sendrecv_perf", "p2pring"},
+      {"alltoall_perf", "alltoall"},            {"broadcast_perf", "broadcast"},
+      {"reduce_perf", "reduce"},                {"gather_perf", "gather"},
+      {"scatter_perf", "scatter"},              {"hypercube_perf", "hypercube"}};
+  return m;
+}
+
+// "./build/all_reduce_perf_mpi" -> "allreduce" (NAME_SUFFIX variants and path prefixes); "" if none.
+std::string collOfToken(std::string tok, std::string* binary = nullptr) {
+  while (!tok.empty() && (tok.back() == '"' || tok.back() == '\'' || tok.back() == ';' || tok.back() == ','))
+    tok.pop_back();
+  auto slash = tok.find_last_of('/');
+  std::string base = slash == std::string::npos ? tok : tok.substr(slash + 1);
+  while (!base.empty() && (base.front() == '"' || base.front() == '\'')) base.erase(0, 1);
+  for (auto& [b, c] : binaries()) {
+    if (base == b || (starts(base, b) && base.size() > b.size() && (base[b.size()] == '_' || base[b.size()] == '.'))) {
+      if (binary) *binary = base;
+      return c;
+    }
+  }
+  return "";
+}
+
+std::string collFromUser(const std::string& s) {
+  static const std::map<std::string, std::string> alias = {
+      {"allreduce", "allreduce"},         {"all_reduce", "allreduce"},     {"allgather", "allgather"},
+      {"all_gather", "allgather"},        {"reducescatter", "reducescatter"}, {"reduce_scatter", "reducescatter"},
+      {"alltoall", "alltoall"},           {"all_to_all", "alltoall"},      {"broadcast", "broadcast"},
+      {"sendrecv", "p2pring"},            {"p2pring", "p2pring"},          {"reduce", "reduce"},
+      {"gather", "gather"},               {"scatter", "scatter"}};
+  std::string l = s;
+  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto it = alias.find(l); it != alias.end()) return it->second;
+  return collOfToken(l);
+}
+
+std::string dtypeOf(const std::string& t) {
+  static const std::map<std::string, std::string> m = {
+      {"float", "float32"}, {"half", "float16"},  {"double", "float64"}, {"bfloat16", "bfloat16"},
+      {"int8", "int8"},     {"uint8", "uint8"},   {"int32", "int32"},    {"uint32", "uint32"},
+      {"int64", "int64"},   {"uint64", "uint64"}, {"f8e4m3", "fp8e4m3"}, {"f8e5m2", "fp8e5m2"}};
+  auto it = m.find(t);
+  return it == m.end() ? t : it->second;
+}
+
+// "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (+ GDRDMA seen).
+std::string transportIn(const std::string& line, bool& gdr) {
+  auto p = line.find(" via ");
+  if (p == std::string::npos) return "";
+  std::string rest = line.substr(p + 5);
+  auto w = wordsOf(rest);
+  if (w.empty()) return "";
+  if (rest.find("GDRDMA") != std::string::npos) gdr = true;
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : w[0]) {
+    if (c == '/') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  if (parts[0].empty()) return "";
+  if (parts[0] == "SHM") return "SHM";
+  if (parts[0] == "NET" && parts.size() >= 2 && !isDigit(parts[1].empty() ? 'x' : parts[1][0])) {
+    // the plugin's name may hold spaces: "via NET/NCCL RDMA Plugin v8/0/GDRDMA"
+    std::string net = rest.substr(4);
+    std::size_t k = 0;
+    while (k < net.size() && !(net[k] == '/' && k + 1 < net.size() && isDigit(net[k + 1])) && net[k] != '(' &&
+           !(net[k] == ' ' && k + 1 < net.size() && (net[k + 1] == '[' || net[k + 1] == '('))) ++k;
+    return "NET/" + trimmed(net.substr(0, k));
+  }
+  if (parts.size() >= 2 && parts[0] == "P2P") return "P2P/" + parts[1];
+  return parts[0];
+}
+
+bool isTimeAt(const std::string& s, std::size_t i, std::size_t& end) {
+  // HH:MM:SS[.fff][Z|+hh:mm]
+  if (i + 8 > s.size()) return false;
+  if (!(isDigit(s[i]) && isDigit(s[i + 1]) && s[i + 2] == ':' && isDigit(s[i + 3]) && isDigit(s[i + 4]) &&
+        s[i + 5] == ':' && isDigit(s[i + 6]) && isDigit(s[i + 7])))
+    return false;
+  std::size_t j = i + 8;
+  if (j < s.size() && (s[j] == '.' || s[j] == ',')) {
+    ++j;
+    while (j < s.size() && isDigit(s[j])) ++j;
+  }
+  if (j < s.size() && s[j] == 'Z') ++j;
+  else if (j + 2 < s.size() && (s[j] == '+' || s[j] == '-') && isDigit(s[j + 1]) && isDigit(s[j + 2])) {
+    j += 3;
+    if (j < s.size() && s[j] == ':') ++j;
+    while (j < s.size() && isDigit(s[j])) ++j;
+  }
+  end = j;
+  return true;
+}
+
+// A leading timestamp: "2025-06-18 10:21:33 ", "2025-06-18T10:21:33.123Z ", "[...] ", "10:21:33 ".
+bool stripTimestamp(std::string& l) {
+  std::size_t i = 0;
+  bool br = false;
+  if (i < l.size() && l[i] == '[') {
+    br = true;
+    ++i;
+  }
+  std::size_t j = i, end = 0;
+  if (j + 10 <= l.size() && isDigit(l[j]) && isDigit(l[j + 1]) && isDigit(l[j + 2]) && isDigit(l[j + 3]) &&
+      (l[j + 4] == '-' || l[j + 4] == '/') && isDigit(l[j + 5]) && isDigit(l[j + 6]) && l[j + 7] == l[j + 4] &&
+      isDigit(l[j + 8]) && isDigit(l[j + 9])) {
+    j += 10;
+    if (j < l.size() && (l[j] == 'T' || l[j] == ' ')) ++j;
+    if (!isTimeAt(l, j, end)) return false;
+  } else if (!isTimeAt(l, j, end)) {
+    return false;
+  }
+  j = end;
+  if (br) {
+    if (j >= l.size() || l[j] != ']') return false;
+    ++j;
+  }
+  if (j < l.size() && l[j] == ':') ++j;
+  if (j < l.size() && l[j] != ' ' && l[j] != '\t') return false;
+  while (j < l.size() && (l[j] == ' ' || l[j] == '\t')) ++j;
+  l.erase(0, j);
+  return true;
+}
+
+// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order.
+std::string stripPrefixes(std::string l) {
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    if (stripTimestamp(l)) changed = true;
+    // srun -l: optional spaces, digits, ':', one space (or end)
+    {
+      std::size_t i = 0;
+      while (i < l.size() && l[i] == ' ') ++i;
+      std::size_t d = i;
+      while (i < l.size() && isDigit(l[i])) ++i;
+      if (i > d && i - d <= 6 && i < l.size() && l[i] == ':' && (i + 1 == l.size() || l[i + 1] == ' ')) {
+        // not a time ("10:21:33") and not a data row (those have no ':' there)
+        l.erase(0, std::min(l.size(), i + 2));
+        changed = true;
+      }
+    }
+    if (starts(l, "[")) {
+      auto close = l.find(']');
+      if (close != std::string::npos && close < 16) {
+        std::string in = l.substr(1, close - 1);
+        bool tag = !in.empty() && in.find(',') != std::string::npos &&
+                   std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
+        if (tag) {
+          std::size_t j = close + 1;
+          if (starts(l.substr(j), "<stdout>") || starts(l.substr(j), "<stderr>")) j += 8;
+          if (j < l.size() && l[j] == ':') ++j;
+          l.erase(0, j);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return l;
+}
+
+struct RunState {
+  std::string version, binary, coll, ncclLibrary;
+  std::vector<std::string> ncclVersions;
+  std::vector<std::string> transports;
+  bool gdr = false;
+  std::map<std::string, std::string> env;
+  std::set<std::string> hosts;
+  std::vector<std::string> hostOrder;
+  std::set<int> ranks;
+  std::map<std::string, int> ranksPerHost;
+  std::string gpu;
+  bool elided = false;
+  int nThread = 0, nGpus = 0;
+  int launcherNp = 0;
+  int channels = 0;
+  std::vector<std::string> algos, protos;
+  std::string graphType;
+  bool headerSeen = false;
+  struct Row {
+    std::vector<std::string> w;
+    std::size_t line;
+  };
+  std::vector<Row> rows;
+  std::size_t firstLine = 0;
+  bool hasContent() const { return !rows.empty(); }
+};
+
+void addUnique(std::vector<std::string>& v, const std::string& s) {
+  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+// NCCL_X=Y in a command line (also "-x NCCL_X=Y", "export NCCL_X=Y").
+void envFromCommand(const std::string& l, std::map<std::string, std::string>& env) {
+  for (auto& w : wordsOf(l)) {
+    auto eq = w.find('=');
+    if (starts(w, "NCCL_") && eq != std::string::npos && eq > 5) {
+      std::string v = w.substr(eq + 1);
+      while (!v.empty() && (v.back() == '"' || v.back() == '\'' || v.back() == '\\')) v.pop_back();
+      env[w.substr(0, eq)] = v;
+    }
+  }
+}
+
+// mpirun/srun "-np N" / "-n N" / "--np N" / "--ntasks=N" before the binary.
+int launcherRanks(const std::string& l) {
+  auto w = wordsOf(l);
+  bool launcher = false;
+  int np = 0;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    std::string base = w[k].substr(w[k].find_last_of('/') == std::string::npos ? 0 : w[k].find_last_of('/') + 1);
+    if (base == "mpirun" || base == "mpiexec" || base == "srun" || base == "orterun" || base == "prterun") {
+      launcher = true;
+      continue;
+    }
+    if (!launcher) continue;
+    if (!collOfToken(w[k]).empty()) break;
+    auto num = [&](const std::string& s) {
+      std::size_t v = 0;
+      return parseSize(s, v) ? static_cast<int>(v) : 0;
+    };
+    if ((w[k] == "-np" || w[k] == "-n" || w[k] == "--np" || w[k] == "--ntasks" || w[k] == "-c") && k + 1 < w.size()) {
+      if (w[k] != "-c") np = num(w[k + 1]);
+    } else if (starts(w[k], "--ntasks=")) {
+      np = num(w[k].substr(9));
+    } else if (starts(w[k], "--np=")) {
+      np = num(w[k].substr(5));
+    }
+  }
+  return np;
+}
+
+}  // namespace
+
+std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std::string& source,
+                                             const NcclTestsHints& hints) {
+  auto ls = splitLines(text);
+  std::vector<RunState> runs;
+  RunState cur;
+  std::string fileBinary, fileColl;  // the latest binary named on a command line (carries to the next run)
+  std::map<std::string, std::string> fileEnv;
+  int fileNp = 0;
+  auto finish = [&] {
+    if (cur.hasContent()) runs.push_back(std::move(cur));
+    cur = RunState{};
+  };
+  auto startIfDone = [&](std::size_t i) {
+    if (cur.hasContent()) finish();
+    if (cur.firstLine == 0) cur.firstLine = i + 1;
+  };
+  bool prevRank = false;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    std::string l = stripPrefixes(ls[i]);
+    std::string t = trimmed(l);
+    if (starts(t, "```")) continue;
+    bool isRank = false;
+    if (starts(l, "# nccl-tests version")) {
+      startIfDone(i);
+      auto w = wordsOf(l);
+      if (w.size() >= 4) cur.version = w[3];
+      for (auto& x : w)
+        if (starts(x, "nccl-library=")) cur.ncclLibrary = x.substr(13);
+    } else if (starts(l, "# Collective test starting:")) {
+      // a version line just before belongs to this run
+      std::string v = cur.hasContent() ? "" : cur.version, lib = cur.hasContent() ? "" : cur.ncclLibrary;
+      startIfDone(i);
+      if (!v.empty()) cur.version = v;
+      if (!lib.empty()) cur.ncclLibrary = lib;
+      std::string bin = trimmed(l.substr(std::string("# Collective test starting:").size()));
+      std::string b2;
+      cur.coll = collOfToken(bin, &b2);
+      cur.binary = b2.empty() ? bin : b2;
+      if (cur.coll.empty())
+        throw InputError(fmt::format("{}: line {}: unknown nccl-tests binary '{}'", source, i + 1, bin));
+    } else if (starts(l, "# Collective test concluded:")) {
+      // the run ends; INFO lines after it belong to the next
+      if (cur.hasContent()) finish();
+    } else if (starts(l, "# nThread")) {
+      startIfDone(i);
+      auto w = wordsOf(l);
+      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
+        if (w[k] == "nThread") cur.nThread = std::atoi(w[k + 1].c_str());
+        if (w[k] == "nGpus") cur.nGpus = std::atoi(w[k + 1].c_str());
+      }
+    } else if (starts(l, "# Using devices")) {
+      if (cur.hasContent()) startIfDone(i);
+    } else if (starts(l, "#") && wordsOf(l).size() >= 3 && wordsOf(l)[1] == "Rank") {
+      // "#  Rank  0 Group  0 Pid    635 on         vm device  0 [0000:00:06] NVIDIA H200"
+      if (cur.hasContent()) startIfDone(i);
+      isRank = true;
+      auto w = wordsOf(l);
+      std::string host;
+      for (std::size_t k = 0; k + 1 < w.size(); ++k) {
+        if (w[k] == "Rank") cur.ranks.insert(std::atoi(w[k + 1].c_str()));
+        if (w[k] == "on") host = w[k + 1];
+      }
+      if (!host.empty()) {
+        if (cur.hosts.insert(host).second) cur.hostOrder.push_back(host);
+        cur.ranksPerHost[host]++;
+      }
+      auto br = l.find(']');
+      if (br != std::string::npos && cur.gpu.empty()) cur.gpu = trimmed(l.substr(br + 1));
+    } else if ((t == "..." || t == "# ..." || t == "#  ..." || (starts(t, "#") && trimmed(t.substr(1)) == "...") ||
+                t == "…") &&
+               prevRank) {
+      cur.elided = true;
+      isRank = true;
+    } else if (starts(l, "#") && (l.find("#wrong") != std::string::npos ||
+                                  (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos))) {
+      if (cur.hasContent()) startIfDone(i);
+      cur.headerSeen = true;
+    } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
+      auto p = l.find("NCCL version ");
+      if (p != std::string::npos) {
+        auto w = wordsOf(l.substr(p + 13));
+        if (!w.empty()) addUnique(cur.ncclVersions, w[0]);
+      }
+      p = l.find(" set by environment to ");
+      if (p != std::string::npos) {
+        auto w = wordsOf(l.substr(0, p));
+        std::string key = w.empty() ? "" : w.back();
+        auto v = wordsOf(l.substr(p + 23));
+        if (starts(key, "NCCL_") && !v.empty()) {
+          std::string val = v[0];
+          if (!val.empty() && val.back() == '.') val.pop_back();
+          cur.env[key] = val;
+        }
+      }
+      bool gdr = false;
+      addUnique(cur.transports, transportIn(l, gdr));
+      if (gdr) cur.gdr = true;
+      if (l.find("GDRDMA") != std::string::npos || l.find("GPU Direct RDMA Enabled") != std::string::npos)
+        cur.gdr = true;
+      // "32 coll channels, 32 collnet channels, ..., 32 p2p channels" / "nChannels 16"
+      p = l.find(" coll channels");
+      if (p != std::string::npos) {
+        auto w = wordsOf(l.substr(0, p));
+        std::size_t v = 0;
+        if (!w.empty() && parseSize(w.back(), v)) cur.channels = static_cast<int>(v);
+      }
+      p = l.find("nChannels ");
+      if (p != std::string::npos && cur.channels == 0) {
+        auto w = wordsOf(l.substr(p + 10));
+        std::size_t v = 0;
+        if (!w.empty()) {
+          std::string s = w[0];
+          while (!s.empty() && !isDigit(s.back())) s.pop_back();
+          if (parseSize(s, v)) cur.channels = static_cast<int>(v);
+        }
+      }
+      // "Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1"
+      auto q = l.find(", type ");
+      if (q != std::string::npos && cur.graphType.empty()) {
+        auto w = wordsOf(l.substr(q + 7));
+        if (!w.empty()) {
+          cur.graphType = w[0];
+          if (cur.graphType.back() == ',') cur.graphType.pop_back();
+        }
+      }
+      // tuner / "AllReduce: opCount 0 ... algorithm 1 protocol 2" / "Algo Ring proto Simple"
+      for (const char* key : {"algorithm ", "algo ", "Algo "}) {
+        p = l.find(key);
+        if (p != std::string::npos) {
+          auto w = wordsOf(l.substr(p + std::string(key).size()));
+          if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
+            std::string a = w[0];
+            while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
+            addUnique(cur.algos, a);
+          }
+        }
+      }
+      for (const char* key : {"protocol ", "proto ", "Proto "}) {
+        p = l.find(key);
+        if (p != std::string::npos) {
+          auto w = wordsOf(l.substr(p + std::string(key).size()));
+          if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
+            std::string a = w[0];
+            while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
+            addUnique(cur.protos, a);
+          }
+        }
+      }
+    } else if (starts(t, "NCCL version ")) {
+      auto w = wordsOf(t.substr(13));
+      if (!w.empty()) addUnique(cur.ncclVersions, w[0]);
+    } else if (!t.empty() && isDigit(t[0]) && !starts(t, "#")) {
+      auto w = wordsOf(t);
+      std::size_t dummy = 0;
+      // a result row: size count type ...; other numeric lines (e.g. "1 warning") are not rows
+      if (w.size() >= 5 && parseSize(w[0], dummy) && parseSize(w[1], dummy) && cur.headerSeen) {
+        cur.rows.push_back({w, i + 1});
+      } else if (w.size() >= 9 && parseSize(w[0], dummy) && parseSize(w[1], dummy) && !cur.headerSeen) {
+        throw InputError(fmt::format("{}: line {}: a data row before the nccl-tests column header", source, i + 1));
+      }
+    } else {
+      // a command line or shell text: binary names, NCCL_X=Y, -np
+      bool any = false;
+      for (auto& w : wordsOf(l)) {
+        std::string b;
+        auto c = collOfToken(w, &b);
+        if (!c.empty() && !starts(t, "#")) {
+          if (cur.hasContent()) finish();
+          fileBinary = b;
+          fileColl = c;
+          any = true;
+          break;
+        }
+      }
+      if (!starts(t, "#")) {
+        if (l.find("NCCL_") != std::string::npos) envFromCommand(l, fileEnv);
+        if (int np = launcherRanks(l); np > 0) fileNp = np;
+      }
+      (void)any;
+    }
+    if (!cur.hasContent() && cur.coll.empty() && !fileColl.empty() && cur.binary.empty()) {
+      // carried into the run being read
+    }
+    prevRank = isRank || (prevRank && t.empty());
+    if (cur.rows.size() == 1 && cur.rows.back().line == i + 1) {
+      // first row: fix the run's collective, env and -np from what the file said so far
+      if (cur.coll.empty()) {
+        cur.coll = fileColl;
+        cur.binary = fileBinary;
+      }
+      for (auto& [k, v] : fileEnv)
+        if (!cur.env.count(k)) cur.env[k] = v;
+      cur.launcherNp = fileNp;
+    }
+  }
+  finish();
+  if (runs.empty()) {
+    bool info = text.find("NCCL INFO") != std::string::npos;
+    throw InputError(fmt::format("{}: no nccl-tests result rows found{}", source,
+                                 info ? " (NCCL INFO lines only: nothing to read as a series)" : ""));
+  }
+
+  std::vector<NcclTestsRun> out;
+  std::string userColl = hints.coll.empty() ? "" : collFromUser(hints.coll);
+  if (!hints.coll.empty() && userColl.empty())
+    throw InputError(fmt::format("{}: :coll={} is not a collective (allreduce, allgather, reducescatter, alltoall, "
+                                 "broadcast, sendrecv)",
+                                 source, hints.coll));
+  for (std::size_t ri = 0; ri < runs.size(); ++ri) {
+    auto& r = runs[ri];
+    if (r.coll.empty()) r.coll = userColl;
+    if (r.coll.empty())
+      throw InputError(fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' line "
+                                   "and names no *_perf binary; add it to the file name: {}:coll=allreduce",
+                                   source, r.rows.front().line, source));
+    if (r.binary.empty()) r.binary = "(coll given by the user)";
+    // Ranks and nodes.
+    int listed = static_cast<int>(r.ranks.size());
+    int expected = 0;
+    if (r.nThread > 0 && r.nGpus > 0) expected = r.nThread * r.nGpus * std::max(1, r.launcherNp);
+    bool gaps = listed > 0 && *r.ranks.rbegin() + 1 != listed;
+    bool shortList = listed > 0 && expected > 0 && listed < expected;
+    std::string why = r.elided ? "'...' between the '#  Rank' lines"
+                      : gaps   ? fmt::format("rank numbers with gaps ({} listed, highest {})", listed, *r.ranks.rbegin())
+                      : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
+                                  : "";
+    int nRanks = 0, nNodes = 0;
+    if (!why.empty()) {
+      if (hints.ranks <= 0 || hints.nodes <= 0)
+        throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M "
+                                     "(e.g. {}:ranks=64,nodes=8)",
+                                     source, why, source, source));
+    }
+    if (listed > 0) nRanks = listed;
+    else if (expected > 0) nRanks = expected;
+    nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
+    if (hints.ranks > 0) nRanks = hints.ranks;
+    if (hints.nodes > 0) nNodes = hints.nodes;
+    if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
+    if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
+    if (nRanks <= 0)
+      throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown; give it with "
+                                   "{}:ranks=N,nodes=M",
+                                   source, source));
+    std::string path;
+    for (auto& tr : r.transports) path += (path.empty() ? "" : "+") + tr;
+    if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
+    if (!r.graphType.empty()) path += " " + r.graphType;
+    std::string ncclVersion = r.ncclVersions.empty() ? "" : r.ncclVersions.front();
+    if (ncclVersion.empty() && !r.ncclLibrary.empty()) {
+      // "nccl-library=22902" = NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+      std::size_t code = 0;
+      if (parseSize(r.ncclLibrary, code) && code >= 10000)
+        ncclVersion = fmt::format("{}.{}.{}", code / 10000, (code / 100) % 100, code % 100);
+    }
+
+    NcclTestsRun run;
+    for (auto& pr : r.rows) {
+      const auto& w = pr.w;
+      // size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+      // nccl-tests before root was printed (2.0-2.x): size count type redop | time algbw busbw error | ...
+      if (w.size() != 13 && w.size() != 12)
+        throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
+                                     "busbw #wrong out-of-place and in-place), got {}",
+                                     source, pr.line, w.size()));
+      const std::size_t first = w.size() == 13 ? 5 : 4;
+      std::size_t bytes = 0, count = 0;
+      if (!parseSize(w[0], bytes) || !parseSize(w[1], count))
+        throw InputError(
+            fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
+      for (int place = 0; place < 2; ++place) {
+        std::size_t b = first + place * 4;
+        double tm = 0, alg = 0, bus = 0;
+        if (!parseDouble(w[b], tm) || !parseDouble(w[b + 1], alg) || !parseDouble(w[b + 2], bus) || tm <= 0)
+          throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
+                                       source, pr.line, w[b], w[b + 1], w[b + 2]));
+        Sample s;
+        s.coll = r.coll;
+        s.impl = "nccl-tests";
+        s.path = path;
+        s.dtype = dtypeOf(w[2]);
+        s.inPlace = place == 1;
+        s.bytes = bytes;
+        s.count = count;
+        s.nRanks = nRanks;
+        s.nNodes = nNodes;
+        s.timeUs = tm;
+        s.timer = "host";    // nccl-tests: host clock around the launched batch
+        s.rankTime = "avg";  // nccl-tests averages over ranks by default (-a 1)
+        // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
+        s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);
+        s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
+        if (alg <= 0) {
+          double f = 1;
+          int n = nRanks;
+          if (r.coll == "allreduce") f = 2.0 * (n - 1) / n;
+          else if (r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall") f = double(n - 1) / n;
+          s.busBwGBps = s.algBwGBps * f;
+        }
+        std::size_t wrong = 0;
+        s.wrong = w[b + 3] == "N/A" ? -1 : (parseSize(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
+        double err = 0;
+        if (s.wrong == -2 && first == 4 && parseDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
+        if (s.wrong == -2)
+          throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
+        s.extra = {{"tool", "nccl-tests" + (r.version.empty() ? std::string() : " " + r.version)},
+                   {"binary", r.binary},
+                   {"source", source},
+                   {"printed_time_us", w[b]},
+                   {"printed_algbw", w[b + 1]},
+                   {"printed_busbw", w[b + 2]}};
+        if (first == 4) s.extra.push_back({"printed_error", w[b + 3]});
+        if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
+        if (!r.transports.empty()) s.extra.push_back({"transports", path});
+        run.rows.push_back(std::move(s));
+      }
+    }
+    nlohmann::json info = nlohmann::json::object();
+    info["run_index"] = ri + 1;
+    info["runs_in_file"] = runs.size();
+    info["first_row_line"] = r.rows.front().line;
+    info["version"] = r.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.version);
+    info["nccl_version"] = ncclVersion.empty() ? nlohmann::json(nullptr) : nlohmann::json(ncclVersion);
+    info["nccl_versions"] = r.ncclVersions;
+    info["binary"] = r.binary;
+    info["coll"] = r.coll;
+    info["coll_from"] = !r.coll.empty() && r.coll == userColl && r.binary == "(coll given by the user)" ? "user" : "log";
+    info["gpu"] = r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu);
+    info["hosts"] = r.hostOrder;
+    info["ranks"] = nRanks;
+    info["nodes"] = nNodes;
+    info["ranks_listed"] = listed;
+    info["rank_list"] = why.empty() ? (listed > 0 ? "complete" : "absent") : "elided: " + why;
+    info["counts_from"] = hints.ranks > 0 || hints.nodes > 0 ? "user" : (listed > 0 ? "rank lines" : "header");
+    if (nNodes > 0 && nRanks % nNodes == 0) info["ranks_per_node"] = nRanks / nNodes;
+    else info["ranks_per_node"] = nullptr;
+    info["nthread"] = r.nThread;
+    info["ngpus"] = r.nGpus;
+    if (r.launcherNp > 0) info["launcher_np"] = r.launcherNp;
+    info["env"] = r.env;
+    info["transports"] = r.transports;
+    info["gdrdma"] = r.gdr;
+    info["channels"] = r.channels > 0 ? nlohmann::json(r.channels) : nlohmann::json(nullptr);
+    info["algo"] = r.algos;
+    info["proto"] = r.protos;
+    if (auto it = r.env.find("NCCL_ALGO"); it != r.env.end()) info["algo_forced"] = it->second;
+    if (auto it = r.env.find("NCCL_PROTO"); it != r.env.end()) info["proto_forced"] = it->second;
+    if (!r.graphType.empty()) info["graph_type"] = r.graphType;
+    run.info = std::move(info);
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+std::vector<Sample> parseNcclTests(const std::string& text, const std::string& source) {
+  std::vector<Sample> all;
+  for (auto& r : parseNcclTestsRuns(text, source)) all.insert(all.end(), r.rows.begin(), r.rows.end());
+  return all;
+}
+
+InputArg splitInputArg(const std::string& arg) {
+  InputArg a;
+  std::error_code ec;
+  std::string rest = arg;
+  if (!fs::exists(rest, ec)) {
+    auto hash = rest.rfind('#');
+    if (hash != std::string::npos && hash + 1 < rest.size() &&
+        std::all_of(rest.begin() + static_cast<long>(hash) + 1, rest.end(), isDigit)) {
+      a.pick = std::atoi(rest.c_str() + hash + 1);
+      if (a.pick <= 0) throw InputError(fmt::format("'{}': #k counts runs from 1", arg));
+      rest = rest.substr(0, hash);
+    }
+    auto colon = rest.rfind(':');
+    if (colon != std::string::npos && !fs::exists(rest, ec) && rest.find('=', colon) != std::string::npos) {
+      std::string opts = rest.substr(colon + 1);
+      rest = rest.substr(0, colon);
+      std::stringstream ss(opts);
+      std::string kv;
+      while (std::getline(ss, kv, ',')) {
+        auto eq = kv.find('=');
+        std::string k = eq == std::string::npos ? kv : kv.substr(0, eq);
+        std::string v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        std::size_t n = 0;
+        if (k == "coll" && !v.empty()) a.hints.coll = v;
+        else if (k == "algo" && !v.empty()) a.hints.algo = v;
+        else if (k == "proto" && !v.empty()) a.hints.proto = v;
+        else if ((k == "ranks" || k == "nodes") && parseSize(v, n) && n > 0)
+          (k == "ranks" ? a.hints.ranks : a.hints.nodes) = static_cast<int>(n);
+        else
+          throw InputError(fmt::format("'{}': '{}' is not coll=NAME, ranks=N, nodes=N (N > 0), algo=NAME or proto=NAME", arg, kv));
+      }
+      if (a.hints.ranks > 0 && a.hints.nodes > 0 && a.hints.ranks % a.hints.nodes != 0)
+        throw InputError(fmt::format("'{}': ranks={} is not a multiple of nodes={}", arg, a.hints.ranks, a.hints.nodes));
+    }
+  }
+  a.file = rest;
+  if (fs::is_regular_file(a.file, ec)) {
+    std::ifstream in(a.file, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    a.isNcclTests = sniffInput(ss.str()) == InputKind::kNcclTests;
+  }
+  if (!a.isNcclTests && (a.pick > 0 || !a.hints.coll.empty() || a.hints.ranks > 0 || a.hints.nodes > 0 ||
+                          !a.hints.algo.empty() || !a.hints.proto.empty())) {
+    if (!fs::is_regular_file(a.file, ec)) throw InputError(fmt::format("'{}': no such file", a.file));
+    throw InputError(fmt::format("'{}': :coll=/ranks=/nodes= and #k apply to nccl-tests logs only", arg));
+  }
+  return a;
+}
+
+std::vector<RunData> loadNcclTestsRuns(const InputArg& spec) {
+  std::ifstream in(spec.file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("'{}': cannot read", spec.file));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto runs = parseNcclTestsRuns(ss.str(), spec.file, spec.hints);
+  fs::path p(spec.file);
+  std::vector<RunData> out;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    RunData r;
+    r.dir = p.parent_path().string();
+    if (r.dir.empty()) r.dir = ".";
+    r.rows = std::move(runs[k].rows);
+    r.label = p.stem().string() + (runs.size() > 1 ? fmt::format("-{}", k + 1) : "");
+    std::string tool = "nccl-tests";
+    for (auto& [key, v] : r.rows.front().extra)
+      if (key == "tool") tool = v;
+    const auto& info = runs[k].info;
+    r.runJson = {{"run_id", r.label},
+                 {"command_line", fmt::format("({} output imported from {})", tool, spec.file)},
+                 {"imported_from", spec.file},
+                 {"tool", tool},
+                 {"ranks", info["ranks"]},
+                 {"nodes", info["nodes"]},
+                 {"nccl_tests", info},
+                 {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
+    if (!info["gpu"].is_null()) {
+      nlohmann::json gpus = nlohmann::json::array();
+      gpus.push_back({{"name", info["gpu"]}});
+      r.runJson["fingerprint"] = {{"gpus", gpus}, {"gpu_query", "from the nccl-tests '#  Rank' lines"}};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace fb

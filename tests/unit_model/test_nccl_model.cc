@@ -1,0 +1,207 @@
+// lib/model/nccl: NCCL's algorithms and protocols against hand-computed cases (tuning.cc latencies,
+// the bandwidth of each algorithm on a given machine), the choice, forcing, and the calibration
+// recovering a machine from curves it generated.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "model/nccl.h"
+
+using namespace fb::model;
+using Approx = Catch::Detail::Approx;
+
+namespace {
+NcclMachine h100(int N, int G) {
+  NcclMachine m;
+  m.nodes = N;
+  m.gpusPerNode = G;
+  m.nicGBps = 48;
+  m.ringIntraGBps = 360;
+  m.nvlsGBps = 480;
+  return m;
+}
+double t(const std::string& c, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
+  auto x = ncclCost(c, a, p, m, S);
+  REQUIRE(x);
+  return x->timeUs;
+}
+}  // namespace
+
+TEST_CASE("nccl ring: tuning.cc latency and the NICs' bandwidth", "[nccl]") {
+  auto m = h100(2, 8);  // 16 ranks, AllReduce: 30 steps, 2 of them between nodes
+  const double S = 1 << 30, f = 2.0 * 15 / 16;
+  // Simple: 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us; bandwidth min(360, 8 x 48 = 384) = 360
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, S) == Approx(131.6 + S * f / 360e3));
+  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 / 4
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 90e3));
+  // LL128: 14 + 28 x 1.9 + 2 x 4 = 75.2 us; 360 x 0.92
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, S) == Approx(75.2 + S * f / (360 * 0.92e3)));
+  // AllGather: 15 steps, 1 between nodes: 8.4 + 14 x 3.4 + 14 = 70 us; factor 15/16
+  CHECK(t("allgather", NcclAlgo::kRing, NcclProto::kSimple, m, S) == Approx(70 + S * (15.0 / 16) / 360e3));
+  // 4 nodes, NICs the bottleneck when the node's ring is faster: min(500, 384)
+  auto m4 = h100(4, 8);
+  m4.ringIntraGBps = 500;
+  auto c = ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m4, S);
+  CHECK(c->busbwGBps == Approx(384));
+  // one node: the node's ring, NVLink hops only: 8.4 + 14 x 3.4
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kSimple, h100(1, 8), S) == Approx(8.4 + 14 * 3.4 + S * 1.75 / 360e3));
+}
+
+TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from the algorithm", "[nccl]") {
+  auto m = h100(2, 8);
+  m.ringIntraGBps = 1000;
+  m.nvlsGBps = 1000;
+  const double f = 2.0 * 15 / 16;
+  // 2 nodes: 2 tree edges per node: busbw = 8 x 48 x f x 2 / 2 = 720 GB/s, above the NICs' 384
+  auto tr = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9);
+  CHECK(tr->busbwGBps == Approx(384 * f));
+  // latency 8.4 + 2 (7 x 4 + 1 x 14) = 92.4 us
+  CHECK(tr->latUs == Approx(92.4));
+  // 8 nodes: 4 edges: 384 x f' x 2 / 4, f' = 2 x 63 / 64; latency 8.4 + 2 (7 x 4 + 3 x 14) = 148.4
+  auto m8 = m;
+  m8.nodes = 8;
+  auto t8 = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m8, 1e9);
+  CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2));
+  CHECK(t8->latUs == Approx(148.4));
+  // NVLSTree capped by NVLS: 2 x (25 + 1 x 14) = 78 us
+  m.nvlsGBps = 470;
+  auto nt = ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1e9);
+  CHECK(nt->busbwGBps == Approx(470));
+  CHECK(nt->latUs == Approx(78));
+  // protocols: tree LL = / 3.8, LL128 = x 120/128 on more than one node
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(std::min(1000.0, 384 * f) / 3.8));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1e9)->busbwGBps ==
+        Approx(std::min(1000.0, 384 * f) * 120 / 128));
+  // NVLS and NVLSTree are Simple only; NVLS only on one node
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kLL, m, 1e9));
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9));
+  auto one = h100(1, 8);
+  auto nv = ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, one, 1e9);
+  CHECK(nv->busbwGBps == Approx(480));
+  CHECK(nv->latUs == Approx(25));
+}
+
+TEST_CASE("nccl tree: tuning.cc's correction factor at medium sizes", "[nccl]") {
+  auto m = h100(2, 8);
+  const double f = 2.0 * 15 / 16;
+  // 1 MiB: log2(2^20 / 64) = 14 -> Simple 0.5, LL128 0.6, LL 0.5; 1 GB: 1 (above 128 MiB)
+  auto big = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9)->busbwGBps;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(0.5 * big));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1 << 20)->busbwGBps ==
+        Approx(0.6 * std::min(360.0, 384 * f) * 120 / 128));
+  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.6
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.6 * big));
+  // NVLSTree is not corrected
+  CHECK(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(480));
+}
+
+TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
+  auto m = h100(4, 8);
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9));  // no SHARP
+  m.collNet = true;
+  m.nvlsGBps = 2000;
+  m.ringIntraGBps = 2000;
+  const double f = 2.0 * 31 / 32;
+  CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
+  CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
+  // PAT: one rank per node only; latency 8.4 + log2(8) x 14
+  auto p1 = h100(8, 1);
+  CHECK_FALSE(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, m, 1e9));
+  auto pat = ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9);
+  CHECK(pat->latUs == Approx(8.4 + 3 * 14));
+  CHECK(pat->busbwGBps == Approx(48));
+  // AllToAll, 2 nodes x 8: per node 8 S (8/16) leaves over 8 NICs: busbw = 8 x 48 x 15 / (8 x 8) = 90
+  auto a = ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 8), 1e9);
+  CHECK(a->busbwGBps == Approx(90));
+  // 2 x 2: 2 x 48 x 3 / (2 x 2) = 72
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 2), 1e9)->busbwGBps == Approx(72));
+  CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 1), 1e9)->busbwGBps == Approx(48));
+}
+
+TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channels", "[nccl]") {
+  auto m = h100(2, 8);
+  auto small = ncclChoose("allreduce", m, 8);
+  // latency-bound: LL; the tree's 6.8 + 2 x (7 x 0.6 + 1 x 5) = 25.2 us beats the ring's 28.8 us,
+  // as NCCL takes Tree/LL for small multi-node AllReduce
+  CHECK(small.best.proto == NcclProto::kLL);
+  CHECK(small.best.algo == NcclAlgo::kTree);
+  CHECK(small.best.latUs == Approx(25.2));
+  auto big = ncclChoose("allreduce", m, 8e9);
+  CHECK(big.best.algo == NcclAlgo::kNvlsTree);  // min(480, 720) beats the ring's 360
+  NcclForce f;
+  f.algo = NcclAlgo::kRing;
+  auto r = ncclChoose("allreduce", m, 8e9, f);
+  CHECK(r.best.algo == NcclAlgo::kRing);
+  CHECK(r.best.proto == NcclProto::kSimple);
+  f.proto = NcclProto::kLL128;
+  CHECK(ncclChoose("allreduce", m, 8e9, f).best.proto == NcclProto::kLL128);
+  // channels cap LL128: 4 channels x 36.7
+  m.channels = 4;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, 1e9)->busbwGBps == Approx(4 * 36.7));
+  NcclForce bad;
+  bad.algo = NcclAlgo::kPat;
+  CHECK_THROWS_AS(ncclChoose("allreduce", m, 1e6, bad), fb::InputError);
+  CHECK(parseNcclAlgo("NVLS_TREE") == NcclAlgo::kNvlsTree);
+  CHECK(parseNcclAlgo("ring") == NcclAlgo::kRing);
+  CHECK_THROWS_AS(parseNcclAlgo("butterfly"), fb::InputError);
+  CHECK(parseNcclProto("ll128") == NcclProto::kLL128);
+  CHECK_THROWS_AS(parseNcclProto("LL64"), fb::InputError);
+  CHECK(ncclBusFactor("alltoall", 16) == Approx(15.0 / 16));
+  CHECK(ncclBusFactor("broadcast", 16) == Approx(1));
+}
+
+TEST_CASE("nccl calibration recovers the machine that made the curves", "[nccl]") {
+  NcclMachine truth = h100(2, 8);
+  truth.nicGBps = 40;
+  truth.latNetScale = 2;
+  truth.nvlsGBps = 420;  // NVLS-bound tree on 2 nodes (min(420, 8 x 40 x 1.875)); above the ring's 365 so
+                         // the 1 x 8 run takes NVLS and identifies it
+  NcclRun one, two;
+  one.coll = two.coll = "allreduce";
+  one.label = "1x8";
+  one.nodes = 1;
+  one.gpusPerNode = 8;
+  two.label = "2x8 ring";
+  two.nodes = 2;
+  two.gpusPerNode = 8;
+  two.force.algo = NcclAlgo::kRing;  // a Ring run identifies the NICs
+  for (double S = 1 << 20; S <= (1ull << 33); S *= 2) {
+    NcclMachine m1 = truth;
+    m1.nodes = 1;
+    one.rows.push_back({S, ncclChoose("allreduce", m1, S).best.timeUs, 0});
+    two.rows.push_back({S, ncclChoose("allreduce", truth, S, two.force).best.timeUs, 0});
+  }
+  NcclMachine prior = h100(2, 8);
+  auto fit = ncclCalibrate(prior, {one, two});
+  CHECK(fit.maxAbsErrPct < 2);
+  CHECK(fit.machine.nicGBps == Approx(40).epsilon(0.05));
+  CHECK(fit.machine.nvlsGBps == Approx(420).epsilon(0.05));
+  // a noisy size (in-place 30 % off) is flagged and left out of the statistics
+  two.rows[3].inPlaceUs = two.rows[3].timeUs * 1.3;
+  two.rows[3].timeUs *= 3;
+  auto pts = ncclPredict(fit.machine, two);
+  CHECK(pts[3].noisy);
+  CHECK(ncclErrStats(pts, 0).second < 2);
+}
+
+TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nccl]") {
+  auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log");
+  auto runs = ncclRunsOf(rd);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].nodes == 1);
+  CHECK(runs[0].gpusPerNode == 2);
+  CHECK(runs[0].rows.size() == 31);  // 8 B .. 8 GiB, factor 2
+  NcclMachine prior;
+  prior.nvlsGBps = 0;  // the log was made with NCCL_NVLS_ENABLE=0
+  auto fit = ncclCalibrate(prior, runs);
+  auto pts = ncclPredict(fit.machine, runs[0]);
+  auto [med, mx] = ncclErrStats(pts, 1 << 20);
+  CHECK(med < 10);
+  CHECK(mx < 35);  // 4 MiB: the LL -> LL128 switch lands one size early in the model (+30.6 %)
+  CHECK(pts.front().proto == NcclProto::kLL);
+  CHECK(pts.back().algo == NcclAlgo::kRing);
+  CHECK(pts.back().proto == NcclProto::kSimple);
+  // 8 GiB: 24612.6 us measured (the log's out-of-place time)
+  CHECK(pts.back().measuredUs == Approx(24612.6));
+  CHECK(std::fabs(pts.back().errPct) < 3);
+}

@@ -1,0 +1,286 @@
+// lib/report/import_nccl_tests: nccl-tests output as people publish it (every 2.x format, launcher
+// prefixes, several runs a file, elided rank lists), over every real log in tests/data.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <algorithm>
+#include <sstream>
+
+#include "report/import.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kData = std::string(FB_TEST_DATA_ROOT) + "/";
+
+std::string slurpFile(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string extra(const fb::Sample& s, const std::string& k) {
+  for (auto& [key, v] : s.extra)
+    if (key == k) return v;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("dump every log (diagnostic)", "[.dump]") {
+  for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats"}) {
+    if (!fs::exists(kData + dir)) continue;
+    std::vector<std::string> files;
+    for (auto& e : fs::directory_iterator(kData + dir))
+      if (e.path().extension() == ".log") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      try {
+        auto runs = fb::loadRunsAny(f);
+        for (auto& r : runs) {
+          auto& i = r.runJson["nccl_tests"];
+          std::printf("%s | %s | %s | %dx? ranks %d nodes %d rpn %s | %s | nccl %s | tr %s | ch %s | env %s | rows %zu\n",
+                      fs::path(f).filename().c_str(), r.label.c_str(), i["coll"].get<std::string>().c_str(),
+                      0, i["ranks"].get<int>(), i["nodes"].get<int>(), i["ranks_per_node"].dump().c_str(),
+                      i["gpu"].dump().c_str(), i["nccl_version"].dump().c_str(), i["transports"].dump().c_str(),
+                      i["channels"].dump().c_str(), i["env"].dump().c_str(), r.rows.size());
+        }
+      } catch (const std::exception& e) {
+        std::printf("%s | ERROR %s\n", fs::path(f).filename().c_str(), e.what());
+      }
+    }
+  }
+}
+
+namespace {
+struct Expect {
+  const char* file;  // relative to tests/data, with :coll= where the log names no collective
+  std::size_t runs;
+  const char* colls;  // comma-joined, in run order
+  int ranks, nodes;
+  const char* gpu;
+};
+const Expect kExpect[] = {
+    {"public-nccl-tests/dgxh100-cnh-2x2.log", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/dgxh100-cnh-2x4.log", 1, "allreduce", 8, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/dgxh100-cnh-2x8.log", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ib400-gjaion-2x8.log:coll=allreduce", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ib400-gjaion-4x8.log", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ndr-shahizat-1x8.log:coll=allreduce", 1, "allreduce", 8, 1, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-ndr-shahizat-2x8.log:coll=allreduce", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-snellius-1n-g4-all_gather.log", 1, "allgather", 4, 1, "NVIDIA H100"},
+    {"public-nccl-tests/h100-snellius-1n-g4-all_reduce.log", 1, "allreduce", 4, 1, "NVIDIA H100"},
+    {"public-nccl-tests/h100-snellius-1n-g4-reduce_scatter.log", 1, "reducescatter", 4, 1, "NVIDIA H100"},
+    {"public-nccl-tests/h100-snellius-2n-g4-all_gather.log", 1, "allgather", 8, 2, "NVIDIA H100"},
+    {"public-nccl-tests/h100-snellius-2n-g4-all_reduce.log", 1, "allreduce", 8, 2, "NVIDIA H100"},
+    {"public-nccl-tests/h100-snellius-2n-g4-reduce_scatter.log", 1, "reducescatter", 8, 2, "NVIDIA H100"},
+    {"public-nccl-tests/h100-vm-qoofyk-4x8.log", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xe9680-qoofyk-2x8.log", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N1-G4-cnode3-002.log", 5,
+     "allreduce,allgather,reducescatter,alltoall,p2pring", 4, 1, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N1-G8-cnode3-002.log", 5,
+     "allreduce,allgather,reducescatter,alltoall,p2pring", 8, 1, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N2-G1-cnode3-002_003.log", 2, "alltoall,p2pring", 2, 2,
+     "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N2-G2-cnode3-002_003.log", 2, "alltoall,p2pring", 4, 2,
+     "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N2-G4-cnode3-002_003.log", 2, "alltoall,p2pring", 8, 2,
+     "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N2-G8-cnode3-002_003.log", 2, "alltoall,p2pring", 16, 2,
+     "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-smoke-N2-G1-cnode3-002_003.log", 2, "allreduce,p2pring", 2, 2,
+     "NVIDIA H100 80GB HBM3"},
+    {"nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce", 1, "allreduce", 16, 2, "A100-SXM4-40GB"},
+    {"nccl-info/a100pcie-roce+ib-2x1-gdr-forced-nccl2.16.5-gather.log", 1, "gather", 2, 2, "NVIDIA A100-PCIE-40GB"},
+    {"nccl-info/h100-ib-ndr-2x8-gdrdma-nvls-nccl2.26.2-rank0.log", 1, "allreduce", 16, 2, "NVIDIA H100 80GB HBM3"},
+    {"nccl-info/h100-snellius-ib-2x4-pxn-gdrdma-nccl2.22.3-allreduce.log", 1, "allreduce", 8, 2, "NVIDIA H100"},
+    {"nccl-info/h20-vm-roce-bond-2x2-pxn-alltoall-nccl2.26.5-host40.log", 1, "alltoall", 4, 2, "NVIDIA H20-3e"},
+    {"nccl-tests-formats/tag-output-dgxh100-cnh-2x2.log", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
+    {"nccl-tests-formats/timestamps-h100-ib400-gjaion-4x8.log", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
+    {"nccl-tests-formats/elided-ranks-h100-ib400-gjaion-4x8.log:ranks=32,nodes=4", 1, "allreduce", 32, 4,
+     "NVIDIA H100 80GB HBM3"},
+};
+
+double busFactor(const std::string& coll, int n) {
+  if (coll == "allreduce") return 2.0 * (n - 1) / n;
+  if (coll == "allgather" || coll == "reducescatter" || coll == "alltoall" || coll == "gather" || coll == "scatter")
+    return double(n - 1) / n;
+  return 1.0;  // broadcast, reduce, p2pring (sendrecv)
+}
+
+// The out-of-place (or in-place) row of `bytes` in run k.
+const fb::Sample* row(const fb::RunData& r, std::size_t bytes, bool inPlace) {
+  for (auto& s : r.rows)
+    if (s.bytes == bytes && s.inPlace == inPlace) return &s;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("every real log in tests/data reads with the expected runs, collectives, ranks, nodes, GPU") {
+  int wrongFiles = 0, wrongRows = 0, rowsChecked = 0;
+  std::set<std::string> covered;
+  for (auto& e : kExpect) {
+    std::string arg = kData + e.file;
+    covered.insert(fs::path(arg.substr(0, arg.find(':', kData.size()))).filename().string());
+    std::vector<fb::RunData> runs;
+    try {
+      runs = fb::loadRunsAny(arg);
+    } catch (const std::exception& ex) {
+      FAIL_CHECK(e.file << ": " << ex.what());
+      ++wrongFiles;
+      continue;
+    }
+    std::string colls;
+    bool ok = runs.size() == e.runs;
+    for (auto& r : runs) {
+      auto& i = r.runJson["nccl_tests"];
+      colls += (colls.empty() ? "" : ",") + i["coll"].get<std::string>();
+      ok = ok && i["ranks"] == e.ranks && i["nodes"] == e.nodes && i["gpu"] == e.gpu && r.runJson["ranks"] == e.ranks;
+      for (auto& s : r.rows) {
+        ok = ok && s.nRanks == e.ranks && s.nNodes == e.nodes && s.coll == i["coll"];
+        double alg = std::stod(extra(s, "printed_algbw")), bus = std::stod(extra(s, "printed_busbw"));
+        double f = busFactor(s.coll, e.ranks);
+        ++rowsChecked;
+        // printed with 2 decimals: |alg*f - bus| <= 0.005*f + 0.005 (+ float slack)
+        if (std::fabs(alg * f - bus) > 0.005 * f + 0.005 + 1e-9) {
+          ++wrongRows;
+          WARN(e.file << " " << s.bytes << (s.inPlace ? " in" : " out") << ": algbw " << alg << " x " << f
+                      << " != busbw " << bus);
+        }
+      }
+    }
+    ok = ok && colls == e.colls;
+    if (!ok) {
+      ++wrongFiles;
+      FAIL_CHECK(e.file << ": runs " << runs.size() << " colls " << colls);
+    }
+  }
+  CHECK(wrongFiles == 0);
+  CHECK(wrongRows == 0);
+  CHECK(rowsChecked == 1562);
+  // every .log in the three folders is either listed above or refused on purpose (INFO only)
+  for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats"})
+    for (auto& de : fs::directory_iterator(kData + dir))
+      if (de.path().extension() == ".log" && !covered.count(de.path().filename().string())) {
+        std::string n = de.path().filename().string();
+        CHECK((n == "2x4gpu-socket-nolibibverbs-nccl2.7.8-node0.log" || n == "a100pcie-roce-2x2-nogdr-nccl2.30.4.log"));
+        CHECK_THROWS_WITH(fb::loadRunsAny(de.path().string()), Catch::Contains("no nccl-tests result table"));
+      }
+}
+
+TEST_CASE("rows by hand from the log text (size, time, busbw, in and out of place)") {
+  struct H {
+    const char* file;
+    std::size_t run;  // 0-based
+    std::size_t bytes;
+    bool inPlace;
+    double time, busbw;
+  };
+  const H hs[] = {
+      {"public-nccl-tests/h100-ib400-gjaion-4x8.log", 0, 1048576, false, 317.0, 6.41},
+      {"public-nccl-tests/h100-ib400-gjaion-4x8.log", 0, 1048576, true, 93.26, 21.78},
+      {"public-nccl-tests/h100-ib400-gjaion-4x8.log", 0, 8589934592, false, 51285, 324.52},
+      {"public-nccl-tests/h100-ndr-shahizat-2x8.log:coll=allreduce", 0, 8589934592, true, 103538, 155.56},
+      {"public-nccl-tests/dgxh100-cnh-2x8.log", 0, 8589934592, false, 34409, 468.09},
+      {"public-nccl-tests/h100-xe9680-qoofyk-2x8.log", 0, 8589934592, true, 34365, 468.67},
+      {"public-nccl-tests/h100-snellius-2n-g4-all_gather.log", 0, 8589934592, false, 76968, 97.65},
+      {"nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce", 0, 1048576, false, 485.3, 4.05},
+      {"nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce", 0, 4194304, true, 794.3, 9.90},
+      {"nccl-tests-formats/timestamps-h100-ib400-gjaion-4x8.log", 0, 8589934592, false, 51285, 324.52},
+  };
+  int wrong = 0;
+  for (auto& h : hs) {
+    auto runs = fb::loadRunsAny(kData + h.file);
+    REQUIRE(runs.size() > h.run);
+    auto* s = row(runs[h.run], h.bytes, h.inPlace);
+    if (!s || std::fabs(s->timeUs - h.time) > 1e-9 || std::fabs(std::stod(extra(*s, "printed_busbw")) - h.busbw) > 1e-9 ||
+        std::fabs(s->busBwGBps - h.busbw) > 0.01 * h.busbw + 0.01) {
+      ++wrong;
+      FAIL_CHECK(h.file << " " << h.bytes << ": " << (s ? s->timeUs : -1) << " " << (s ? s->busBwGBps : -1));
+    }
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, elided ranks") {
+  // plain >= 2.16.7: coll from "# Collective test starting:"
+  auto f = fb::loadRunsAny(kData + "public-nccl-tests/h100-xxrjun-cluster01-N1-G8-cnode3-002.log");
+  REQUIRE(f.size() == 5);
+  CHECK(f[3].runJson["nccl_tests"]["binary"] == "alltoall_perf");
+  CHECK(f[0].runJson["nccl_tests"]["nccl_version"] == "2.29.2");  // from nccl-library=22902
+  CHECK(f[0].runJson["nccl_tests"]["version"] == "2.17.8");
+  CHECK(f[1].label == "h100-xxrjun-cluster01-N1-G8-cnode3-002-2");
+  // several runs: loadRunAny needs #k
+  CHECK_THROWS_WITH(fb::loadRunAny(kData + "public-nccl-tests/h100-xxrjun-cluster01-N1-G8-cnode3-002.log"),
+                    Catch::Contains("#k"));
+  CHECK(fb::loadRunAny(kData + "public-nccl-tests/h100-xxrjun-cluster01-N1-G8-cnode3-002.log#4").rows.front().coll ==
+        "alltoall");
+  // pre-2.16.7 with ./build/all_reduce_perf on the command line, fences (set D)
+  auto d = fb::loadRunAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log");
+  CHECK(d.runJson["nccl_tests"]["binary"] == "all_reduce_perf");
+  CHECK(d.runJson["nccl_tests"]["ranks_per_node"] == 2);
+  CHECK(d.runJson["nccl_tests"]["hosts"] == nlohmann::json({"dgx-06", "dgx-07"}));
+  // NAME_SUFFIX from a command line (xe9680) and from "Collective test starting" (snellius)
+  CHECK(fb::loadRunAny(kData + "public-nccl-tests/h100-xe9680-qoofyk-2x8.log").runJson["nccl_tests"]["binary"] ==
+        "all_reduce_perf_mpi");
+  auto sn = fb::loadRunAny(kData + "public-nccl-tests/h100-snellius-2n-g4-all_reduce.log");
+  CHECK(sn.runJson["nccl_tests"]["binary"] == "all_reduce_perf_mpi");
+  CHECK(sn.runJson["nccl_tests"]["transports"] == nlohmann::json({"P2P/CUMEM", "NET/IB"}));
+  CHECK(sn.runJson["nccl_tests"]["channels"] == 8);
+  // env from the command line and from "set by environment"
+  auto ring = fb::loadRunAny(kData + "public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log");
+  CHECK(ring.runJson["nccl_tests"]["env"]["NCCL_MIN_CTAS"] == "24");
+  CHECK(ring.runJson["nccl_tests"]["algo_forced"] == "Ring");
+  auto ndr = fb::loadRunAny(kData + "nccl-info/h100-ib-ndr-2x8-gdrdma-nvls-nccl2.26.2-rank0.log");
+  CHECK(ndr.runJson["nccl_tests"]["env"]["NCCL_ALGO"] == "RING");
+  CHECK(ndr.runJson["nccl_tests"]["gdrdma"] == true);
+  CHECK(ndr.runJson["nccl_tests"]["nccl_version"] == "2.26.2+cuda12.8");
+  // srun -l (" 0: ") and no collective anywhere: refused with the :coll= hint, read with it
+  CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8.log"),
+                    Catch::Contains(":coll=allreduce"));
+  CHECK(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8.log:coll=allreduce").front().rows.size() ==
+        22);
+  // algo=/proto= say what a pasted log's run forced when its env lines are not in the paste
+  {
+    auto ring = fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce,algo=Ring,proto=Simple");
+    REQUIRE(ring.size() == 1);
+    CHECK(ring.front().runJson["nccl_tests"]["algo_forced"] == "Ring");
+    CHECK(ring.front().runJson["nccl_tests"]["proto_forced"] == "Simple");
+    auto plain = fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce");
+    CHECK_FALSE(plain.front().runJson["nccl_tests"].contains("algo_forced"));
+    CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8-ring.log:coll=allreduce,algo="),
+                      Catch::Contains("algo=NAME"));
+  }
+  // tag-output: same rows as the plain log
+  auto tag = fb::loadRunAny(kData + "nccl-tests-formats/tag-output-dgxh100-cnh-2x2.log");
+  REQUIRE(tag.rows.size() == d.rows.size());
+  int diff = 0;
+  for (std::size_t k = 0; k < tag.rows.size(); ++k)
+    diff += tag.rows[k].bytes != d.rows[k].bytes || tag.rows[k].timeUs != d.rows[k].timeUs;
+  CHECK(diff == 0);
+  // timestamps: same rows as the log it came from
+  auto ts = fb::loadRunAny(kData + "nccl-tests-formats/timestamps-h100-ib400-gjaion-4x8.log");
+  auto g4 = fb::loadRunAny(kData + "public-nccl-tests/h100-ib400-gjaion-4x8.log");
+  REQUIRE(ts.rows.size() == g4.rows.size());
+  diff = 0;
+  for (std::size_t k = 0; k < ts.rows.size(); ++k)
+    diff += ts.rows[k].bytes != g4.rows[k].bytes || ts.rows[k].timeUs != g4.rows[k].timeUs;
+  CHECK(diff == 0);
+  // elided ranks: refused with how to give the counts, accepted with them
+  CHECK_THROWS_WITH(fb::loadRunsAny(kData + "nccl-tests-formats/elided-ranks-h100-ib400-gjaion-4x8.log"),
+                    Catch::Contains("ranks=N,nodes=M"));
+  auto el = fb::loadRunAny(kData + "nccl-tests-formats/elided-ranks-h100-ib400-gjaion-4x8.log:ranks=32,nodes=4");
+  CHECK(el.rows.front().nRanks == 32);
+  CHECK(el.rows.front().nNodes == 4);
+  CHECK(el.runJson["nccl_tests"]["counts_from"] == "user");
+  // bad suffixes
+  CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
+  CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:ranks=0"), fb::InputError);
+  CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log#2"), fb::InputError);
+}
