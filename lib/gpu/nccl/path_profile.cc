@@ -28,13 +28,15 @@ std::string gProfilerStatus;  // how algo/proto are read
 #define FB_NCCL_PROFILER_PLUGIN ""
 #endif
 
-// Our plugin: next to the executable (an installed copy), else where the build put it.
+// Our plugin: next to the executable or in <exe>/../lib (cmake --install), else where the build put it.
 std::string findProfilerPlugin() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    auto p = exe.parent_path() / "libfabricbench-nccl-profiler.so";
-    if (std::filesystem::exists(p, ec)) return p.string();
+    for (auto dir : {exe.parent_path(), exe.parent_path().parent_path() / "lib"}) {  // beside it, or installed
+      auto p = dir / "libfabricbench-nccl-profiler.so";
+      if (std::filesystem::exists(p, ec)) return p.string();
+    }
   }
   std::string built = FB_NCCL_PROFILER_PLUGIN;
   if (!built.empty() && std::filesystem::exists(built, ec)) return built;
@@ -181,7 +183,7 @@ std::string enableNcclLogging(const std::string& logDir) {
     gProfiler = plugin;
     gProfilerStatus = "plugin " + plugin;
   } else {
-    gProfilerStatus = "none: libfabricbench-nccl-profiler.so not found next to the executable or in the build";
+    gProfilerStatus = "none: libfabricbench-nccl-profiler.so not found beside the executable, in ../lib or in the build";
   }
   if (gProfiler.empty()) {
     // No plugin of ours: NCCL's TUNING lines name the choice instead (rank 0 writes one line per
