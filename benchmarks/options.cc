@@ -216,8 +216,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends)");
   std::vector<std::string> required;
   app.add_option("--require", required,
-                 "tcp,mpi,verbs,nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
-                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested)")
+                 "tcp,mpi,verbs (= rdma),nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
+                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested); with --doctor: "
+                 "every node must have the device (a GPU, an active RDMA port), else the doctor fails (exit 1)")
       ->delimiter(',');
   app.add_flag("--allow-single-rank", o.allowSingleRank,
                "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
@@ -351,7 +352,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     o.transports.push_back(t);
     o.namedTransports.push_back(t);
   }
-  for (const auto& r : splitList("--require", required)) {
+  for (auto r : splitList("--require", required)) {
+    if (r == "rdma") r = "verbs";  // the device (--doctor) and the path (a run) have one name
     bool known = r == "gpu";
     for (const auto& k : knownTransports()) known = known || k == r;
     if (!known) throw ConfigError(fmt::format("--require: unknown '{}' (choose {} or gpu)", r, fmt::join(knownTransports(), ", ")));

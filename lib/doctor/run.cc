@@ -172,7 +172,7 @@ int runDoctor(Bootstrap& bs, const Hooks& hooks, const RunOptions& o) {
   NodeReport mine;
   if (checker) {
     try {
-      mine = checkNode(m, hooks, bs.hostname());
+      mine = checkNode(m, hooks, bs.hostname(), o.required);
     } catch (const std::exception& e) {
       mine.host = bs.hostname();
       mine.findings.push_back({"doctor", Verdict::kFail, std::string("the checks stopped: ") + e.what(), "", ""});
