@@ -61,12 +61,14 @@ std::string versionText() {
       "built with:\n"
       "  NCCL       {}\n"
       "  CUDA       {}\n"
+      "  CUDA arch  {}\n"
       "  MPI        {}\n"
       "  rdma-core  {}\n"
       "  compiler   {}\n",
       FB_VERSION, orNot(FB_GIT_REV_CONFIGURED, "unknown (not built from a git checkout)"),
       orNot(FB_BUILD_NCCL_VERSION, "not built (CUDA toolkit or NCCL not found)"),
-      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"), mpi,
+      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"),
+      orNot(FB_BUILD_CUDA_ARCH, "none (built without CUDA)"), mpi,
       rdma.empty() ? std::string("not built (libibverbs not found)") : rdma, FB_CXX_COMPILER);
 }
 
@@ -143,7 +145,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
   }
 
-  CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring over NCCL, raw TCP, verbs, "
+  CLI::App app{"fabricbench: AllReduce / AllGather / ReduceScatter / P2P ring / AllToAll / Broadcast over NCCL, raw TCP, verbs, "
                "CUDA peer memory and MPI, with nccl-tests' definitions and flags.\nLaunch with mpirun/srun "
                "(one rank per GPU). Google Benchmark's --benchmark_filter, _list_tests, _format, _out, "
                "_out_format, _repetitions, _time_unit and _context are honoured; other --benchmark_* flags are "
@@ -193,9 +195,13 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                  "nccl-tests' -G: 1 = --graph (the timed batch of -n operations launched as one graph), 0 = off");
   for (const auto& e : backendTable())
     if (e.addOptions) e.addOptions(app, o);
+  bool reuseBuffers = false;
   app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
-               "nccl: each operation of a batch uses the next of several buffer copies (512 MiB in all), so "
-               "none finds its data in the GPU's L2 cache, as nccl-tests shifts its buffers per iteration");
+               "nccl: move each operation's buffers by its size inside a buffer as large as the sweep's "
+               "largest size (-e), as nccl-tests does, so no operation finds its data in the GPU's L2 cache "
+               "(on by default with --timer host)");
+  app.add_flag("--reuse-buffers", reuseBuffers,
+               "nccl: one buffer for every operation (cache-warm below the L2 size; the default with --timer gpu)");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host')");
@@ -297,6 +303,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
 
   o.minBytes = sizeFlag("--minbytes", minB);
   o.maxBytes = sizeFlag("--maxbytes", maxB);
+  o.coll.rotateSpan = o.maxBytes;  // nccl-tests' maxbytes: the extent of --rotate-buffers (never less than a size)
   o.stepBytes = sizeFlag("--stepbytes", stepB);
   // Validates, and counts the sizes without building a sweep of a billion entries.
   o.sweepSizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes, kMaxRowsWithoutForce + 1).size();
@@ -312,6 +319,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (timer == "gpu") o.runner.timer = Timer::kGpu;
   else if (timer == "host") o.runner.timer = Timer::kHost;
   else throw ConfigError("unknown --timer '" + timer + "' (choose gpu or host)");
+  // nccl-tests' method includes its buffers: --timer host moves them as nccl-tests does unless told not to.
+  if (o.coll.rotateBuffers && reuseBuffers) throw ConfigError("--rotate-buffers and --reuse-buffers exclude each other");
+  if (o.runner.timer == Timer::kHost && !reuseBuffers) o.coll.rotateBuffers = true;
+  o.coll.rotateOps = std::max(o.runner.iters, o.runner.warmupIters);
   if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kHost ? RankTime::kAvg : RankTime::kMax;
   else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
   else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));

@@ -7,7 +7,7 @@ a linear fit over the samples, per rank.
   python3 benchmarks/soak.py [--minutes 30] [--np 4] [--fabricbench build/benchmarks/fabricbench]
                              [--out soak-out]
 
-One fabricbench process per rank runs all the time: the four collectives, five dtypes, in- and
+One fabricbench process per rank runs all the time: all six collectives, five dtypes, in- and
 out-of-place, every size from 8 B to 64 KiB in steps of 256 B (8,960 rows, --force), -n 500 --repeat 3 -w 2
 (Google Benchmark needs minutes to start tens of thousands of benchmarks, so the sweep stays below 10k),
 --no-files (the result files keep every row in memory by design; the soak measures the transport,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Command 1: install what is missing, build, and run the main job on this machine's paths:
-# the four collectives over every path this machine has (auto: tcp and the mpi reference here;
+# the six collectives (AllReduce, AllGather, ReduceScatter, P2P ring, AllToAll, Broadcast) over every path this machine has (auto: tcp and the mpi reference here;
 # nccl/cuda/verbs too where present), 8 B to 64 MiB, 4 ranks on localhost. Results: results/<run-id>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

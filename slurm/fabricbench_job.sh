@@ -25,6 +25,35 @@ fb_find_home() {
 
 fb_die() { echo "fabricbench job: $*" >&2; exit 2; }
 
+# fb_load_modules "cuda nccl openmpi": `module load` of each name, in order (FB_MODULES in
+# fabricbench.env). Batch shells often lack the module function: Lmod's and Environment Modules'
+# init scripts are tried first. A name that fails to load ends the job, one line, exit 2.
+fb_load_modules() {
+  local mods=${1:-} m out f
+  [ -n "$mods" ] || return 0
+  if ! declare -F module >/dev/null && ! command -v module >/dev/null 2>&1; then
+    for f in "${MODULESHOME:-/nonexistent}/init/bash" /usr/share/lmod/lmod/init/bash /etc/profile.d/lmod.sh \
+             /usr/share/Modules/init/bash /etc/profile.d/modules.sh; do
+      # shellcheck disable=SC1090
+      [ -r "$f" ] && { source "$f" >/dev/null 2>&1; break; }
+    done
+  fi
+  declare -F module >/dev/null || command -v module >/dev/null 2>&1 \
+    || fb_die "FB_MODULES='$mods' but this node has no 'module' command (Lmod or Environment Modules): load them before sbatch and leave FB_MODULES empty"
+  local log rc
+  log=$(mktemp "${TMPDIR:-/tmp}/fabricbench-modules.XXXXXX") || fb_die "mktemp failed"
+  for m in $mods; do
+    module load "$m" >"$log" 2>&1; rc=$?
+    # Environment Modules 3 returns 0 even when the load failed: its "ERROR:" text says so.
+    if [ "$rc" != 0 ] || grep -qiE "error|unable to locate" "$log"; then
+      out=$(grep -v '^[[:space:]]*$' "$log" | head -n 1 | tr -s ' ' | cut -c1-160); rm -f "$log"
+      fb_die "FB_MODULES: module '$m' cannot be loaded (module load exit $rc${out:+: $out})"
+    fi
+  done
+  rm -f "$log"
+  echo "fabricbench job: modules loaded: $mods"
+}
+
 # Prints what the job was given in GPUs ("" when none): Slurm sets these in jobs that requested GPUs.
 fb_gpus_requested() {
   local v
@@ -53,9 +82,15 @@ fb_job() {
   # The run id: fabricbench's default (<job>.<step>, with -2, -3... when a rerun or a requeued job
   # finds it taken), unless FB_RUN_ID names one (then FB_RESUME=1 adds the missing rows to it).
 
-  local -a launch args
+  local -a launch args mpiflag
+  case "${FB_MPI_LAUNCH:-pmix}" in
+    pmix|pmi2) mpiflag=(--mpi="$FB_MPI_LAUNCH") ;;
+    none) mpiflag=() ;;
+    *) fb_die "bad FB_MPI_LAUNCH '$FB_MPI_LAUNCH' (expected pmix, pmi2 or none; srun --mpi=list shows what this Slurm has)" ;;
+  esac
+  [[ " $FB_SRUN_ARGS " != *" --mpi"* ]] || mpiflag=()   # an --mpi= in FB_SRUN_ARGS wins
   case "$FB_LAUNCHER" in
-    srun)   launch=(srun $FB_SRUN_ARGS --nodes="$nnodes" --ntasks-per-node="$rpn" --ntasks="$np") ;;
+    srun)   launch=(srun "${mpiflag[@]}" $FB_SRUN_ARGS --nodes="$nnodes" --ntasks-per-node="$rpn" --ntasks="$np") ;;
     mpirun) launch=(mpirun -np "$np" --map-by "ppr:$rpn:node" $FB_MPIRUN_ARGS) ;;
     *)      fb_die "bad FB_LAUNCHER '$FB_LAUNCHER' (expected srun or mpirun)" ;;
   esac

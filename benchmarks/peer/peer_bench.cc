@@ -32,6 +32,7 @@
 #include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/sample.h"
@@ -44,6 +45,7 @@
 #include "topology/topology.h"
 #include "gpu/cuda/cuda_ipc.h"
 #include "gpu/cuda/p2p_check.h"
+#include "benchmarks/peer/peer_plan.h"
 
 namespace fb {
 namespace {
@@ -53,6 +55,7 @@ namespace ipc = kernels::ipc;
 
 constexpr int kExitBadInput = 2;
 constexpr int kExitNoGpu = 3;
+constexpr int kExitPartial = 4;  // every row right, but a test named with --tests did not run
 constexpr int kPatternSeed = 3;
 
 struct Opts {
@@ -719,6 +722,9 @@ int realMain(int argc, char** argv) {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   RunFolder folder;
+  std::vector<std::string> skipped;
+  std::string skipWhy;
+  bool skippedNamed = false;
   try {
     // Every check of the input before any file is made: sizes, then the GPUs --gpus names.
     for (const auto& [flag, text] : {std::pair{"--size", o.size}, std::pair{"--matrix-size", o.matrixSize}}) {
@@ -730,19 +736,16 @@ int realMain(int argc, char** argv) {
       cudaGetLastError();
       visible = 0;
     }
-    // One GPU and no --gpus: the tests that need a pair (ce, sm, bidir, bulk) are not asked for, so
-    // the default pair 0,1 becomes GPU 0 alone.
-    auto needsPair = [&] {
-      for (const auto& t : o.tests)
-        if (t == "ce" || t == "sm" || t == "bidir" || t == "bulk") return true;
-      return false;
-    };
-    if (visible == 1 && app.count("--gpus") == 0 && !needsPair()) o.gpus = {0};
-    if (visible > 0)
-      for (int g : o.gpus)
-        if (g < 0 || g >= visible)
-          throw ConfigError(fmt::format("--gpus: GPU {} does not exist ({} visible, CUDA_VISIBLE_DEVICES={})", g,
-                                        visible, cudaipc::visibleDevicesEnv()));
+    // One GPU and no --gpus: the one-GPU tests run on GPU 0, the pair tests are skipped with the
+    // reason (peer_plan.h).
+    auto plan = peer::planPeer(visible, app.count("--gpus") > 0, o.gpus, o.tests);
+    if (!plan.error.empty())
+      throw ConfigError(fmt::format("{}, CUDA_VISIBLE_DEVICES={})", plan.error, cudaipc::visibleDevicesEnv()));
+    o.gpus = plan.gpus;
+    skipped = plan.skipped;
+    skipWhy = plan.why;
+    // Named on the line and not run: partial (exit 4), as fabricbench does for a named backend.
+    skippedNamed = app.count("--tests") > 0 && !skipped.empty();
     if (!o.noFiles) folder = RunFolder(o.resultsDir, o.runId, host, "peer");
   } catch (const Error& e) {  // a bad size, a taken --run-id, a folder that cannot be created
     ::fb::printLine("fabricbench-peer: error: ", e.what());
@@ -769,7 +772,9 @@ int realMain(int argc, char** argv) {
     sum.status = rc != 0          ? "skipped: no GPU"
                  : bench.badRows_ ? fmt::format("failed: {} rows with wrong elements", bench.badRows_)
                  : !bench.sanityOk_ ? "FAILED: the P2P sanity check failed for at least one pair (see above)"
-                                    : "passed: wrong = 0 in every row";
+                 : skipped.empty()  ? "passed: wrong = 0 in every row"
+                                    : fmt::format("{}: wrong = 0 in every row; skipped: {} ({})",
+                                                  skippedNamed ? "partial" : "passed", fmt::join(skipped, ","), skipWhy);
   } catch (const std::exception& e) {
     ::fb::printLine("fabricbench-peer: ", e.what());
     sum.ok = false;
@@ -779,6 +784,7 @@ int realMain(int argc, char** argv) {
   folder.end(sum);
   fmt::print("\n# {}{}\n", sum.status, folder.dir().empty() ? "" : "; results in " + folder.dir() + "/");
   if (rc == 0 && !sum.ok) rc = 1;
+  if (rc == 0 && skippedNamed) rc = kExitPartial;
   return rc;
 }
 

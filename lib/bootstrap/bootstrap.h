@@ -41,9 +41,10 @@ class Bootstrap {
   // Helpers built on the primitives above.
   std::vector<std::string> allGatherStrings(const std::string& mine);
   std::vector<std::string> hostnames();      // per rank
-  int localRank();                           // index among the ranks on my host
-  int localSize();                           // ranks on my host
-  int nodeCount();                           // distinct hosts
+  // Collective here (from hostnames()); MpiBootstrap answers from MPI_Comm_split_type instead.
+  virtual int localRank();                   // index among the ranks on my host
+  virtual int localSize();                   // ranks on my host
+  virtual int nodeCount();                   // distinct hosts
   // Rank 0's bytes, delivered to everyone.
   std::vector<std::byte> broadcastFromRoot(std::span<const std::byte> rootData);
 

@@ -27,6 +27,7 @@ std::string& waitPolicy() {
 }  // namespace
 
 void prepareMpiInit() {
+#if defined(OMPI_MAJOR_VERSION)
   const char* mine = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   if (mine && *mine) {
     waitPolicy() = std::string("OMPI_MCA_mpi_yield_when_idle=") + mine + " (set by the user)";
@@ -34,6 +35,13 @@ void prepareMpiInit() {
     ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
     waitPolicy() = "yield when idle (OMPI_MCA_mpi_yield_when_idle=1, set for FB_PROGRESS=" + progressMode() + ")";
   }
+#else
+  // MPICH-family libraries have no yield-when-idle setting: their collectives poll. FB_PROGRESS
+  // still applies to fabricbench's own transports and this bootstrap's waits.
+  if (progressSaysSharedCores())
+    waitPolicy() = "library default (polls; this MPI has no yield-when-idle setting, FB_PROGRESS=" + progressMode() +
+                   " applies to fabricbench's own paths only)";
+#endif
 }
 
 std::string mpiWaitPolicy() { return waitPolicy(); }
@@ -57,6 +65,15 @@ MpiBootstrap::MpiBootstrap() {
   FB_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
                              failComm_));
   for (int r = 0; r < size_; ++r) hosts_.emplace_back(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  // Ranks sharing this node, as the MPI library knows it (MPI_COMM_TYPE_SHARED), not from launcher
+  // variables (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID differ per launcher).
+  MPI_Comm node = MPI_COMM_NULL;
+  FB_MPI_CHECK(MPI_Comm_split_type(failComm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  FB_MPI_CHECK(MPI_Comm_rank(node, &localRank_));
+  FB_MPI_CHECK(MPI_Comm_size(node, &localSize_));
+  MPI_Comm_free(&node);
+  int leader = localRank_ == 0 ? 1 : 0;
+  FB_MPI_CHECK(MPI_Allreduce(&leader, &nodeCount_, 1, MPI_INT, MPI_SUM, failComm_));
 }
 
 namespace {

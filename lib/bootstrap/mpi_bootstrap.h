@@ -37,6 +37,10 @@ class MpiBootstrap : public Bootstrap {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string hostname() const override { return host_; }
+  // From MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) at construction; no communication.
+  int localRank() override { return localRank_; }
+  int localSize() override { return localSize_; }
+  int nodeCount() override { return nodeCount_; }
   void barrier() override;
   std::vector<std::vector<std::byte>> allGather(std::span<const std::byte> mine) override;
   double allReduceMax(double v) override;
@@ -62,6 +66,7 @@ class MpiBootstrap : public Bootstrap {
   void waitRequest(void* req, const char* what);
   void checkFailureReports();  // throws PeerFailedError when a report is waiting
   int rank_ = 0, size_ = 1;
+  int localRank_ = 0, localSize_ = 1, nodeCount_ = 1;
   std::string host_;
   MPI_Comm failComm_ = MPI_COMM_NULL;  // failure reports only (MPI_ERRORS_RETURN)
   std::vector<long> pids_;             // every rank's pid, by rank
@@ -74,7 +79,8 @@ class MpiBootstrap : public Bootstrap {
 // rank holds a core the rank that must arrive needs for a scheduler time slice (0.75-3 ms here):
 // 3 lab nodes on 2 cores, 4 KiB AllReduce, -n 5: tcp 784 us and Open MPI 11.7 ms per operation
 // spinning, 62 us and 166 us yielding. So unless OMPI_MCA_mpi_yield_when_idle is set already, it is
-// set to 1 (Open MPI sets it itself when it sees more ranks than cores on one host).
+// set to 1 (Open MPI sets it itself when it sees more ranks than cores on one host). Open MPI
+// only: an MPICH-family library has no such setting (mpiWaitPolicy() then says so).
 void prepareMpiInit();
 // How MPI waits, for the mpi rows' path details: "yield when idle (OMPI_MCA_mpi_yield_when_idle=1,
 // set for FB_PROGRESS=block)", "... (set by the user)", or "" (the library's default).

@@ -1,5 +1,6 @@
-// HOW a collective is run: one implementation of the four patterns (ring over a Transport,
-// MPI reference, NCCL, CUDA IPC ...). The harness (lib/harness/runner) drives it:
+// HOW a collective is run: one backend's implementation of the six collectives (AllReduce,
+// AllGather, ReduceScatter, P2P ring, AllToAll, Broadcast): host algorithms over a Transport,
+// MPI reference, NCCL, CUDA IPC ... The harness (lib/harness/runner) drives it:
 //   prepare(shape)              allocate, register, connect, fill inputs; never timed
 //   runBatch(iters, deadline)   `iters` operations back to back; returns THIS rank's seconds,
 //                               measured the way the backend can measure honestly (host clock
@@ -69,7 +70,10 @@ struct CollectiveOptions {
   std::string path = "auto";       // --path for nccl: auto|nvlink|pcie|shm|socket|ib|roce
   bool cudaGraph = false;          // --graph: capture the batch in a CUDA graph and replay it
   bool gpuStaging = false;         // --gpu-staging: tcp/verbs data in GPU memory, staged via host
-  bool rotateBuffers = false;      // --rotate-buffers (nccl): each operation on the next buffer copy (no L2 reuse)
+  bool rotateBuffers = false;      // --rotate-buffers (nccl; implied by --timer host): buffers moved per operation
+                                   // as nccl-tests moves them (no L2 reuse)
+  std::size_t rotateSpan = 0;      // bytes the rotation spans: the sweep's largest size (nccl-tests' -e)
+  int rotateOps = 1024;            // the most operations of one batch (-n, -w): positions to allocate
   std::string logDir;              // where backends may save their own logs (NCCL_DEBUG_FILE)
 };
 

@@ -83,7 +83,8 @@ class MpiCollective final : public Collective {
 
   // The interconnect MPI uses, where it can be known: every rank on one node = shared memory (no
   // link rate); across nodes, only when Open MPI is restricted to its tcp BTL (OMPI_MCA_btl) on a
-  // named interface (OMPI_MCA_btl_tcp_if_include), that NIC's rate. Collective (MPI_COMM_WORLD).
+  // named interface (OMPI_MCA_btl_tcp_if_include), that NIC's rate; other MPIs: not known.
+  // Collective (MPI_COMM_WORLD).
   static topo::NicRate interconnectNominal() {
     MPI_Comm local;
     int localSize = 0, worldSize = 0, minLocal = 0;
@@ -93,6 +94,11 @@ class MpiCollective final : public Collective {
     MPI_Comm_free(&local);
     MPI_Allreduce(&localSize, &minLocal, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (minLocal == worldSize) return {-1, "same host (MPI shared memory), no nominal rate"};
+#if !defined(OMPI_MAJOR_VERSION)
+    // MPICH-family libraries choose among their netmods (UCX, OFI) themselves; nothing in the
+    // environment names one NIC the way Open MPI's tcp BTL settings do.
+    return {-1, "the interconnect this MPI (not Open MPI) chose is not known here, no nominal rate"};
+#else
     auto env = [](const char* k) { const char* v = std::getenv(k); return std::string(v ? v : ""); };
     std::string btl = env("OMPI_MCA_btl"), ifs = env("OMPI_MCA_btl_tcp_if_include"), pml = env("OMPI_MCA_pml");
     bool tcpOnly = btl.find("tcp") != std::string::npos && btl.find('^') == std::string::npos &&
@@ -105,6 +111,7 @@ class MpiCollective final : public Collective {
     }
     return {-1, "the interconnect Open MPI chose is not known here (set OMPI_MCA_btl=self,vader,tcp and "
                 "OMPI_MCA_btl_tcp_if_include=<nic> to pin it), no nominal rate"};
+#endif
   }
 
   void prepare(const CollShape& shape) override {

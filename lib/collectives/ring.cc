@@ -1,4 +1,4 @@
-// Host algorithms for the four patterns over any Transport, on host memory (tcp, verbs): the
+// Host algorithms for AllReduce, AllGather, ReduceScatter and the P2P ring over any Transport, on host memory (tcp, verbs): the
 // algorithm is chosen per shape (host_algorithms.h: recursive doubling, Rabenseifner, Bruck,
 // recursive halving below their switch points, chosen in scratchFor/prepare; the row's
 // 'algorithm' detail names it), and the ring, below, for large sizes.

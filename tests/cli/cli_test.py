@@ -445,7 +445,7 @@ def rank_pid(mark, rank):
         except OSError:
             continue
         if comm == "fabricbench" and f"FB_CLI_MARK={mark}".encode() in environ and \
-                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+                (f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ or f"PMI_RANK={rank}".encode() in environ):
             return int(pid)
     return None
 
@@ -498,7 +498,8 @@ def case_timeout(d):
 
 # ---------------------------------------------------------------- 12. README examples, --baseline
 def case_readme(d):
-    text = open(os.path.join(SRC, "README.md")).read()
+    import glob
+    text = "\n".join(open(f).read() for f in [os.path.join(SRC, "README.md")] + sorted(glob.glob(os.path.join(SRC, "doc", "*.md"))))
     blocks = re.findall(r"```(?:sh|bash)?\n(.*?)```", text, re.S)
     n = 0
     for blk in blocks:

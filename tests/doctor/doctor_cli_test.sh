@@ -8,7 +8,7 @@ FB=$1
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 unset NCCL_SOCKET_IFNAME NCCL_IB_HCA NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_IB_DISABLE
-MPI=(mpirun --oversubscribe --bind-to none -np 2)
+MPI=("${FB_TEST_MPIRUN:-mpirun}" --oversubscribe --bind-to none -np 2)
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }
 

@@ -6,7 +6,7 @@ import os
 
 def rank_pids(var, mark):
     """{rank: pid} of the fabricbench processes whose environment has var=mark (Open MPI's
-    OMPI_COMM_WORLD_RANK gives the rank)."""
+    OMPI_COMM_WORLD_RANK gives the rank; under MPICH's hydra, PMI_RANK)."""
     want = f"{var}={mark}".encode()
     pids = {}
     for pid in os.listdir("/proc"):
@@ -20,6 +20,6 @@ def rank_pids(var, mark):
         if want not in envb or not exe.endswith("fabricbench"):
             continue
         for kv in envb:
-            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK=") or kv.startswith(b"PMI_RANK="):
                 pids[int(kv.split(b"=")[1])] = int(pid)
     return pids

@@ -1,5 +1,6 @@
 // The NCCL INFO log reader and the path attestation, on real logs saved from the 2×H200 host
 // (tests/data/nccl_logs/*.log, NCCL 2.28, NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,NET,P2P,SHM).
+#include <cstdlib>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -127,7 +128,11 @@ TEST_CASE("profiles: env settings, RDMA port choice, one profile per process") {
   CHECK(hca);
   CHECK_THROWS_AS(fb::nccl::makeProfile("ib", {roce}), fb::UnavailableError);  // Ethernet port only
 
+  // NVLS is the site's choice: neither the logging nor a forced path sets NCCL_NVLS_ENABLE
+  unsetenv("NCCL_NVLS_ENABLE");
+  fb::nccl::enableNcclLogging("");
   fb::nccl::activateProfile(sock);
+  CHECK(std::getenv("NCCL_NVLS_ENABLE") == nullptr);
   CHECK(fb::nccl::activeProfileName() == "socket");
   CHECK_NOTHROW(fb::nccl::activateProfile(sock));
   CHECK_THROWS_AS(fb::nccl::activateProfile(fb::nccl::makeProfile("shm", {})), fb::UnavailableError);

@@ -1,4 +1,4 @@
-// AllToAll pulls every peer's block directly, Broadcast the root's buffer. The four patterns as ring algorithms over CUDA IPC (one rank per GPU, all ranks on one node),
+// AllToAll pulls every peer's block directly, Broadcast the root's buffer. AllReduce, AllGather, ReduceScatter and the P2P ring as ring algorithms over CUDA IPC (one rank per GPU, all ranks on one node),
 // reductions done by kernels in kernels/, plus a one-shot AllReduce for small messages: the
 // "raw" row beside NCCL's on nvlink/pcie. Implementation name "cuda".
 //

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -153,8 +156,8 @@ class NcclCollective : public Collective {
     cudaSetDevice(device_);
     if (!comm_->aborted()) cudaStreamSynchronize(stream_);
     dropGraphs();
-    if (send_) cudaFree(send_);
-    if (recv_) cudaFree(recv_);
+    release(send_);
+    release(recv_);
     if (devWrong_) cudaFree(devWrong_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
@@ -172,27 +175,28 @@ class NcclCollective : public Collective {
     dropGraphs();
     shape_ = shape;
     const std::size_t elt = dtypeSize(shape.dtype);
-    // --rotate-buffers: operation i of a batch uses copy i % slots_ of the buffers, so that
-    // consecutive operations never find their data in the GPU's L2 cache (nccl-tests shifts its
-    // buffers by one size per iteration for the same reason). The check uses copy 0.
-    auto align = [](std::size_t b) { return (std::max<std::size_t>(b, 1) + 255) / 256 * 256; };
-    std::size_t footprint = shape.inPlace ? align(std::max(shape.sendCount, shape.recvCount) * elt)
-                                          : align(shape.sendCount * elt) + align(shape.recvCount * elt);
-    slots_ = opts_.rotateBuffers
-                 ? static_cast<int>(std::clamp<std::size_t>((kRotateSpan + footprint - 1) / footprint, 1, kMaxSlots))
-                 : 1;
+    // --rotate-buffers (and --timer host): nccl-tests' startColl moves operation i's send and
+    // receive pointers by shift = S * (i % steps), S = max(send, receive bytes), steps = maxbytes / S
+    // with maxbytes its -e, so consecutive operations do not find their data in the GPU's L2 (60 MB
+    // on H200). The same here, with the sweep's largest size as maxbytes (at least S; 1 GiB when the
+    // sweep gives none, --counts), so a sweep to -e 16M is as cache-warm as nccl-tests' -e 16M.
+    // Operation i restarts at 0 in every batch, as nccl-tests' iteration index does; the warm-up and
+    // the check use shift 0.
+    const std::size_t total = std::max(shape.sendCount, shape.recvCount) * elt;
+    const std::size_t span = std::max(opts_.rotateSpan > 0 ? opts_.rotateSpan : kDefaultRotateSpan, total);
+    steps_ = opts_.rotateBuffers && total > 0 ? span / total : 1;
+    shiftBytes_ = total;
+    // Only the positions a batch reaches are allocated: operation i < rotateOps of a batch sits
+    // where nccl-tests puts it, in less memory than nccl-tests' maxbytes at small sizes.
+    positions_ = std::min<std::size_t>(steps_, std::max<std::size_t>(opts_.rotateOps, 1));
+    const std::size_t extent = total * positions_;
     if (shape.inPlace) {
-      std::size_t n = std::max(shape.sendCount, shape.recvCount);
-      sendStride_ = recvStride_ = align(n * elt);
-      ensure(&recv_, &recvCap_, recvStride_ * slots_);
-      base_ = recv_;
+      ensure(&recv_, &recvCap_, extent);
       sendPtr_ = static_cast<char*>(recv_) + shape.sendInPlaceOffset(bs_.rank()) * elt;
       recvPtr_ = static_cast<char*>(recv_) + shape.recvInPlaceOffset(bs_.rank()) * elt;
     } else {
-      sendStride_ = align(shape.sendCount * elt);
-      recvStride_ = align(shape.recvCount * elt);
-      ensure(&send_, &sendCap_, sendStride_ * slots_);
-      ensure(&recv_, &recvCap_, recvStride_ * slots_);
+      ensure(&send_, &sendCap_, extent);
+      ensure(&recv_, &recvCap_, extent);
       sendPtr_ = send_;
       recvPtr_ = recv_;
     }
@@ -203,9 +207,13 @@ class NcclCollective : public Collective {
     FB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     comm_->wait(stop_, Deadline::in(kSetupTimeout), "nccl warm-up");
     attest();
-    if (slots_ > 1)
-      path_.details.emplace_back("buffers", "rotated over " + std::to_string(slots_) +
-                                                " copies, one per operation (--rotate-buffers, as nccl-tests)");
+    path_.details.emplace_back(
+        "buffers", steps_ > 1 ? fmt::format("moved by {} B per operation, position i % {} of a batch's operation i, "
+                                            "as nccl-tests with -e {} (--rotate-buffers)", shiftBytes_, steps_,
+                                            shiftBytes_ * steps_)
+                              : std::string("one copy reused by every operation: cache-warm when it fits in the "
+                                            "GPU's L2 (--rotate-buffers moves it as nccl-tests does)"));
+    path_.details.emplace_back("buffer_alloc", ncclMem_ ? "ncclMemAlloc (as nccl-tests)" : "cudaMalloc");
   }
 
   double runBatch(int iters, Deadline deadline) override {
@@ -252,15 +260,40 @@ class NcclCollective : public Collective {
   }
 
  private:
+  // Buffers come from ncclMemAlloc (cuMem, NCCL's granularity) as nccl-tests allocates them with
+  // NCCL >= 2.19 (src/common.cu AllocateBuffs), so both tools run on the same kind of memory; plain
+  // cudaMalloc when NCCL has no ncclMemAlloc or it fails (then for every buffer of this collective).
   void ensure(void** buf, std::size_t* cap, std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes, 256);
     if (*buf && *cap >= bytes) return;
-    if (*buf) FB_CUDA_CHECK(cudaFree(*buf));
+    release(*buf);
     *buf = nullptr;
     *cap = 0;
-    FB_CUDA_CHECK(cudaMalloc(buf, bytes));
-    FB_CUDA_CHECK(cudaMemset(*buf, 0, bytes));  // copies other than 0 (--rotate-buffers) hold zeros
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0)
+    if (ncclMem_) {
+      if (ncclMemAlloc(buf, bytes) == ncclSuccess) {
+        ncclBufs_.insert(*buf);
+      } else {
+        *buf = nullptr;
+        ncclMem_ = false;
+      }
+    }
+#else
+    ncclMem_ = false;
+#endif
+    if (!*buf) FB_CUDA_CHECK(cudaMalloc(buf, bytes));
+    FB_CUDA_CHECK(cudaMemset(*buf, 0, bytes));  // positions other than 0 (--rotate-buffers) hold zeros
     *cap = bytes;
+  }
+  void release(void* buf) {
+    if (!buf) return;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0)
+    if (ncclBufs_.erase(buf)) {
+      ncclMemFree(buf);
+      return;
+    }
+#endif
+    cudaFree(buf);
   }
 
   // Poison the output, then write pattern(seed) into the input (in-place: the input lies
@@ -273,9 +306,9 @@ class NcclCollective : public Collective {
   }
 
   void enqueue(int i = 0) {
-    const std::size_t slot = static_cast<std::size_t>(i % slots_);
-    void* sp = static_cast<char*>(sendPtr_) + slot * sendStride_;
-    void* rp = static_cast<char*>(recvPtr_) + slot * recvStride_;
+    const std::size_t shift = shiftBytes_ * ((static_cast<std::size_t>(i) % steps_) % positions_);
+    void* sp = static_cast<char*>(sendPtr_) + shift;
+    void* rp = static_cast<char*>(recvPtr_) + shift;
     ncclComm_t c = comm_->get();
     ncclDataType_t t = ncclType(shape_.dtype);
     const std::size_t count = shape_.paramCount;
@@ -415,7 +448,9 @@ class NcclCollective : public Collective {
     add("profile", profile_.name);
     std::string envs;
     for (const auto& [k, v] : profile_.env) envs += (envs.empty() ? "" : " ") + k + "=" + v;
-    add("profile_env", envs + " NCCL_NVLS_ENABLE=0");
+    // NVLS is the site's choice: shown as the environment had it, never set by fabricbench.
+    const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+    add("profile_env", envs + (nvls ? std::string(" NCCL_NVLS_ENABLE=") + nvls + " (site)" : std::string()));
     add("attested", "yes: every connection of rank " + std::to_string(rank) + " via " + profile_.family);
     add("transports", log.transportsText(rank));
     add("channels", std::to_string(channels));
@@ -446,14 +481,15 @@ class NcclCollective : public Collective {
   unsigned long long* devWrong_ = nullptr;
   void* send_ = nullptr;
   void* recv_ = nullptr;
-  void* base_ = nullptr;
   std::size_t sendCap_ = 0, recvCap_ = 0;
   void* sendPtr_ = nullptr;
   void* recvPtr_ = nullptr;
-  int slots_ = 1;                          // buffer copies (--rotate-buffers)
-  std::size_t sendStride_ = 0, recvStride_ = 0;
-  static constexpr std::size_t kRotateSpan = std::size_t(512) << 20;  // >> any GPU's L2 (H200: 60 MB)
-  static constexpr std::size_t kMaxSlots = 1024;  // operation i uses copy i % slots (nccl-tests: i % steps)
+  bool ncclMem_ = true;         // buffers from ncclMemAlloc (false: cudaMalloc; see ensure)
+  std::set<void*> ncclBufs_;    // the buffers ncclMemAlloc gave (freed with ncclMemFree)
+  std::size_t steps_ = 1;       // buffer positions (--rotate-buffers): operation i at shift (i % steps_)
+  std::size_t positions_ = 1;   // ... of which the first min(steps_, rotateOps) are allocated
+  std::size_t shiftBytes_ = 0;  // ... times this (nccl-tests: max(send, receive bytes))
+  static constexpr std::size_t kDefaultRotateSpan = std::size_t(1) << 30;
   CollShape shape_{};
   std::map<int, cudaGraphExec_t> graphs_;
   PathInfo path_;

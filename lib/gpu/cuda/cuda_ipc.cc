@@ -63,13 +63,14 @@ int selectDevice(int localRank) {
 namespace {
 template <typename Query>
 bool pollUntil(Query q, Deadline deadline) {
-  // Spin briefly (short operations finish in microseconds), then back off.
-  for (int i = 0;; ++i) {
+  // Spin on the query with a yield between polls, as nccl-tests' testStreamSynchronize does; a
+  // sleep would make the host timer see the end of the work up to one sleep late.
+  for (;;) {
     cudaError_t e = q();
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady) throwCuda(e, "cudaEventQuery/cudaStreamQuery", __FILE__, __LINE__);
     if (deadline.expired()) return false;
-    if (i > 2000) std::this_thread::sleep_for(std::chrono::microseconds(i > 20000 ? 1000 : 50));
+    std::this_thread::yield();
   }
 }
 }  // namespace

@@ -77,7 +77,6 @@ PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPor
 
 std::string enableNcclLogging(const std::string& logDir) {
   std::lock_guard<std::mutex> lock(gMutex);
-  setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast (shared GPUs)
   if (gLogInit) return gLogPath;
   gLogInit = true;
   setenv("NCCL_DEBUG", "INFO", 1);
@@ -122,7 +121,6 @@ void activateProfile(const PathProfile& p) {
     FB_THROW(UnavailableError, "NCCL path ", p.name, " cannot be forced in this process: NCCL reads its path settings once "
              "per process and this one already forced ", gActive, "; run --path=", p.name, " in its own fabricbench run");
   }
-  setenv("NCCL_NVLS_ENABLE", "0", 1);
   for (const auto& [k, v] : p.env) setenv(k.c_str(), v.c_str(), 1);
   gActive = p.name;
   gActiveEnv = p.env;

@@ -26,8 +26,8 @@ bool isPathName(const std::string& name);
 // throws fb::UnavailableError when the machine has no such port. Unknown name → fb::ConfigError.
 PathProfile makeProfile(const std::string& name, const std::vector<topo::RdmaPort>& rdma);
 
-// Environment every profile shares: NCCL_NVLS_ENABLE=0 (never NVLink multicast) and the INFO
-// logging the attestation reads (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE into
+// Environment every profile shares: the INFO logging the attestation reads. NVLS (NCCL_NVLS_ENABLE)
+// is never set here: on an NVSwitch system it is NCCL's or the site's choice (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE into
 // logDir). Idempotent; the first call fixes the log file for the process. Returns the log path
 // ("" when the user set NCCL_DEBUG_FILE to something we cannot resolve).
 std::string enableNcclLogging(const std::string& logDir);
