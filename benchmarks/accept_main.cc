@@ -635,6 +635,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
           for (auto& c : causesOf(u, v, r.path)) s.cause.push_back(names[u] + ": " + c);
         std::vector<std::string> who;
         for (int u : s.units) who.push_back(names[u]);
+        if (who.empty()) who.push_back("(all units)");
         suspects.push_back({{"kind", s.kind}, {"path", s.path}, {"units", who}, {"why", s.why}, {"likely_cause", s.cause}});
       }
       for (auto& f : v.failures) failures.push_back(f.row);
@@ -647,8 +648,8 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         }
         return m;
       };
-      pj["bw"] = {{"median", v.bw.median}, {"mad", v.bw.mad}, {"best", v.bw.best}, {"pairs", v.bw.count}};
-      pj["lat"] = {{"median", v.lat.median}, {"mad", v.lat.mad}, {"best", v.lat.best}, {"pairs", v.lat.count}};
+      pj["bw"] = {{"median", v.bw.median}, {"mad", v.bw.mad}, {"best", v.bw.best}, {"p90", v.bw.ref}, {"pairs", v.bw.count}};
+      pj["lat"] = {{"median", v.lat.median}, {"mad", v.lat.mad}, {"best", v.lat.best}, {"p10", v.lat.ref}, {"pairs", v.lat.count}};
       pj["matrix_bw_GBps"] = mat(r.m.bw);
       pj["matrix_lat_us"] = mat(r.m.lat);
       pj["line_rate_GBps"] = mat(r.m.lineRate);
@@ -706,7 +707,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     for (int u = 0; u < n; ++u) unitsJ.push_back({{"index", u}, {"name", units[u].name}, {"host", units[u].host}, {"rank", units[u].rank},
                                                   {"facts", cf[u]["facts"]}, {"counter_deltas", cf[u]["counters"]}});
     json thJ = {{"line_rate_floor", th.lineRateFloor}, {"best_bw_fraction", th.bestBwFraction}, {"best_lat_factor", th.bestLatFactor},
-                {"mad_k", th.madK}, {"mad_min_effect", th.madMinEffect}, {"node_fraction", th.nodeFraction},
+                {"reference", "90th percentile pair (bandwidth), 10th (latency)"}, {"fabric_fraction", th.fabricFraction}, {"mad_k", th.madK}, {"mad_min_effect", th.madMinEffect}, {"node_fraction", th.nodeFraction},
                 {"expect_file", a.expectFile}, {"expect_sha256", expectSha}, {"retests", a.retests}};
     json acc = {{"schema", "fabricbench-acceptance/1"}, {"run_id", runId}, {"command_line", commandLine},
                 {"verdict", {{"status", status}, {"exit_code", rc}, {"reasons", reasons}}},
@@ -723,9 +724,10 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     for (const auto& r : reasons) md += "- " + r + "\n";
     md += "\n## Thresholds used\n\n";
     md += fmt::format("- pair bandwidth >= {:.0f} % of the line rate where known (--accept-floor)\n", 100 * th.lineRateFloor);
-    md += fmt::format("- slow pair (relative): bandwidth < {:.0f} % of the best pair, latency > {:.1f} x the best pair, or farther than "
-                      "{} x 1.4826 x MAD from the median and {:.0f} % off it; node fault: >= {:.0f} % (and >= 2) of a unit's pairs slow\n",
-                      100 * th.bestBwFraction, th.bestLatFactor, th.madK, 100 * th.madMinEffect, 100 * th.nodeFraction);
+    md += fmt::format("- slow pair (relative): bandwidth < {:.0f} % of the best pairs' (90th percentile), latency > {:.1f} x the best "
+                      "pairs' (10th percentile), or farther than {} x 1.4826 x MAD from the median and {:.0f} % off it; node fault: "
+                      ">= {:.0f} % (and >= 2) of a unit's pairs slow; more than {:.0f} % of all pairs slow: fabric-wide, no node or link named\n",
+                      100 * th.bestBwFraction, th.bestLatFactor, th.madK, 100 * th.madMinEffect, 100 * th.nodeFraction, 100 * th.fabricFraction);
     md += fmt::format("- retests of the slow pairs: up to {} rounds (the best measurement counts)\n", a.retests);
     md += a.expectFile.empty() ? "- no --expect file\n" : fmt::format("- --expect {} (sha256 {})\n", a.expectFile, expectSha);
     md += "\n## Suspects\n\n";

@@ -198,6 +198,10 @@ Stats statsOf(std::vector<double> v, bool higherIsBetter) {
   for (double x : v) dev.push_back(std::fabs(x - s.median));
   s.mad = median(dev);
   s.best = higherIsBetter ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
+  std::sort(v.begin(), v.end());
+  double q = higherIsBetter ? 0.9 : 0.1, pos = q * static_cast<double>(v.size() - 1);
+  std::size_t lo = static_cast<std::size_t>(pos);
+  s.ref = lo + 1 < v.size() ? v[lo] + (pos - static_cast<double>(lo)) * (v[lo + 1] - v[lo]) : v[lo];
   return s;
 }
 
@@ -220,16 +224,16 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
       PairFlag f{{a, b}, {}};
       double x = m.get(m.bw, a, b), l = m.get(m.lat, a, b);
       if (std::isfinite(x) && bw.count >= 2) {
-        if (x < t.bestBwFraction * bw.best)
-          f.why.push_back(fmt::format("bandwidth {:.3g} GB/s < {:.0f} % of the best pair's {:.3g} GB/s", x,
-                                      100 * t.bestBwFraction, bw.best));
+        if (x < t.bestBwFraction * bw.ref)
+          f.why.push_back(fmt::format("bandwidth {:.3g} GB/s < {:.0f} % of the best pairs' {:.3g} GB/s (90th percentile)", x,
+                                      100 * t.bestBwFraction, bw.ref));
         double sigma = 1.4826 * bw.mad;
         if (bw.count >= 3 && x < bw.median - t.madK * sigma && x < (1 - t.madMinEffect) * bw.median)
           f.why.push_back(fmt::format("bandwidth {:.3g} GB/s an outlier: median {:.3g}, MAD {:.3g}", x, bw.median, bw.mad));
       }
       if (std::isfinite(l) && lat.count >= 2) {
-        if (l > t.bestLatFactor * lat.best)
-          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pair's {:.3g} us", l, t.bestLatFactor, lat.best));
+        if (l > t.bestLatFactor * lat.ref)
+          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile)", l, t.bestLatFactor, lat.ref));
         double sigma = 1.4826 * lat.mad;
         if (lat.count >= 3 && l > lat.median + t.madK * sigma && l > (1 + t.madMinEffect) * lat.median)
           f.why.push_back(fmt::format("latency {:.3g} us an outlier: median {:.3g}, MAD {:.3g}", l, lat.median, lat.mad));
@@ -269,6 +273,15 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
   for (int a = 0; a < m.n; ++a)
     for (int b = 0; b < m.n; ++b)
       if (a != b && std::isfinite(m.get(m.bw, a, b))) ++measured[a];
+  const int pairsMeasured = v.bw.count > 0 ? v.bw.count : v.lat.count;
+  if (m.n >= 4 && static_cast<double>(v.slow.size()) > t.fabricFraction * pairsMeasured) {
+    Suspect s{"fabric", {}, m.path, {}, {}};
+    s.why.push_back(fmt::format("{} of {} pairs slow on {}: no node or link stands out (bandwidth median {:.3g} GB/s, MAD {:.3g}; "
+                                "latency median {:.3g} us, MAD {:.3g}); a shared switch, oversubscription or a busy host",
+                                v.slow.size(), pairsMeasured, m.path, v.bw.median, v.bw.mad, v.lat.median, v.lat.mad));
+    v.suspects.push_back(s);
+    return v;
+  }
   std::set<int> nodeFaults;
   if (m.n >= 3)
     for (int a = 0; a < m.n; ++a)

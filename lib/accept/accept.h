@@ -33,6 +33,7 @@ struct Thresholds {
   double madK = 3.0;              // MAD outlier: farther than k x 1.4826 x MAD from the median ...
   double madMinEffect = 0.10;     // ... and at least 10 % off the median (a MAD near 0 flags nothing)
   double nodeFraction = 0.75;     // a unit with >= 75 % (and >= 2) of its pairs slow is a node fault
+  double fabricFraction = 0.5;    // more than half of all pairs slow: a fabric-wide spread, no one node or link
 };
 
 // --expect FILE (schema fabricbench-expect/1):
@@ -90,6 +91,9 @@ struct PairMatrix {
 
 struct Stats {
   double median = kNaN, mad = kNaN, best = kNaN;
+  // The reference of the ClusterKit rules: the 90th percentile pair (10th for latency), not the
+  // single best, so that one lucky pair does not make every other pair slow.
+  double ref = kNaN;
   int count = 0;
 };
 Stats statsOf(std::vector<double> v, bool higherIsBetter);
@@ -103,6 +107,7 @@ struct ThresholdFail {
 };
 struct Suspect {
   std::string kind;               // "node" | "link" | "pair" (2 units: node or link cannot be told apart)
+                                  // | "fabric" (most pairs slow: no node or link stands out)
   std::vector<int> units;         // 1 (node) or 2 (link, pair)
   std::string path;
   std::vector<std::string> why;   // measured evidence
