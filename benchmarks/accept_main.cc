@@ -563,6 +563,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     }
     // Facts that differ between units: the minority value's units.
     std::map<int, std::vector<std::string>> factDiffs;
+    std::vector<std::pair<int, std::string>> settingSuspects;
     std::set<std::string> keys;
     for (const auto& x : cf)
       for (const auto& [k, v] : x["facts"].items()) keys.insert(k);
@@ -577,7 +578,14 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         if (us.size() > most) most = us.size(), common = v;
       for (const auto& [v, us] : byVal)
         if (v != common)
-          for (int u : us) factDiffs[u].push_back(fmt::format("{} {} here, {} on {} other unit(s)", k, v, common, most));
+          for (int u : us) {
+            factDiffs[u].push_back(fmt::format("{} {} here, {} on {} other unit(s)", k, v, common, most));
+            // a link setting that differs (MTU, speed, RDMA port rate/state) is a suspect by itself,
+            // slow or not: jumbo frames on some nodes only, a port trained at a lower rate
+            bool linkSetting = k == "mtu" || k == "speed_Mbps" ||
+                               (k.rfind("rdma ", 0) == 0 && (k.size() > 5 && (k.substr(k.size() - 5) == " rate" || k.substr(k.size() - 6) == " state")));
+            if (linkSetting) settingSuspects.push_back({u, fmt::format("{} {} here, {} on {} other unit(s)", k, v, common, most)});
+          }
     }
     {  // a CPU hog: load average well above the others'
       std::vector<double> la;
@@ -665,6 +673,12 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         partial = true;
         reasons.push_back("required path " + p + " not in --accept-paths");
       }
+    for (const auto& [u, what] : settingSuspects) {
+      json cause = json::array();
+      for (const auto& c : causesOf(u, accept::PathVerdict{}, "")) cause.push_back(names[u] + ": " + c);
+      suspects.push_back({{"kind", "setting"}, {"path", "node"}, {"units", {names[u]}},
+                          {"why", {"link setting differs from the other units: " + what}}, {"likely_cause", cause}});
+    }
     if (!suspects.empty()) reasons.push_back(fmt::format("{} suspect(s)", suspects.size()));
     if (!failures.empty()) reasons.push_back(fmt::format("{} pair threshold failure(s)", failures.size()));
     if (!suspects.empty() || !failures.empty()) rc = accept::combineExit(rc, 1);
