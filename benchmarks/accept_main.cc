@@ -776,7 +776,8 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         std::string why = heatmap(dir, stem, title, r.m, *vec, unit);
         if (why.empty()) md += fmt::format("![{}]({}.png) ([SVG]({}.svg))\n\n", title, stem, stem);
         else md += "(" + why + ")\n\n";
-        md += title + ", unit x unit:\n\n" + mdMatrix(r.m, *vec) + "\n";
+        if (r.m.n <= 32) md += title + ", unit x unit:\n\n" + mdMatrix(r.m, *vec) + "\n";
+        else md += fmt::format("{}, unit x unit: {}.dat ({} x {}; too large for a table here)\n\n", title, stem, r.m.n, r.m.n);
       }
     }
     md += "\n## The collectives\n\n";

@@ -516,11 +516,13 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
     return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
   }
-  if (!o.acc.baselineDir.empty()) {  // benchmarks/accept_main.cc: local, rank 0 writes
+  // --benchmark_list_tests lists the points of the normal run (--accept's collectives phase) and
+  // starts nothing else.
+  if (!o.acc.baselineDir.empty() && !o.gb.listTests) {  // benchmarks/accept_main.cc: local, rank 0 writes
     int rc = bs.rank() == 0 ? writeBaseline(o) : 0;
     return static_cast<int>(bs.allReduceMax(rc));
   }
-  if (o.accept)  // the doctor, the pair test, then this run's measurements as the collectives phase
+  if (o.accept && !o.gb.listTests)  // the doctor, the pair test, then this run's measurements as the collectives phase
     return runAcceptance(bs, o, joinArgs(argc, argv),
                          [&](Options& c) { return runMeasurements(bs, c, argc, argv, state); });
   return runMeasurements(bs, o, argc, argv, state);
