@@ -235,7 +235,7 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
         if (l > t.bestLatFactor * lat.ref)
           f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile)", l, t.bestLatFactor, lat.ref));
         double sigma = 1.4826 * lat.mad;
-        if (lat.count >= 3 && l > lat.median + t.madK * sigma && l > (1 + t.madMinEffect) * lat.median)
+        if (lat.count >= 3 && l > lat.median + t.madK * sigma && l > (1 + t.madMinEffectLat) * lat.median)
           f.why.push_back(fmt::format("latency {:.3g} us an outlier: median {:.3g}, MAD {:.3g}", l, lat.median, lat.mad));
       }
       if (!f.why.empty()) out.push_back(f);

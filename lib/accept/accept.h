@@ -31,7 +31,8 @@ struct Thresholds {
   double bestBwFraction = 0.93;   // ClusterKit: a pair below 93 % of the best pair's bandwidth is slow
   double bestLatFactor = 2.1;     // ClusterKit: a pair above 2.1 x the best pair's latency is slow
   double madK = 3.0;              // MAD outlier: farther than k x 1.4826 x MAD from the median ...
-  double madMinEffect = 0.10;     // ... and at least 10 % off the median (a MAD near 0 flags nothing)
+  double madMinEffect = 0.25;     // ... and bandwidth at least 25 % below the median (a MAD near 0 flags nothing),
+  double madMinEffectLat = 0.50;  // latency at least 50 % above it
   double nodeFraction = 0.75;     // a unit with >= 75 % (and >= 2) of its pairs slow is a node fault
   double fabricFraction = 0.5;    // more than half of all pairs slow: a fabric-wide spread, no one node or link
 };
