@@ -70,7 +70,7 @@ for c in "${CASES[@]}"; do
     inject "$c"
     t0=$(date +%s.%N)
     timeout 300 srun -N "$NODES" --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 "$BIN" --accept \
-      --accept-paths tcp,mpi --accept-bw-bytes 4M --accept-bw-iters 4 --accept-lat-iters 50 --accept-no-collectives \
+      --accept-paths "${ACCEPT_PATHS:-tcp,mpi}" --accept-bw-bytes 4M --accept-bw-iters 4 --accept-lat-iters 50 --accept-no-collectives \
       --tcp-if eth0 --results-dir "$OUT" --run-id "$id" > "$OUT/$id.log" 2>&1
     rc=$?
     wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
