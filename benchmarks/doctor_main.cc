@@ -71,6 +71,7 @@ int runDoctorCommand(Bootstrap& bs, const Options& o, const std::string& runId, 
   ro.runId = runId;
   ro.commandLine = commandLine;
   ro.tcpInterface = o.coll.transport.tcpInterface;
+  ro.required = o.required;
   if (o.writeFiles) ro.resultDir = (std::filesystem::path(o.resultsDir) / runId).string();
   ro.fingerprint.mpiVersion = hooks.versions["mpi"];
   ro.fingerprint.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};

@@ -41,6 +41,7 @@
 #include "core/units.h"
 #include "harness/runner.h"
 #include "gbench_flags.h"
+#include "accept_main.h"
 #include "doctor_main.h"
 #include "options.h"
 #include "progress.h"
@@ -446,6 +447,8 @@ void printList(Bootstrap& bs, const Options& o) {
   std::_Exit(1);
 }
 
+int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunState& state);
+
 int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int startupTimeout) {
   // 1. Flags, checked on every rank (the form of each flag, then what needs this machine:
   // interfaces, memory, the result folder), and agreed in the first exchange before any other
@@ -513,6 +516,20 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
     auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(id.data(), id.size())));
     return runDoctorCommand(bs, o, std::string(reinterpret_cast<const char*>(b.data()), b.size()), joinArgs(argc, argv));
   }
+  // --benchmark_list_tests lists the points of the normal run (--accept's collectives phase) and
+  // starts nothing else.
+  if (!o.acc.baselineDir.empty() && !o.gb.listTests) {  // benchmarks/accept_main.cc: local, rank 0 writes
+    int rc = bs.rank() == 0 ? writeBaseline(o) : 0;
+    return static_cast<int>(bs.allReduceMax(rc));
+  }
+  if (o.accept && !o.gb.listTests)  // the doctor, the pair test, then this run's measurements as the collectives phase
+    return runAcceptance(bs, o, joinArgs(argc, argv),
+                         [&](Options& c) { return runMeasurements(bs, c, argc, argv, state); });
+  return runMeasurements(bs, o, argc, argv, state);
+}
+
+// The normal run (and --accept's collectives phase): backends x points, rows, files, the verdict.
+int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunState& state) {
   // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
   // anything is created, unless asked for.
   if (bs.size() == 1 && !o.allowSingleRank && !o.gb.listTests) {

@@ -223,8 +223,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends)");
   std::vector<std::string> required;
   app.add_option("--require", required,
-                 "tcp,mpi,verbs,nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
-                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested). "
+                 "tcp,mpi,verbs (= rdma),nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
+                 "unless each produced rows (the Slurm scripts require gpu when GPUs were requested); with --doctor: "
+                 "every node must have the device (a GPU, an active RDMA port), else the doctor fails (exit 1). "
                  "ib, roce, gdr, nvlink, rails=N: what NCCL's own log must attest (inter-node transport InfiniBand / "
                  "RoCE, GPUDirect RDMA on every NET connection, P2P over NVLink inside a node, at least N distinct "
                  "NICs per node); one that does not hold fails the run (exit 4) with the reason, before measuring")
@@ -251,6 +252,34 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                "check every node for the fabric pitfalls (GPU topology/P2P, GPUDirect RDMA, PCIe ACS/IOMMU/links, "
                "RDMA ports/GID/MTU/firmware, limits, versions, interface variables, reachability); table + doctor.json; "
                "exit 0 no fail, 1 a check failed");
+  std::string accBw = std::to_string(o.acc.bwBytes), accLat = std::to_string(o.acc.latBytes);
+  std::vector<std::string> accPaths = o.acc.paths;
+  app.add_flag("--accept", o.accept,
+               "acceptance of the whole allocation: the doctor on every node, every node pair (circle method) per "
+               "path, then the collectives as a normal run; verdicts against the line rate and --expect; "
+               "acceptance.json, report.md, evidence.json; exit 0 accepted, 1 fails, 2 bad input, 4 partial "
+               "(doc/acceptance.md)");
+  app.add_option("--expect", o.acc.expectFile,
+                 "--accept: expectation file (fabricbench-expect/1 JSON: min GB/s and max latency per path, "
+                 "collective and size), e.g. written by --accept-baseline");
+  app.add_option("--accept-floor", o.acc.floor, "--accept: a pair's bandwidth must reach this fraction of the line rate, where known")
+      ->capture_default_str();
+  app.add_option("--accept-paths", accPaths, "--accept: pair-test paths, from tcp,mpi,verbs,nccl (absent ones are skipped "
+                                             "with the reason; --require makes one mandatory: exit 4)")
+      ->delimiter(',')->allow_extra_args(false)->capture_default_str();
+  app.add_option("--accept-bw-bytes", accBw, "--accept: the pair bandwidth size")->capture_default_str();
+  app.add_option("--accept-lat-bytes", accLat, "--accept: the pair latency size")->capture_default_str();
+  app.add_option("--accept-bw-iters", o.acc.bwIters, "--accept: timed exchanges per pair at the bandwidth size")->capture_default_str();
+  app.add_option("--accept-lat-iters", o.acc.latIters, "--accept: timed round trips per pair at the latency size")->capture_default_str();
+  app.add_option("--accept-retests", o.acc.retests, "--accept: rounds re-testing the slow pairs before the verdict")->capture_default_str();
+  app.add_flag("--accept-ranks-as-nodes", o.acc.ranksAsNodes,
+               "--accept: treat every rank as a node (tests of the control plane on one host)");
+  app.add_flag("--accept-no-collectives", o.acc.noCollectives, "--accept: leave out the collectives phase");
+  app.add_flag("--accept-no-pairs", o.acc.noPairs, "--accept: leave out the pair test");
+  app.add_option("--accept-baseline", o.acc.baselineDir,
+                 "write RUN_DIR/expect.json from an acceptance run's folder (\"accept this as the baseline\"), for --expect");
+  app.add_option("--accept-margin", o.acc.margin, "--accept-baseline: expected = margin x measured (latency: / margin)")
+      ->capture_default_str();
   app.add_flag("--version", showVersion, "fabricbench's version, git revision, and the NCCL/CUDA/MPI/rdma-core it was built with");
   app.add_option("--fb-test-corrupt", corrupt, "TEST HOOK: RANK:INDEX corrupts one output element per check")
       ->group("");
@@ -366,13 +395,14 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     o.transports.push_back(t);
     o.namedTransports.push_back(t);
   }
-  for (const auto& r : splitList("--require", required)) {
+  for (auto r : splitList("--require", required)) {
     // Attestations of NCCL's run (the row fails with exit 4 and the reason when one does not hold).
     if (topo::isAttestRequirement(r)) {
       if (auto why = topo::requirementFormError(r); !why.empty()) throw ConfigError(why);
       o.coll.require.push_back(r);
       continue;
     }
+    if (r == "rdma") r = "verbs";  // the device (--doctor) and the path (a run) have one name
     bool known = r == "gpu";
     for (const auto& k : knownTransports()) known = known || k == r;
     if (!known)
@@ -416,7 +446,23 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
         throw ConfigError(std::string(v == &o.runId ? "--run-id" : "--results-dir") +
                           " contains a control character (a newline, tab, ...): give a plain name");
   if (o.resultsDir.empty()) throw ConfigError("--results-dir is empty (give a folder, or --no-files)");
-  if (o.doctor && o.list) throw ConfigError("--doctor and --list are two different commands: give one");
+  if (int cmds = int(o.doctor) + int(o.list) + int(o.accept) + int(!o.acc.baselineDir.empty()); cmds > 1)
+    throw ConfigError("--doctor, --list, --accept and --accept-baseline are different commands: give one");
+  o.acc.paths.clear();
+  for (const auto& p : splitList("--accept-paths", accPaths)) {
+    if (p != "tcp" && p != "mpi" && p != "verbs" && p != "nccl")
+      throw ConfigError("--accept-paths: unknown path '" + p + "' (choose tcp, mpi, verbs, nccl)");
+    if (std::find(o.acc.paths.begin(), o.acc.paths.end(), p) == o.acc.paths.end()) o.acc.paths.push_back(p);
+  }
+  o.acc.bwBytes = sizeFlag("--accept-bw-bytes", accBw);
+  o.acc.latBytes = sizeFlag("--accept-lat-bytes", accLat);
+  if (o.acc.bwBytes == 0 || o.acc.latBytes == 0 || o.acc.bwBytes > (std::size_t(1) << 30) || o.acc.latBytes > (std::size_t(1) << 30))
+    throw ConfigError("--accept-bw-bytes/--accept-lat-bytes: expected 1 byte to 1G");
+  if (!(o.acc.floor >= 0 && o.acc.floor <= 1)) throw ConfigError(fmt::format("--accept-floor {}: expected a fraction 0..1", o.acc.floor));
+  if (o.acc.bwIters < 1 || o.acc.latIters < 1 || o.acc.retests < 0)
+    throw ConfigError("--accept-bw-iters/--accept-lat-iters must be >= 1, --accept-retests >= 0");
+  if (!(o.acc.margin > 0 && o.acc.margin <= 1)) throw ConfigError(fmt::format("--accept-margin {}: expected (0, 1]", o.acc.margin));
+  if (!o.acc.expectFile.empty() && !o.accept) throw ConfigError("--expect is read by --accept only");
   if (!corrupt.empty()) {
     auto colon = corrupt.find(':');
     try {
@@ -447,6 +493,10 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                              o.coll.transport.tcpInterface, o.coll.transport.verbsPort, o.coll.transport.gpuDirect);
   o.canonical += fmt::format("|doctor={}|rotate={}", o.doctor, o.coll.rotateBuffers);
   o.canonical += fmt::format("|ops={}|root={}", fmt::join(opNames, ","), o.root);
+  o.canonical += fmt::format("|accept={}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.accept, fmt::join(o.acc.paths, ","),
+                             o.acc.expectFile, o.acc.floor, o.acc.bwBytes, o.acc.latBytes, o.acc.bwIters, o.acc.latIters,
+                             o.acc.retests, o.acc.ranksAsNodes, o.acc.noCollectives, o.acc.noPairs, o.acc.baselineDir,
+                             o.acc.margin, 0);
   return o;
 }
 

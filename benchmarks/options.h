@@ -45,6 +45,21 @@ struct Options {
   std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
+  bool accept = false;                   // --accept: acceptance of the allocation (benchmarks/accept_main.h)
+  struct Accept {                        // --accept-* (doc/acceptance.md)
+    std::vector<std::string> paths{"tcp", "mpi", "verbs"};  // --accept-paths: pair-test paths
+    std::string expectFile;              // --expect FILE
+    double floor = 0.90;                 // --accept-floor: fraction of the line rate a pair must reach
+    std::size_t bwBytes = 16u << 20;     // --accept-bw-bytes
+    std::size_t latBytes = 8;            // --accept-lat-bytes
+    int bwIters = 10, latIters = 200;    // --accept-bw-iters, --accept-lat-iters
+    int retests = 3;                     // --accept-retests: rounds re-testing the slow pairs
+    bool ranksAsNodes = false;           // --accept-ranks-as-nodes: each rank a node (one-host tests)
+    bool noCollectives = false;          // --accept-no-collectives
+    bool noPairs = false;                // --accept-no-pairs
+    std::string baselineDir;             // --accept-baseline RUN_DIR: write RUN_DIR/expect.json
+    double margin = 0.90;                // --accept-margin for --accept-baseline
+  } acc;
   std::string canonical;                 // normalized flags, compared across ranks
 };
 

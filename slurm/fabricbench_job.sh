@@ -94,7 +94,13 @@ fb_job() {
     mpirun) launch=(mpirun -np "$np" --map-by "ppr:$rpn:node" $FB_MPIRUN_ARGS) ;;
     *)      fb_die "bad FB_LAUNCHER '$FB_LAUNCHER' (expected srun or mpirun)" ;;
   esac
-  args=(--collective "$coll" --transport "$FB_TRANSPORTS" $FB_SIZES -n "$FB_ITERS" -w "$FB_WARMUP"
+  # fb_job accept: fabricbench --accept (doctor, every node pair, then the collectives FB_ACCEPT_COLLECTIVES)
+  local -a mode=(--collective "$coll")
+  if [ "$coll" = accept ]; then
+    mode=(--accept --collective "${FB_ACCEPT_COLLECTIVES:-allreduce,allgather,reducescatter}")
+    [ -z "${FB_EXPECT:-}" ] || mode+=(--expect "$FB_EXPECT")
+  fi
+  args=("${mode[@]}" --transport "$FB_TRANSPORTS" $FB_SIZES -n "$FB_ITERS" -w "$FB_WARMUP"
         -c "$FB_CHECK" --dtype "$FB_DTYPE" --results-dir "$FB_RESULTS_DIR")
   [ -z "${FB_RUN_ID:-}" ] || args+=(--run-id "$FB_RUN_ID")
   [ "${FB_RESUME:-0}" = 0 ] || args+=(--resume)
@@ -121,9 +127,18 @@ fb_job() {
   out=$(sed -n 's|^# results: \(.*\)/ (.*|\1|p' "$log" | head -n 1)
   rm -f "$log"
   [ -n "$out" ] || out=$FB_RESULTS_DIR/${FB_RUN_ID:-"<none>"}
-  if [ "$rc" = 0 ] && [ ! -s "$out/table.csv" ]; then
+  if [ "$rc" = 0 ] && [ "$coll" != accept ] && [ ! -s "$out/table.csv" ]; then
     echo "fabricbench job $SLURM_JOB_ID: FAILED: fabricbench exited 0 but wrote no $out/table.csv" >&2
     rc=1
+  fi
+  if [ "$coll" = accept ]; then
+    case "$rc" in
+      0) echo "fabricbench job $SLURM_JOB_ID: ACCEPTED in $((SECONDS - t0)) s; report: $(dirname "$out")/report.md" ;;
+      1) echo "fabricbench job $SLURM_JOB_ID: NOT ACCEPTED (exit 1: a threshold or a suspect; see the suspect lines above) after $((SECONDS - t0)) s; report: $(dirname "$out")/report.md" >&2 ;;
+      4) echo "fabricbench job $SLURM_JOB_ID: PARTIAL (exit 4: a required path absent) after $((SECONDS - t0)) s; report: $(dirname "$out")/report.md" >&2 ;;
+      *) echo "fabricbench job $SLURM_JOB_ID: FAILED (exit $rc) after $((SECONDS - t0)) s" >&2 ;;
+    esac
+    exit "$rc"
   fi
   if [ "$rc" = 0 ]; then
     echo "fabricbench job $SLURM_JOB_ID: PASSED in $((SECONDS - t0)) s; results in $out/"

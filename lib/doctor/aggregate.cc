@@ -43,9 +43,11 @@ void applyTestOverrides(const Machine& m, NodeReport& r) {
     }
 }
 
-NodeReport checkNode(const Machine& m, const Hooks& hooks, const std::string& host) {
+NodeReport checkNode(const Machine& m, const Hooks& hooks, const std::string& host,
+                     const std::vector<std::string>& required) {
   NodeReport r;
   r.host = host;
+  checkRequired(m, hooks, required, r);
   checkGpuTopology(m, hooks, r);
   checkGpuNicAffinity(m, r);
   checkGpuDirect(m, hooks, r);

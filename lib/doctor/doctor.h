@@ -59,8 +59,14 @@ struct NodeReport {
   std::map<std::string, std::string> factSources;
 };
 
-// Every local check on this node.
-NodeReport checkNode(const Machine& m, const Hooks& hooks, const std::string& host);
+// Every local check on this node; with `required` (--require), one "require.<item>" finding per
+// item: fail where this node lacks the device or path (a GPU, an active RDMA port, ...).
+NodeReport checkNode(const Machine& m, const Hooks& hooks, const std::string& host,
+                     const std::vector<std::string>& required = {});
+// What --doctor --require accepts: gpu, cuda, nccl (a GPU; nccl also needs NCCL in the build),
+// rdma = verbs (an ACTIVE RDMA port), tcp (an interface up besides lo), mpi.
+const std::vector<std::string>& requirableItems();
+void checkRequired(const Machine& m, const Hooks& h, const std::vector<std::string>& required, NodeReport& r);
 
 // The individual checks (each appends to r.findings, may add facts); exposed for the tests.
 void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r);   // gpu.topology, gpu.p2p, gpu.geforce, gpu.mig

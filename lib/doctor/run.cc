@@ -172,7 +172,7 @@ int runDoctor(Bootstrap& bs, const Hooks& hooks, const RunOptions& o) {
   NodeReport mine;
   if (checker) {
     try {
-      mine = checkNode(m, hooks, bs.hostname());
+      mine = checkNode(m, hooks, bs.hostname(), o.required);
     } catch (const std::exception& e) {
       mine.host = bs.hostname();
       mine.findings.push_back({"doctor", Verdict::kFail, std::string("the checks stopped: ") + e.what(), "", ""});
@@ -239,6 +239,11 @@ int runDoctor(Bootstrap& bs, const Hooks& hooks, const RunOptions& o) {
     std::string table = renderTable(rep);
     std::cout << "fabricbench --doctor: " << nodes.size() << " node(s), one checking rank each\n\n" << table << std::flush;
     rc = rep.exitCode();
+    // --require: one line per node group lacking a required device, naming them.
+    for (const auto& row : rep.rows)
+      if (startsWith(row.id, "require.") && row.verdict == Verdict::kFail)
+        std::cout << "fabricbench --doctor: " << row.id << " failed on " << join(row.nodes, ",") << ": " << row.evidence << "\n";
+    std::cout << std::flush;
     if (!o.resultDir.empty()) {
       std::vector<nlohmann::json> per;
       for (auto& f : fps) per.push_back(nlohmann::json::parse(f));

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "doctor/doctor.h"
@@ -16,6 +17,7 @@ struct RunOptions {
   std::string runId;
   std::string commandLine;
   std::string tcpInterface; // --tcp-if
+  std::vector<std::string> required;  // --require: items every node must have (checkRequired)
   std::chrono::milliseconds connectTimeout{3000};
   FingerprintOptions fingerprint;
 };

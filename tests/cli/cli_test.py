@@ -174,8 +174,12 @@ def case_help(d):
               "--dtype": "float", "--op": "sum", "--placement": "out", "--path": "auto", "--cudagraph": "0",
               "--tcp-if": "lo", "--ib-dev": "x", "--ib-port": "1", "--gid-index": "0", "--timeout": "5",
               "--results-dir": d, "--run-id": "help-x", "--progress": "0",
-              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu", "--root": "0"}
-    skip = {"--help", "--version", "--list", "--resume", "--overwrite", "--no-files"}
+              "--average": "3", "--repeat": "1", "--require": "tcp", "--timer": "gpu", "--root": "0",
+              "--accept-floor": "0.9", "--accept-paths": "tcp", "--accept-bw-bytes": "1M", "--accept-lat-bytes": "8",
+              "--accept-bw-iters": "2", "--accept-lat-iters": "2", "--accept-retests": "1", "--accept-baseline": d,
+              "--accept-margin": "0.9"}
+    # --expect is read by --accept only (refused alone, by design; tests/accept checks it)
+    skip = {"--help", "--version", "--list", "--resume", "--overwrite", "--no-files", "--expect"}
     for o in sorted(opts - skip):
         args = [o] + ([values[o]] if o in values else [])
         q = fb1(["--transport", "tcp", "-b", "8", "-e", "8"] + args + ["--benchmark_list_tests"])

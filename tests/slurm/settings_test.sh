@@ -36,7 +36,7 @@ job() {
       SLURM_JOB_ID=42 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=n1 \
       FB_HOME="$SRC" FB_BIN=/bin/true FB_RESULTS_DIR="$W/results" FB_T_SRUN_ARGS="$W/srun.args" \
       FB_T_MODULE_LOG="$W/module.log" FB_T_MODULES_KNOWN="cuda/12.4 nccl openmpi" "$@" \
-      bash -c 'source "$FB_HOME/slurm/fabricbench_job.sh"; fb_job allreduce' > "$W/out" 2> "$W/err"
+      bash -c 'source "$FB_HOME/slurm/fabricbench_job.sh"; fb_job "${FB_T_COLL:-allreduce}"' > "$W/out" 2> "$W/err"
   rc=$?; out=$(cat "$W/out"); err=$(cat "$W/err")
 }
 # expect_bad NAME NEEDLE ENV...: exit 2, one stderr line containing NEEDLE, nothing launched.
@@ -75,6 +75,14 @@ echo "ok   FB_MODULES loaded in order: $(tr '\n' ' ' < "$W/module.log")"
 expect_bad "FB_MODULES missing module" "module 'nosuch/1.0' cannot be loaded" \
   PATH="$W/bin:$W/modbin:/usr/bin:/bin" FB_MODULES="cuda/12.4 nosuch/1.0 openmpi"
 expect_bad "FB_MODULES without module command" "no 'module' command" FB_MODULES="cuda"
+
+# slurm/acceptance.sbatch's fb_job accept: fabricbench --accept with the collectives and FB_EXPECT
+job FB_T_COLL=accept FB_EXPECT=/site/promise.json FB_ACCEPT_COLLECTIVES=allreduce
+args=$(tr '\n' ' ' < "$W/srun.args" 2>/dev/null)
+[ "$rc" = 0 ] || fail "accept: exit $rc ($err)"
+grep -q -- "--accept --collective allreduce --expect /site/promise.json" <<<"$args" || fail "accept: srun got '$args'"
+grep -q "ACCEPTED" <<<"$out" || fail "accept: no ACCEPTED line: $out"
+echo "ok   fb_job accept: srun $args"
 
 [ "$bad" = 0 ] && echo "RESULT: slurm settings passed" || echo "RESULT: slurm settings FAILED"
 exit "$bad"

@@ -1,0 +1,396 @@
+#include "accept/accept.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "report/result_sink.h"
+
+namespace fb::accept {
+
+// ---------------------------------------------------------------------------------------------
+std::vector<std::vector<Pair>> circleSchedule(int n) {
+  std::vector<std::vector<Pair>> rounds;
+  if (n < 2) return rounds;
+  const int m = n % 2 == 0 ? n : n + 1;  // odd n: a dummy unit m-1 = n, whose partner has the bye
+  const int fixed = m - 1;
+  for (int r = 0; r < m - 1; ++r) {
+    std::vector<Pair> round;
+    auto add = [&](int a, int b) {
+      if (a >= n || b >= n) return;  // the bye
+      round.emplace_back(std::min(a, b), std::max(a, b));
+    };
+    add(fixed, r);
+    for (int k = 1; k < m / 2; ++k) add((r + k) % (m - 1), (r - k + (m - 1)) % (m - 1));
+    rounds.push_back(std::move(round));
+  }
+  return rounds;
+}
+
+std::vector<std::vector<Pair>> disjointBatches(const std::vector<Pair>& pairs) {
+  std::vector<std::vector<Pair>> batches;
+  std::vector<std::set<int>> busy;
+  for (const auto& p : pairs) {
+    std::size_t b = 0;
+    while (b < batches.size() && (busy[b].count(p.first) || busy[b].count(p.second))) ++b;
+    if (b == batches.size()) {
+      batches.emplace_back();
+      busy.emplace_back();
+    }
+    batches[b].push_back(p);
+    busy[b].insert(p.first);
+    busy[b].insert(p.second);
+  }
+  return batches;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+double numberAt(const nlohmann::json& j, const char* key, const std::string& where) {
+  const auto& v = j.at(key);
+  if (!v.is_number()) throw ConfigError(where + ": '" + key + "' is not a number");
+  double d = v.get<double>();
+  if (!(d > 0) || !std::isfinite(d)) throw ConfigError(fmt::format("{}: '{}' must be a positive number (got {})", where, key, v.dump()));
+  return d;
+}
+
+std::size_t bytesAt(const nlohmann::json& j, const std::string& where) {
+  if (!j.contains("bytes")) throw ConfigError(where + ": 'bytes' is missing");
+  const auto& v = j["bytes"];
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0) throw ConfigError(where + ": 'bytes' must be a positive integer");
+  return v.get<std::size_t>();
+}
+
+std::string stringAt(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+    throw ConfigError(where + ": '" + key + "' is missing or not a string");
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+Expectations parseExpectations(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& knownPaths) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError("--expect " + source + ": not JSON (" + e.what() + ")");
+  }
+  const std::string at = "--expect " + source;
+  if (!j.is_object()) throw ConfigError(at + ": expected a JSON object");
+  if (j.value("schema", std::string()) != "fabricbench-expect/1")
+    throw ConfigError(at + ": 'schema' must be \"fabricbench-expect/1\"");
+  for (const auto& [k, v] : j.items())
+    if (k != "schema" && k != "pairs" && k != "collectives" && k != "comment" && k != "source" && k != "margin")
+      throw ConfigError(at + ": unknown key '" + k + "' (schema, pairs, collectives, comment, source, margin)");
+  Expectations e;
+  e.source = source;
+  if (j.contains("pairs")) {
+    if (!j["pairs"].is_array()) throw ConfigError(at + ": 'pairs' must be an array");
+    for (std::size_t i = 0; i < j["pairs"].size(); ++i) {
+      const auto& x = j["pairs"][i];
+      std::string where = fmt::format("{}: pairs[{}]", at, i);
+      if (!x.is_object()) throw ConfigError(where + ": expected an object");
+      PairExpect p;
+      p.path = stringAt(x, "path", where);
+      if (std::find(knownPaths.begin(), knownPaths.end(), p.path) == knownPaths.end())
+        throw ConfigError(fmt::format("{}: unknown path '{}' (choose {})", where, p.path, fmt::join(knownPaths, ", ")));
+      p.bytes = bytesAt(x, where);
+      for (const auto& [k, v] : x.items())
+        if (k != "path" && k != "bytes" && k != "min_GBps" && k != "max_latency_us")
+          throw ConfigError(where + ": unknown key '" + k + "' (path, bytes, min_GBps, max_latency_us)");
+      if (x.contains("min_GBps")) p.minGBps = numberAt(x, "min_GBps", where);
+      if (x.contains("max_latency_us")) p.maxLatUs = numberAt(x, "max_latency_us", where);
+      if (!p.minGBps && !p.maxLatUs) throw ConfigError(where + ": neither min_GBps nor max_latency_us");
+      e.pairs.push_back(p);
+    }
+  }
+  if (j.contains("collectives")) {
+    if (!j["collectives"].is_array()) throw ConfigError(at + ": 'collectives' must be an array");
+    for (std::size_t i = 0; i < j["collectives"].size(); ++i) {
+      const auto& x = j["collectives"][i];
+      std::string where = fmt::format("{}: collectives[{}]", at, i);
+      if (!x.is_object()) throw ConfigError(where + ": expected an object");
+      CollExpect c;
+      c.impl = stringAt(x, "impl", where);
+      c.collective = stringAt(x, "collective", where);
+      c.bytes = bytesAt(x, where);
+      for (const auto& [k, v] : x.items())
+        if (k != "impl" && k != "collective" && k != "bytes" && k != "min_busbw_GBps" && k != "max_latency_us")
+          throw ConfigError(where + ": unknown key '" + k + "' (impl, collective, bytes, min_busbw_GBps, max_latency_us)");
+      if (x.contains("min_busbw_GBps")) c.minBusBwGBps = numberAt(x, "min_busbw_GBps", where);
+      if (x.contains("max_latency_us")) c.maxLatUs = numberAt(x, "max_latency_us", where);
+      if (!c.minBusBwGBps && !c.maxLatUs) throw ConfigError(where + ": neither min_busbw_GBps nor max_latency_us");
+      e.collectives.push_back(c);
+    }
+  }
+  if (e.pairs.empty() && e.collectives.empty()) throw ConfigError(at + ": no expectation (empty 'pairs' and 'collectives')");
+  return e;
+}
+
+Expectations readExpectations(const std::string& file, const std::vector<std::string>& knownPaths) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError("--expect " + file + ": cannot read the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseExpectations(ss.str(), file, knownPaths);
+}
+
+nlohmann::json baselineFromRun(const std::string& runDir, double margin) {
+  namespace fs = std::filesystem;
+  if (!(margin > 0 && margin <= 1)) throw ConfigError(fmt::format("--accept-margin {}: expected (0, 1]", margin));
+  fs::path aj = fs::path(runDir) / "acceptance.json";
+  std::ifstream in(aj);
+  if (!in) throw ConfigError("--accept-baseline " + runDir + ": no acceptance.json there");
+  nlohmann::json a;
+  try {
+    a = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw ConfigError("--accept-baseline " + aj.string() + ": not JSON (" + e.what() + ")");
+  }
+  nlohmann::json pairs = nlohmann::json::array(), colls = nlohmann::json::array();
+  for (const auto& p : a.value("paths", nlohmann::json::array())) {
+    if (p.value("skipped", std::string()) != "") continue;
+    double bw = p["bw"].value("median", -1.0), lat = p["lat"].value("median", -1.0);
+    if (bw > 0) pairs.push_back({{"path", p["path"]}, {"bytes", p["bw_bytes"]}, {"min_GBps", bw * margin}});
+    if (lat > 0) pairs.push_back({{"path", p["path"]}, {"bytes", p["lat_bytes"]}, {"max_latency_us", lat / margin}});
+  }
+  fs::path csv = fs::path(runDir) / "collectives" / "table.csv";
+  if (fs::exists(csv)) {
+    for (const auto& s : readCsv(csv.string())) {
+      if (s.wrong > 0 || s.timeUs <= 0) continue;
+      nlohmann::json c = {{"impl", s.impl}, {"collective", s.coll}, {"bytes", s.bytes}, {"max_latency_us", s.timeUs / margin}};
+      if (s.busBwGBps > 0) c["min_busbw_GBps"] = s.busBwGBps * margin;
+      colls.push_back(c);
+    }
+  }
+  if (pairs.empty() && colls.empty()) throw ConfigError("--accept-baseline " + runDir + ": nothing measured to accept");
+  return {{"schema", "fabricbench-expect/1"},
+          {"source", fs::absolute(runDir).lexically_normal().string()},
+          {"margin", margin},
+          {"comment", fmt::format("written by fabricbench --accept-baseline: minimum = {} x the measured median, "
+                                  "maximum latency = measured / {}", margin, margin)},
+          {"pairs", pairs},
+          {"collectives", colls}};
+}
+
+// ---------------------------------------------------------------------------------------------
+Stats statsOf(std::vector<double> v, bool higherIsBetter) {
+  Stats s;
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
+  s.count = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    std::size_t k = x.size() / 2;
+    return x.size() % 2 ? x[k] : (x[k - 1] + x[k]) / 2;
+  };
+  s.median = median(v);
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - s.median));
+  s.mad = median(dev);
+  s.best = higherIsBetter ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
+  std::sort(v.begin(), v.end());
+  double q = higherIsBetter ? 0.9 : 0.1, pos = q * static_cast<double>(v.size() - 1);
+  std::size_t lo = static_cast<std::size_t>(pos);
+  s.ref = lo + 1 < v.size() ? v[lo] + (pos - static_cast<double>(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+  return s;
+}
+
+namespace {
+
+std::vector<double> upperValues(const PairMatrix& m, const std::vector<double>& v) {
+  std::vector<double> out;
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) out.push_back(m.get(v, a, b));
+  return out;
+}
+
+}  // namespace
+
+std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
+  Stats bw = statsOf(upperValues(m, m.bw), true), lat = statsOf(upperValues(m, m.lat), false);
+  std::vector<PairFlag> out;
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) {
+      PairFlag f{{a, b}, {}};
+      double x = m.get(m.bw, a, b), l = m.get(m.lat, a, b);
+      if (std::isfinite(x) && bw.count >= 2) {
+        if (x < t.bestBwFraction * bw.ref)
+          f.why.push_back(fmt::format("bandwidth {:.3g} GB/s < {:.0f} % of the best pairs' {:.3g} GB/s (90th percentile)", x,
+                                      100 * t.bestBwFraction, bw.ref));
+        double sigma = 1.4826 * bw.mad;
+        if (bw.count >= 3 && x < bw.median - t.madK * sigma && x < (1 - t.madMinEffect) * bw.median)
+          f.why.push_back(fmt::format("bandwidth {:.3g} GB/s an outlier: median {:.3g}, MAD {:.3g}", x, bw.median, bw.mad));
+      }
+      if (std::isfinite(l) && lat.count >= 2) {
+        if (l > t.bestLatFactor * lat.ref)
+          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile)", l, t.bestLatFactor, lat.ref));
+        double sigma = 1.4826 * lat.mad;
+        if (lat.count >= 3 && l > lat.median + t.madK * sigma && l > (1 + t.madMinEffectLat) * lat.median)
+          f.why.push_back(fmt::format("latency {:.3g} us an outlier: median {:.3g}, MAD {:.3g}", l, lat.median, lat.mad));
+      }
+      if (!f.why.empty()) out.push_back(f);
+    }
+  return out;
+}
+
+PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
+                      const std::vector<std::string>& names) {
+  PathVerdict v;
+  v.path = m.path;
+  v.bw = statsOf(upperValues(m, m.bw), true);
+  v.lat = statsOf(upperValues(m, m.lat), false);
+  auto name = [&](int i) { return i < static_cast<int>(names.size()) ? names[i] : "unit" + std::to_string(i); };
+  // Absolute thresholds, pair by pair.
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) {
+      double x = m.get(m.bw, a, b), l = m.get(m.lat, a, b), rate = m.get(m.lineRate, a, b);
+      std::string who = fmt::format("{} {} <-> {}", m.path, name(a), name(b));
+      if (std::isfinite(x) && std::isfinite(rate) && rate > 0 && x < t.lineRateFloor * rate)
+        v.failures.push_back({fmt::format("{} {} B: {:.3g} GB/s < {:.0f} % of the line rate {:.3g} GB/s", who, m.bwBytes, x,
+                                          100 * t.lineRateFloor, rate)});
+      for (const auto& p : e.pairs) {
+        if (p.path != m.path) continue;
+        if (p.minGBps && p.bytes == m.bwBytes && std::isfinite(x) && x < *p.minGBps)
+          v.failures.push_back({fmt::format("{} {} B: {:.3g} GB/s < expected {:.3g} GB/s ({})", who, p.bytes, x, *p.minGBps, e.source)});
+        if (p.maxLatUs && p.bytes == m.latBytes && std::isfinite(l) && l > *p.maxLatUs)
+          v.failures.push_back({fmt::format("{} {} B: {:.3g} us > expected {:.3g} us ({})", who, p.bytes, l, *p.maxLatUs, e.source)});
+      }
+    }
+  // Relative rules: which pairs are slow, then node vs link.
+  v.slow = slowPairs(m, t);
+  std::vector<int> slowCount(m.n, 0), measured(m.n, 0);
+  for (const auto& f : v.slow) ++slowCount[f.pair.first], ++slowCount[f.pair.second];
+  for (int a = 0; a < m.n; ++a)
+    for (int b = 0; b < m.n; ++b)
+      if (a != b && std::isfinite(m.get(m.bw, a, b))) ++measured[a];
+  const int pairsMeasured = v.bw.count > 0 ? v.bw.count : v.lat.count;
+  if (m.n >= 4 && static_cast<double>(v.slow.size()) > t.fabricFraction * pairsMeasured) {
+    Suspect s{"fabric", {}, m.path, {}, {}};
+    s.why.push_back(fmt::format("{} of {} pairs slow on {}: no node or link stands out (bandwidth median {:.3g} GB/s, MAD {:.3g}; "
+                                "latency median {:.3g} us, MAD {:.3g}); a shared switch, oversubscription or a busy host",
+                                v.slow.size(), pairsMeasured, m.path, v.bw.median, v.bw.mad, v.lat.median, v.lat.mad));
+    v.suspects.push_back(s);
+    return v;
+  }
+  std::set<int> nodeFaults;
+  if (m.n >= 3)
+    for (int a = 0; a < m.n; ++a)
+      if (slowCount[a] >= 2 && slowCount[a] >= t.nodeFraction * measured[a]) nodeFaults.insert(a);
+  for (int a : nodeFaults) {
+    Suspect s{"node", {a}, m.path, {}, {}};
+    s.why.push_back(fmt::format("{} of its {} pairs slow on {}", slowCount[a], measured[a], m.path));
+    for (const auto& f : v.slow)
+      if (f.pair.first == a || f.pair.second == a) {
+        int o = f.pair.first == a ? f.pair.second : f.pair.first;
+        s.why.push_back(fmt::format("with {}: {}", name(o), fmt::join(f.why, "; ")));
+      }
+    v.suspects.push_back(s);
+  }
+  for (const auto& f : v.slow) {
+    if (nodeFaults.count(f.pair.first) || nodeFaults.count(f.pair.second)) continue;  // explained by the node
+    Suspect s{m.n == 2 ? "pair" : "link", {f.pair.first, f.pair.second}, m.path, f.why, {}};
+    if (m.n == 2) s.why.push_back("2 units: a node fault and a link fault cannot be told apart");
+    v.suspects.push_back(s);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+struct Sha256 {
+  std::array<std::uint32_t, 8> h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::uint64_t len = 0;
+  std::array<unsigned char, 64> buf{};
+  std::size_t fill = 0;
+  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void block(const unsigned char* p) {
+    static const std::uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    std::uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (std::uint32_t(p[4 * i]) << 24) | (std::uint32_t(p[4 * i + 1]) << 16) | (std::uint32_t(p[4 * i + 2]) << 8) | p[4 * i + 3];
+    for (int i = 16; i < 64; ++i) {
+      std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      std::uint32_t S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25), ch = (e & f) ^ (~e & g);
+      std::uint32_t t1 = hh + S1 + ch + k[i] + w[i];
+      std::uint32_t S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22), mj = (a & b) ^ (a & c) ^ (b & c);
+      std::uint32_t t2 = S0 + mj;
+      hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+  }
+  void update(const unsigned char* p, std::size_t n) {
+    len += n;
+    while (n > 0) {
+      std::size_t take = std::min(n, 64 - fill);
+      std::copy(p, p + take, buf.begin() + fill);
+      fill += take, p += take, n -= take;
+      if (fill == 64) block(buf.data()), fill = 0;
+    }
+  }
+  std::string hex() {
+    std::uint64_t bits = len * 8;
+    unsigned char pad = 0x80;
+    update(&pad, 1);
+    unsigned char zero = 0;
+    while (fill != 56) update(&zero, 1);
+    unsigned char l[8];
+    for (int i = 0; i < 8; ++i) l[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+    update(l, 8);
+    std::string out;
+    for (auto x : h) out += fmt::format("{:08x}", x);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::string sha256Hex(const std::string& data) {
+  Sha256 s;
+  s.update(reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  return s.hex();
+}
+
+std::string sha256File(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  Sha256 s;
+  char b[65536];
+  while (in) {
+    in.read(b, sizeof b);
+    s.update(reinterpret_cast<const unsigned char*>(b), static_cast<std::size_t>(in.gcount()));
+  }
+  return s.hex();
+}
+
+int combineExit(int a, int b) {
+  auto rank = [](int c) { return c == 2 ? 3 : c == 1 ? 2 : c == 4 ? 1 : c == 0 ? 0 : 2; };
+  int ca = a == 0 || a == 1 || a == 2 || a == 4 ? a : 1, cb = b == 0 || b == 1 || b == 2 || b == 4 ? b : 1;
+  return rank(ca) >= rank(cb) ? ca : cb;
+}
+
+}  // namespace fb::accept

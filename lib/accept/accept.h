@@ -1,0 +1,139 @@
+// fabricbench --accept: the pure parts of acceptance (no communication here, so the tests can
+// drive them with synthetic matrices): the all-pairs schedule, the verdict over a pair matrix,
+// the expectation file, sha256 for the evidence file. benchmarks/accept_main.cc measures.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fb::accept {
+
+// ---------------------------------------------------------------------------------------------
+// Schedule: the circle method. n units -> n-1 rounds (n even) or n rounds (n odd, one unit sits
+// out each round: the bye) of disjoint pairs; every unordered pair exactly once.
+using Pair = std::pair<int, int>;  // first < second
+std::vector<std::vector<Pair>> circleSchedule(int n);
+// Disjoint batches of the given pairs (greedy), for retests: no unit is in two pairs of a batch.
+std::vector<std::vector<Pair>> disjointBatches(const std::vector<Pair>& pairs);
+
+// ---------------------------------------------------------------------------------------------
+// Thresholds and expectations.
+struct Thresholds {
+  double lineRateFloor = 0.90;    // --accept-floor: pair bandwidth >= floor x the line rate, where known
+  double bestBwFraction = 0.93;   // ClusterKit: a pair below 93 % of the best pair's bandwidth is slow
+  double bestLatFactor = 2.1;     // ClusterKit: a pair above 2.1 x the best pair's latency is slow
+  double madK = 3.0;              // MAD outlier: farther than k x 1.4826 x MAD from the median ...
+  double madMinEffect = 0.25;     // ... and bandwidth at least 25 % below the median (a MAD near 0 flags nothing),
+  double madMinEffectLat = 0.50;  // latency at least 50 % above it
+  double nodeFraction = 0.75;     // a unit with >= 75 % (and >= 2) of its pairs slow is a node fault
+  double fabricFraction = 0.5;    // more than half of all pairs slow: a fabric-wide spread, no one node or link
+};
+
+// --expect FILE (schema fabricbench-expect/1):
+//   {"schema": "fabricbench-expect/1",
+//    "pairs": [{"path": "tcp", "bytes": 16777216, "min_GBps": 9.0},
+//              {"path": "tcp", "bytes": 8, "max_latency_us": 40}],
+//    "collectives": [{"impl": "tcp", "collective": "allreduce", "bytes": 1048576,
+//                     "min_busbw_GBps": 1.0, "max_latency_us": 900}]}
+struct PairExpect {
+  std::string path;
+  std::size_t bytes = 0;
+  std::optional<double> minGBps, maxLatUs;
+};
+struct CollExpect {
+  std::string impl, collective;
+  std::size_t bytes = 0;
+  std::optional<double> minBusBwGBps, maxLatUs;
+};
+struct Expectations {
+  std::vector<PairExpect> pairs;
+  std::vector<CollExpect> collectives;
+  std::string source;  // file name
+};
+// Throws ConfigError naming the file and the problem (the caller exits 2). knownPaths: the
+// pair paths this build can measure (an unknown path is bad input).
+Expectations parseExpectations(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& knownPaths);
+Expectations readExpectations(const std::string& file, const std::vector<std::string>& knownPaths);
+// "Accept this as the baseline": an expectation file from a run folder's acceptance.json (and
+// collectives/table.csv when present): minimum = margin x measured median, maximum latency =
+// measured median / margin.
+nlohmann::json baselineFromRun(const std::string& runDir, double margin);
+
+// ---------------------------------------------------------------------------------------------
+// One path's pair matrix, and the verdict over it.
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+struct PairMatrix {
+  std::string path;                    // "tcp", "mpi", "verbs"
+  int n = 0;
+  std::vector<double> bw;              // n x n, GB/s per direction (symmetric), NaN = not measured
+  std::vector<double> lat;             // n x n, us (half round trip), NaN = not measured
+  std::vector<double> lineRate;        // n x n, GB/s nominal, NaN/negative = unknown
+  std::size_t bwBytes = 0, latBytes = 0;
+  explicit PairMatrix(int units = 0)
+      : n(units), bw(std::size_t(units) * units, kNaN), lat(std::size_t(units) * units, kNaN),
+        lineRate(std::size_t(units) * units, kNaN) {}
+  double& at(std::vector<double>& v, int a, int b) { return v[std::size_t(a) * n + b]; }
+  double get(const std::vector<double>& v, int a, int b) const { return v[std::size_t(a) * n + b]; }
+  void set(int a, int b, double bwv, double latv, double rate) {
+    at(bw, a, b) = at(bw, b, a) = bwv;
+    at(lat, a, b) = at(lat, b, a) = latv;
+    at(lineRate, a, b) = at(lineRate, b, a) = rate;
+  }
+};
+
+struct Stats {
+  double median = kNaN, mad = kNaN, best = kNaN;
+  // The reference of the ClusterKit rules: the 90th percentile pair (10th for latency), not the
+  // single best, so that one lucky pair does not make every other pair slow.
+  double ref = kNaN;
+  int count = 0;
+};
+Stats statsOf(std::vector<double> v, bool higherIsBetter);
+
+struct PairFlag {
+  Pair pair;
+  std::vector<std::string> why;  // relative reasons (ClusterKit rules, MAD)
+};
+struct ThresholdFail {
+  std::string row;  // "tcp 16777216 B node-a <-> node-b: 4.1 GB/s < 90 % of line rate 12.5 GB/s"
+};
+struct Suspect {
+  std::string kind;               // "node" | "link" | "pair" (2 units: node or link cannot be told apart)
+                                  // | "fabric" (most pairs slow: no node or link stands out)
+  std::vector<int> units;         // 1 (node) or 2 (link, pair)
+  std::string path;
+  std::vector<std::string> why;   // measured evidence
+  std::vector<std::string> cause; // joined: doctor differences, counters, link facts (filled by the caller)
+};
+struct PathVerdict {
+  std::string path;
+  Stats bw, lat;
+  std::vector<PairFlag> slow;          // pairs slow by the relative rules
+  std::vector<ThresholdFail> failures; // absolute thresholds (line-rate floor, --expect)
+  std::vector<Suspect> suspects;
+};
+
+// Pairs slow by the relative rules (against the best pair and the median/MAD) — what a retest
+// re-measures.
+std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t);
+// The whole verdict on one path. names[i]: unit i's name for the texts.
+PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
+                      const std::vector<std::string>& names);
+
+// ---------------------------------------------------------------------------------------------
+std::string sha256Hex(const std::string& data);
+std::string sha256File(const std::string& path);  // "" when unreadable
+
+// Exit codes of the command: 0 accepted, 1 a threshold or suspect fails, 2 bad input, 4 partial.
+int combineExit(int a, int b);
+
+}  // namespace fb::accept

@@ -1,0 +1,266 @@
+// lib/accept: the circle schedule, the verdicts on synthetic pair matrices, the expectation file,
+// sha256; and the doctor's --require on recorded fixture machines.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+#include "accept/accept.h"
+#include "core/error.h"
+#include "doctor/doctor.h"
+#include "doctor/machine.h"
+
+using namespace fb::accept;
+
+TEST_CASE("circle schedule: every pair exactly once, rounds disjoint, n=2..64") {
+  for (int n = 2; n <= 64; ++n) {
+    auto rounds = circleSchedule(n);
+    INFO("n = " << n);
+    REQUIRE(static_cast<int>(rounds.size()) == (n % 2 == 0 ? n - 1 : n));
+    std::set<Pair> seen;
+    for (const auto& r : rounds) {
+      std::set<int> busy;
+      REQUIRE(static_cast<int>(r.size()) == n / 2);  // n/2 pairs, odd n: one bye
+      for (const auto& p : r) {
+        REQUIRE(p.first < p.second);
+        REQUIRE(p.first >= 0);
+        REQUIRE(p.second < n);
+        REQUIRE(busy.insert(p.first).second);  // disjoint within the round
+        REQUIRE(busy.insert(p.second).second);
+        REQUIRE(seen.insert(p).second);        // never twice
+      }
+    }
+    REQUIRE(static_cast<int>(seen.size()) == n * (n - 1) / 2);  // every pair
+  }
+  REQUIRE(circleSchedule(1).empty());
+  REQUIRE(circleSchedule(0).empty());
+}
+
+TEST_CASE("disjoint batches of retest pairs") {
+  std::vector<Pair> ps = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {4, 5}};
+  auto b = disjointBatches(ps);
+  std::set<Pair> all;
+  for (const auto& batch : b) {
+    std::set<int> busy;
+    for (const auto& p : batch) {
+      REQUIRE(busy.insert(p.first).second);
+      REQUIRE(busy.insert(p.second).second);
+      all.insert(p);
+    }
+  }
+  REQUIRE(all.size() == ps.size());
+  REQUIRE(b.size() == 3);  // unit 0 is in three pairs
+}
+
+namespace {
+
+// n units at `bw` GB/s and `lat` us, each pair jittered deterministically by up to +-2 %.
+PairMatrix clean(int n, double bw = 10.0, double lat = 5.0, double rate = kNaN) {
+  PairMatrix m(n);
+  m.path = "tcp";
+  m.bwBytes = 1 << 24;
+  m.latBytes = 8;
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      double j = ((a * 7 + b * 13) % 9 - 4) / 200.0;  // -2 % .. +2 %
+      m.set(a, b, bw * (1 + j), lat * (1 - j), rate);
+    }
+  return m;
+}
+
+std::vector<std::string> names(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("node" + std::to_string(i));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("verdict: a clean matrix gives no suspect") {
+  for (int n : {2, 3, 6, 16, 64}) {
+    auto m = clean(n);
+    auto v = judgePath(m, Thresholds{}, Expectations{}, names(n));
+    INFO("n = " << n);
+    REQUIRE(v.suspects.empty());
+    REQUIRE(v.slow.empty());
+    REQUIRE(v.failures.empty());  // no line rate known, no --expect
+  }
+}
+
+TEST_CASE("verdict: a half-rate node is a node fault, not n-1 link faults") {
+  const int n = 8;
+  auto m = clean(n);
+  for (int b = 0; b < n; ++b)
+    if (b != 5) m.set(5, b, m.get(m.bw, 5, b) / 2, m.get(m.lat, 5, b), 12.5);
+  auto v = judgePath(m, Thresholds{}, Expectations{}, names(n));
+  REQUIRE(v.suspects.size() == 1);
+  REQUIRE(v.suspects[0].kind == "node");
+  REQUIRE(v.suspects[0].units == std::vector<int>{5});
+  REQUIRE(v.slow.size() == n - 1);
+  for (const auto& f : v.slow) REQUIRE((f.pair.first == 5 || f.pair.second == 5));
+}
+
+TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
+  const int n = 6;
+  auto m = clean(n);
+  m.set(1, 4, 6.0, 5.0, 12.5);  // bandwidth 60 %
+  auto v = judgePath(m, Thresholds{}, Expectations{}, names(n));
+  REQUIRE(v.suspects.size() == 1);
+  REQUIRE(v.suspects[0].kind == "link");
+  REQUIRE(v.suspects[0].units == std::vector<int>{1, 4});
+  REQUIRE(!v.suspects[0].why.empty());
+
+  auto m2 = clean(n);
+  m2.set(0, 3, 10.0, 30.0, 12.5);  // latency 6x (netem delay)
+  auto v2 = judgePath(m2, Thresholds{}, Expectations{}, names(n));
+  REQUIRE(v2.suspects.size() == 1);
+  REQUIRE(v2.suspects[0].kind == "link");
+  REQUIRE(v2.suspects[0].units == std::vector<int>{0, 3});
+  REQUIRE(v2.suspects[0].why[0].find("latency") != std::string::npos);
+}
+
+TEST_CASE("verdict: two units cannot tell node from link; most pairs slow is fabric-wide") {
+  auto m = clean(2);
+  auto v = judgePath(m, Thresholds{}, Expectations{}, names(2));
+  REQUIRE(v.suspects.empty());
+  auto m6 = clean(6);
+  // half of the pairs at random-ish low values: no node or link is named
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b)
+      if ((a + b) % 3 != 0) m6.set(a, b, 3.0 + a * 0.3 + b * 0.2, 5.0, 12.5);
+  auto v6 = judgePath(m6, Thresholds{}, Expectations{}, names(6));
+  REQUIRE(v6.suspects.size() == 1);
+  REQUIRE(v6.suspects[0].kind == "fabric");
+}
+
+TEST_CASE("verdict: thresholds from the line rate and from --expect") {
+  auto m = clean(4, 10.0, 5.0, 12.5);  // line rate 12.5: 10 GB/s is 80 %
+  Thresholds t;
+  auto v = judgePath(m, t, Expectations{}, names(4));
+  REQUIRE(v.failures.size() == 6);  // every pair below 90 % of 12.5
+  REQUIRE(v.failures[0].row.find("line rate") != std::string::npos);
+  REQUIRE(v.suspects.empty());       // uniform: nothing stands out
+  t.lineRateFloor = 0.75;
+  REQUIRE(judgePath(m, t, Expectations{}, names(4)).failures.empty());
+  Expectations e;
+  e.source = "promise.json";
+  e.pairs.push_back({"tcp", std::size_t(1) << 24, 11.0, std::nullopt});
+  e.pairs.push_back({"tcp", 8, std::nullopt, 4.0});
+  e.pairs.push_back({"mpi", 8, std::nullopt, 0.1});  // another path: ignored here
+  auto v2 = judgePath(m, t, e, names(4));
+  REQUIRE(v2.failures.size() == 12);  // 6 pairs x (bandwidth, latency)
+}
+
+TEST_CASE("clean() is what the clean test assumes") {
+  auto m = clean(16, 10.0, 5.0, 12.5);
+  auto v = judgePath(m, Thresholds{0.75}, Expectations{}, names(16));
+  REQUIRE(v.failures.empty());
+  REQUIRE(v.bw.median == Approx(10.0).epsilon(0.03));
+}
+
+TEST_CASE("expectation file: good and malformed") {
+  const std::vector<std::string> paths = {"tcp", "mpi", "verbs", "nccl"};
+  auto e = parseExpectations(R"({"schema": "fabricbench-expect/1",
+     "pairs": [{"path": "tcp", "bytes": 16777216, "min_GBps": 9.5}, {"path": "mpi", "bytes": 8, "max_latency_us": 40}],
+     "collectives": [{"impl": "tcp", "collective": "allreduce", "bytes": 1048576, "min_busbw_GBps": 1.0}]})",
+                             "x.json", paths);
+  REQUIRE(e.pairs.size() == 2);
+  REQUIRE(*e.pairs[0].minGBps == 9.5);
+  REQUIRE(!e.pairs[0].maxLatUs);
+  REQUIRE(*e.pairs[1].maxLatUs == 40);
+  REQUIRE(e.collectives.size() == 1);
+  REQUIRE(e.collectives[0].collective == "allreduce");
+  const char* bad[] = {
+      "",                                                                     // not JSON
+      "[1,2]",                                                                // not an object
+      R"({"pairs": []})",                                                     // no schema
+      R"({"schema": "fabricbench-expect/2", "pairs": [{"path":"tcp","bytes":8,"min_GBps":1}]})",
+      R"({"schema": "fabricbench-expect/1"})",                               // nothing expected
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"ib","bytes":8,"min_GBps":1}]})",   // unknown path
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"tcp","bytes":-8,"min_GBps":1}]})",
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"tcp","bytes":8}]})",              // no limit
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"tcp","bytes":8,"min_GBps":"fast"}]})",
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"tcp","bytes":8,"min_GBps":0}]})",
+      R"({"schema": "fabricbench-expect/1", "pairs": [{"path":"tcp","bytes":8,"min_GBps":1,"typo":2}]})",
+      R"({"schema": "fabricbench-expect/1", "pairs": {"path":"tcp"}})",
+      R"({"schema": "fabricbench-expect/1", "collectives": [{"impl":"tcp","bytes":8,"min_busbw_GBps":1}]})",
+      R"({"schema": "fabricbench-expect/1", "extra": 1, "pairs": [{"path":"tcp","bytes":8,"min_GBps":1}]})",
+  };
+  for (const char* b : bad) {
+    INFO(b);
+    REQUIRE_THROWS_AS(parseExpectations(b, "bad.json", paths), fb::ConfigError);
+  }
+  REQUIRE_THROWS_AS(readExpectations("/nonexistent/expect.json", paths), fb::ConfigError);
+}
+
+TEST_CASE("baseline from a run folder round-trips through the parser") {
+  namespace fs = std::filesystem;
+  fs::path d = fs::temp_directory_path() / ("fb_accept_baseline_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  {
+    std::ofstream out(d / "acceptance.json");
+    out << R"({"paths": [{"path": "tcp", "skipped": "", "bw_bytes": 1048576, "lat_bytes": 8,
+               "bw": {"median": 4.0}, "lat": {"median": 20.0}},
+              {"path": "verbs", "skipped": "no RDMA device"}]})";
+  }
+  auto j = baselineFromRun(d.string(), 0.9);
+  auto e = parseExpectations(j.dump(), "baseline", {"tcp", "mpi", "verbs", "nccl"});
+  REQUIRE(e.pairs.size() == 2);
+  REQUIRE(*e.pairs[0].minGBps == Approx(3.6));
+  REQUIRE(e.pairs[0].bytes == 1048576);
+  REQUIRE(*e.pairs[1].maxLatUs == Approx(20.0 / 0.9));
+  REQUIRE_THROWS_AS(baselineFromRun((d / "none").string(), 0.9), fb::ConfigError);
+  REQUIRE_THROWS_AS(baselineFromRun(d.string(), 1.5), fb::ConfigError);
+  fs::remove_all(d);
+}
+
+TEST_CASE("sha256 known answers") {
+  REQUIRE(sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  REQUIRE(sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  REQUIRE(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  REQUIRE(sha256Hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("exit codes combine: bad input > fail > partial > ok") {
+  REQUIRE(combineExit(0, 0) == 0);
+  REQUIRE(combineExit(0, 4) == 4);
+  REQUIRE(combineExit(4, 1) == 1);
+  REQUIRE(combineExit(1, 2) == 2);
+  REQUIRE(combineExit(2, 4) == 2);
+}
+
+// --doctor --require on recorded machines (tests/data/doctor, see tests/doctor/make_fixtures.py).
+TEST_CASE("doctor --require: a node lacking the device fails the row") {
+  using namespace fb::doctor;
+  auto fixture = [](const std::string& n) { return Machine(std::string(FB_DOCTOR_DATA) + "/" + n); };
+  auto verdictOf = [](const NodeReport& r, const std::string& id) {
+    for (const auto& f : r.findings)
+      if (f.id == id) return f;
+    FAIL("no finding " << id);
+    return Finding{};
+  };
+  Hooks h;
+  auto noGpu = checkNode(fixture("roce_ok"), h, "roce_ok", {"gpu", "rdma"});
+  REQUIRE(verdictOf(noGpu, "require.gpu").verdict == Verdict::kFail);
+  REQUIRE(verdictOf(noGpu, "require.gpu").evidence.find("no GPU") != std::string::npos);
+  REQUIRE(verdictOf(noGpu, "require.rdma").verdict == Verdict::kPass);
+  auto down = checkNode(fixture("ib_down"), h, "ib_down", {"rdma"});
+  REQUIRE(verdictOf(down, "require.rdma").verdict == Verdict::kFail);
+  REQUIRE(verdictOf(down, "require.rdma").evidence.find("no active RDMA port") != std::string::npos);
+  auto gpus = checkNode(fixture("h200x2"), h, "h200x2", {"gpu", "nccl"});
+  REQUIRE(verdictOf(gpus, "require.gpu").verdict == Verdict::kPass);
+  REQUIRE(verdictOf(gpus, "require.nccl").verdict == Verdict::kFail);  // no NCCL version in the hooks
+  h.versions["nccl"] = "2.21.5";
+  auto withNccl = checkNode(fixture("h200x2"), h, "h200x2", {"nccl"});
+  REQUIRE(verdictOf(withNccl, "require.nccl").verdict == Verdict::kPass);
+  auto rep = aggregate({noGpu, gpus});
+  REQUIRE(rep.exitCode() == 1);
+  bool named = false;
+  for (const auto& r : rep.rows)
+    if (r.id == "require.gpu" && r.verdict == Verdict::kFail) named = r.nodes == std::vector<std::string>{"roce_ok"};
+  REQUIRE(named);
+}
