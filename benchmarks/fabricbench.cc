@@ -187,6 +187,11 @@ struct RunState {
       }
     }
   }
+  // The console's held rows go out before other text on its stream.
+  void flushConsole() {
+    std::lock_guard<std::timed_mutex> lk(mu);
+    if (console && begun && !ended) console->flush();
+  }
   bool hasFiles() const { return csv != nullptr; }
   void openFiles(const std::string& dir, const RunMeta& meta) {
     resultDir = dir;
@@ -636,11 +641,17 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     state.resultDir = resultDir;
     // The table on stdout (stderr when --benchmark_format puts JSON/CSV on stdout), and into
     // --benchmark_out with --benchmark_out_format=console.
+    // Side by side where both placements are measured (a collective without in-place: its own layout).
+    ConsoleOptions copt;
+    copt.wide = o.wide;
+    if (o.placements.size() == 2)
+      for (CollKind k : o.colls)
+        if (describe(k).hasInPlace) copt.paired.insert(std::string(collName(k)));
     std::vector<std::unique_ptr<ResultSink>> consoles;
-    consoles.push_back(makeConsoleSink(tableOut));
+    consoles.push_back(makeConsoleSink(tableOut, copt));
     if (!o.gb.out.empty() && o.gb.outFormat == "console") {
       gbConsoleFile = std::fopen(o.gb.out.c_str(), "w");
-      if (gbConsoleFile) consoles.push_back(makeConsoleSink(gbConsoleFile));
+      if (gbConsoleFile) consoles.push_back(makeConsoleSink(gbConsoleFile, copt));
     }
     state.console = makeTeeSink(std::move(consoles));
     if (!resultDir.empty()) {
@@ -714,7 +725,9 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     auto flushNotes = [&, shown = std::size_t(0)]() mutable {
       if (bs.rank() != 0) return;
       if (progress) progress->beforeOutput();
-      for (; shown < state.notes.size(); ++shown) std::fprintf(tableOut, "# %s\n", state.notes[shown].c_str());
+      state.flushConsole();
+      for (; shown < state.notes.size(); ++shown)
+        std::fputs(consoleComment(state.notes[shown], o.wide ? 0 : kConsoleWidth).c_str(), tableOut);
       std::fflush(tableOut);
       if (progress) progress->afterOutput();
     };
@@ -841,8 +854,9 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
     if (bs.rank() == 0) {
       if (progress) progress->stop();
-      std::fprintf(tableOut, "# %s%s\n", sum.status.c_str(),
-                   resultDir.empty() ? "" : ("; results in " + resultDir + "/").c_str());
+      state.flushConsole();
+      std::fputs(consoleComment(sum.status + (resultDir.empty() ? "" : "; results in " + resultDir + "/"),
+                                o.wide ? 0 : kConsoleWidth).c_str(), tableOut);
       std::fflush(tableOut);
     }
     state.end(sum);

@@ -242,6 +242,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--resume", o.resume, "with an existing --run-id: keep its rows, measure only the missing ones");
   app.add_flag("--overwrite", o.overwrite, "with an existing --run-id: delete that folder and start again");
   app.add_flag("!--no-files", o.writeFiles, "print the table only; write no result folder");
+  app.add_flag("--wide", o.wide,
+               "console: one row per placement with every column (t_min/t_max, p50/p99), over 120 columns; "
+               "default: out-of-place | in-place side by side, the path once per group, 120 columns");
   app.add_option("--progress", o.progressSeconds,
                  "seconds between 'k/N rows, elapsed, ETA' lines on stderr (0 = off; a bar when stderr is a terminal)")
       ->capture_default_str();

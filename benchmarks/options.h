@@ -44,6 +44,7 @@ struct Options {
   bool force = false;                    // --force: sweeps over kMaxRowsWithoutForce rows per backend
   std::size_t sweepSizes = 0;            // sizes in the -b/-e/-f/-i sweep (capped at kMaxRowsWithoutForce + 1)
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
+  bool wide = false;                     // --wide: the console's full rows, one per placement
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   bool accept = false;                   // --accept: acceptance of the allocation (benchmarks/accept_main.h)
   struct Accept {                        // --accept-* (doc/acceptance.md)

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/html.h"
 #include "report/import.h"
 #include "report/plot.h"
 #include "report/result_sink.h"
@@ -71,6 +72,8 @@ int run(int argc, char** argv) {
   std::string out, baseline;
   std::vector<std::string> prices;
   bool noPlots = false, noReportUpdate = false;
+  std::string html;
+  std::vector<std::string> modelFiles, acceptanceFiles;
   app.add_option("runs", inputs, "run folders (table.csv + run.json) or table.csv files")->required();
   app.add_option("-o,--out", out,
                  "folder for comparison.md and plots/ (default: the run folder when one run is given, "
@@ -84,6 +87,13 @@ int run(int argc, char** argv) {
   app.add_flag("--no-plots", noPlots, "do not run gnuplot");
   app.add_flag("--no-report-update", noReportUpdate,
                "with one run folder, leave its report.md alone (default: rewrite it with plot links)");
+  app.add_option("--html", html,
+                 "write one self-contained HTML page (verdict per path x collective, inline SVG plots, runs, "
+                 "fingerprint differences, model, acceptance) to this file, and nothing else");
+  app.add_option("--model", modelFiles,
+                 "with --html: fabricbench-model output (projected.csv, validation.csv, training.csv, or their folder)");
+  app.add_option("--acceptance", acceptanceFiles,
+                 "with --html: acceptance.json (each run folder's own acceptance.json is read too)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -144,6 +154,27 @@ int run(int argc, char** argv) {
   };
   if (!baseline.empty()) mustMatch(baseline, "--baseline", true);
   for (auto& [pat, usd] : opt.priceUsd) mustMatch(pat, "--price", false);
+
+  if (!html.empty()) {
+    {
+      fb::HtmlInputs hin;
+      hin.runs = runs;
+      hin.modelFiles = modelFiles;
+      hin.acceptanceFiles = acceptanceFiles;
+      hin.plots = !noPlots;
+      std::string cl = "fabricbench-report";
+      for (int i = 1; i < argc; ++i) cl += std::string(" ") + argv[i];
+      hin.commandLine = cl;
+      auto rep = fb::renderHtmlReport(hin);
+      auto parent = fs::path(html).parent_path();
+      if (!parent.empty()) fs::create_directories(parent);
+      fb::writeFileAtomic(html, rep.html);
+      for (const auto& n : rep.notes) std::printf("note: %s\n", n.c_str());
+      std::printf("wrote %s\n", html.c_str());
+    }
+    return 0;
+  }
+  if (!modelFiles.empty() || !acceptanceFiles.empty()) throw BadInput("--model and --acceptance go with --html");
 
   if (out.empty()) {
     if (!multi) {

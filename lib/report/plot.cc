@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -53,7 +54,25 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
   s += fmt::format("set terminal {} size 1200,900 noenhanced\n", terminal);
   s += fmt::format("set output {}\n", gpString(pngPath));
   s += fmt::format("set title {}\n", gpString(title));
-  s += "set logscale x 2\nset format x '%.0b%B'\nset xlabel 'size (bytes, log2 scale; ki = 1024, Mi = 1024^2, Gi = 1024^3)'\n";
+  s += "set logscale x 2\nset xlabel 'size (bytes, log2 scale; K = 1024, M = 1024^2, G = 1024^3)'\n";
+  // Ticks 1, 1K, 1M, 1G (and 4K, 16K, ... between), over the sizes measured only.
+  {
+    std::size_t lo = 0, hi = 0;
+    for (const auto* g : group)
+      for (const auto& r : g->rows)
+        if (r.bytes > 0) lo = lo == 0 ? r.bytes : std::min(lo, r.bytes), hi = std::max(hi, r.bytes);
+    if (hi > 0) {
+      s += fmt::format("set xrange [{}:{}]\n", lo, hi);
+      std::string tics;
+      for (int e = 0; e <= 50; e += 2) {
+        double v = std::ldexp(1.0, e);
+        if (v < static_cast<double>(lo) / 2 || v > static_cast<double>(hi) * 2) continue;
+        const char* u[] = {"", "K", "M", "G", "T"};
+        tics += fmt::format("{}'{}{}' {:.0f}", tics.empty() ? "" : ", ", 1 << (e % 10), u[e / 10], v);
+      }
+      if (!tics.empty()) s += "set xtics (" + tics + ")\n";
+    }
+  }
   // The legend outside the plot area, under it: curves are never hidden behind it, and long
   // path labels do not squeeze the plot.
   s += "set key outside below left vertical Left reverse noopaque nobox height 1\n";
@@ -69,6 +88,17 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
   }
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;
+  // One colour per path (run + impl/path): out-of-place solid, in-place dashed of that colour.
+  // A palette readable on white (no yellow): Okabe-Ito's dark hues, then Tableau's.
+  static const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#56B4E9",
+                                   "#8C564B", "#7F7F7F", "#9467BD", "#17BECF", "#BCBD22", "#1F4E79"};
+  std::vector<std::string> pathColours;
+  auto colourOf = [&](const Series& x) {
+    std::string k = x.run + "\x1f" + x.implPath();
+    auto it = std::find(pathColours.begin(), pathColours.end(), k);
+    std::size_t i = it == pathColours.end() ? (pathColours.push_back(k), pathColours.size() - 1) : it - pathColours.begin();
+    return std::string(kPalette[i % (sizeof kPalette / sizeof kPalette[0])]);
+  };
   std::vector<std::string> nominalDrawn;  // one line per path (in- and out-of-place share it)
   for (std::size_t i = 0; i < group.size(); ++i) {
     std::string block = fmt::format("$d{}", i);
@@ -87,8 +117,9 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
     }
     s += "EOD\n";
     if (n == 0) continue;
-    plots.push_back(fmt::format("{} using 1:2 with linespoints lt {} title {}", block, i + 1,
-                                gpString(group[i]->label())));
+    std::string colour = colourOf(*group[i]);
+    plots.push_back(fmt::format("{} using 1:2 with linespoints lc rgb '{}' dt {} lw 2 pt {} title {}", block, colour,
+                                group[i]->inPlace ? 2 : 1, group[i]->inPlace ? 6 : 7, gpString(group[i]->label())));
     double nominal = bw ? nominalGBps(*group[i]) : -1;
     std::string pathKey = group[i]->run + "\x1f" + group[i]->implPath();
     if (nominal > 0 && std::find(nominalDrawn.begin(), nominalDrawn.end(), pathKey) == nominalDrawn.end()) {
@@ -96,7 +127,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
       // The nominal link rate of this path: a dashed line of the curve's colour.
       std::string nb = fmt::format("$n{}", i);
       s += fmt::format("{} << EOD\n{} {}\n{} {}\nEOD\n", nb, lo, nominal, hi, nominal);
-      plots.push_back(fmt::format("{} using 1:2 with lines lt {} dt 2 title {}", nb, i + 1,
+      plots.push_back(fmt::format("{} using 1:2 with lines lc rgb '{}' dt 2 title {}", nb, colour,
                                   gpString(fmt::format("nominal {:.1f} GB/s: {}", nominal, group[i]->implPath()))));
     }
   }

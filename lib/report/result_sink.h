@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class ResultSink {
   virtual void begin(const RunMeta& meta) = 0;
   virtual void add(const Sample& s) = 0;
   virtual void end(const RunSummary& summary) = 0;
+  // Print what is held back (the console holds out-of-place rows for their in-place partners);
+  // called before other text goes to the same stream (notes, the status line).
+  virtual void flush() {}
 };
 
 // Live console table on stdout: one line per row as it finishes; the header says what the
@@ -71,11 +75,29 @@ void setDurableWrites(bool on);
 
 // ---- additions (report helper) ----
 
+// How the console table looks. Default: rows fit kConsoleWidth columns, the path is printed once
+// per group, and the collectives in `paired` (measured out-of-place and in-place) show both
+// placements side by side in one row, as nccl-tests does: their out-of-place rows are held until
+// the in-place row of the same size comes (the sweep measures all out-of-place sizes first).
+// wide (--wide): one row per placement with every column, each printed as it finishes.
+constexpr std::size_t kConsoleWidth = 120;
+struct ConsoleOptions {
+  bool wide = false;
+  std::set<std::string> paired;  // collective names ("allreduce") measured both ways in this run
+};
 // Console table on any stream (tests pass a temporary file).
 std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out);
+std::unique_ptr<ResultSink> makeConsoleSink(std::FILE* out, const ConsoleOptions& opt);
 // The headline lines the console ends with, one per series (collective, dtype, path, placement):
-// "#   allreduce float32 tcp/lo [out]: plateau busbw 3.21 GB/s (16 MiB … 64 MiB), floor 12.30 us (8 B)".
-std::string consoleHeadline(const std::vector<Sample>& rows);
+// "#   allreduce float32 tcp/lo [out]  plateau busbw 3.210 GB/s (16 MiB … 64 MiB), floor 12.30 us (8 B)";
+// "rising, no plateau: busbw 2.100 GB/s at 64 KiB (+40% from 32 KiB)" where the largest size's busbw
+// is more than kPlateauRise above the one before (plateauWarning). maxWidth > 0: a line wider than
+// that puts its label on a line of its own.
+std::string consoleHeadline(const std::vector<Sample>& rows, std::size_t maxWidth = 0);
+// "# text\n" ("#" + indent spaces + " text"), broken at spaces into lines of at most maxWidth
+// columns (0 = one line), the continuation lines indented two more: the run's notes and status
+// in the default console layout.
+std::string consoleComment(const std::string& text, std::size_t maxWidth, std::size_t indent = 0);
 // Forwards begin/add/end to each sink in order (null entries are ignored).
 std::unique_ptr<ResultSink> makeTeeSink(std::vector<std::unique_ptr<ResultSink>> sinks);
 // Rank 0's usual set: the console table (when `console`), and when resultDir is not empty

@@ -101,6 +101,10 @@ class TeeSink : public ResultSink {
     for (auto& s : sinks_)
       if (s) s->end(r);
   }
+  void flush() override {
+    for (auto& s : sinks_)
+      if (s) s->flush();
+  }
 
  private:
   std::vector<std::unique_ptr<ResultSink>> sinks_;

@@ -358,19 +358,75 @@ def case_headline(d):
     series = {}
     for r in rows:
         series.setdefault((r["impl"], r["path"], r["placement"]), []).append(r)
-    tail = lines[-len(series):]
-    check(lines[-len(series) - 1].startswith("# headline:"), f"headline not at the end: {lines[-6:]}")
+    start = max(i for i, l in enumerate(lines) if l.startswith("# headline:"))
+    tail = lines[start + 1:]
+    check(all(len(l) <= 120 for l in lines), f"a console line is over 120 columns: {max(lines, key=len)}")
     for (impl, path, place), rs in series.items():
+        rs = sorted(rs, key=lambda r: int(r["size_bytes"]))
         mx = max(int(r["size_bytes"]) for r in rs)
         plateau = statistics.median(float(r["busbw_GBps"]) for r in rs if int(r["size_bytes"]) >= mx / 4)
         floor = min(float(r["time_us"]) for r in rs if 0 < int(r["size_bytes"]) <= 8192)
+        last, prev = float(rs[-1]["busbw_GBps"]), float(rs[-2]["busbw_GBps"])
+        rising = prev > 0 and last > prev * 1.05
         want = f"{impl}/{path} [{place}]"
-        line = [l for l in tail if want in l]
-        check(len(line) == 1, f"no headline line for {want}: {tail}")
-        if line:
-            m = re.search(r"plateau busbw ([\d.]+) GB/s .*floor ([\d.]+) us", line[0])
-            check(m and abs(float(m.group(1)) - plateau) <= 0.0005 + 1e-9 and abs(float(m.group(2)) - floor) <= 0.005 + 1e-9,
-                  f"{want}: headline {line[0]} vs plateau {plateau:.3f} floor {floor:.2f}")
+        idx = [i for i, l in enumerate(tail) if want in l]
+        check(len(idx) == 1, f"no headline line for {want}: {tail}")
+        if idx:
+            # the figures follow the label on its line, or on the next one when the label is long
+            text = tail[idx[0]] if "floor" in tail[idx[0]] else " ".join(tail[idx[0]:idx[0] + 2])
+            if rising:
+                m = re.search(r"rising, no plateau: busbw ([\d.]+) GB/s .*floor ([\d.]+) us", text)
+                ok = m and abs(float(m.group(1)) - last) <= 0.0005 + 1e-9
+            else:
+                m = re.search(r"plateau busbw ([\d.]+) GB/s .*floor ([\d.]+) us", text)
+                ok = m and "rising" not in text and abs(float(m.group(1)) - plateau) <= 0.0005 + 1e-9
+            check(ok and abs(float(m.group(2)) - floor) <= 0.005 + 1e-9,
+                  f"{want}: headline {text} vs {'rising to ' + str(last) if rising else 'plateau ' + str(plateau)} "
+                  f"floor {floor:.2f}")
+
+
+# ---------------------------------------------------------------- console layout (issue 37)
+def case_console(d):
+    """Default: every line <= 120 columns, the path once per group, out- and in-place in one row;
+    --wide: today's full rows. table.csv and run.json have the same columns either way."""
+    base = ["--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce,p2pring", "-b", "8", "-e", "64K", "-f", "8",
+            "-n", "2", "-w", "0", "--results-dir", d, "--progress", "0"]
+    p = fb(2, base + ["--run-id", "narrow"])
+    q = fb(2, base + ["--run-id", "wide", "--wide"])
+    check(p.returncode == 0 and q.returncode == 0, f"console runs: exit {p.returncode}, {q.returncode}")
+    lines = p.stdout.splitlines()
+    wide = max((l for l in lines), key=len)
+    check(len(wide) <= 120, f"default console line of {len(wide)} columns: {wide}")
+    rows = [l for l in lines if l and not l.startswith("#")]
+    sizes = [8, 64, 512, 4096, 32768]
+    check(len(rows) == 2 * len(sizes), f"default: expected {2 * len(sizes)} rows (allreduce paired, p2pring), got {rows}")
+    paired = [l.split() for l in rows[:len(sizes)]]
+    check(all(len(f) == 12 for f in paired), f"allreduce rows are not size count + 2 x 5 figures: {paired}")
+    check([int(f[0]) for f in paired] == sizes, f"allreduce row sizes: {[f[0] for f in paired]}")
+    check(sum("path=tcp lo" in l for l in lines) == 2, "the path is not printed once per group")
+    check(not any("tcp/" in l for l in rows), "the path label is on the rows")
+    check(any("out-of-place" in l and "in-place" in l for l in lines), "no out-of-place | in-place header")
+    # the figures are the CSV's: time_us of each half against table.csv
+    csvrows = rows_of(os.path.join(d, "narrow"))
+    for f in paired:
+        for place, t in (("out", f[2]), ("in", f[7])):
+            r = [r for r in csvrows if r["coll"] == "allreduce" and r["placement"] == place and r["size_bytes"] == f[0]]
+            check(len(r) == 1 and abs(float(r[0]["time_us"]) - float(t)) <= 0.005 + 1e-9,
+                  f"{f[0]} B {place}: console {t} vs csv {r[0]['time_us'] if r else None}")
+    wl = q.stdout.splitlines()
+    check(any(re.match(r"^#\s+size\(B\)\s+count\(elts\)\s+type\s+coll\s+impl/path\s+place\s+time_us", l) for l in wl),
+          "--wide lost its column header")
+    wrows = [l for l in wl if l and not l.startswith("#")]
+    check(len(wrows) == 3 * len(sizes) and all(" tcp/tcp lo " in l for l in wrows), f"--wide rows: {wrows[:3]}")
+    check(max(len(l) for l in wl) > 120, "--wide rows are not the full rows")
+    for name in ("narrow", "wide"):
+        with open(os.path.join(d, name, "table.csv")) as f:
+            head = f.readline()
+        check(head == open(os.path.join(d, "narrow", "table.csv")).readline(), "table.csv header differs")
+        j = json.load(open(os.path.join(d, name, "run.json")))
+        check(len(j["rows"]) == 3 * len(sizes), f"{name}: run.json rows {len(j['rows'])}")
+    check(sorted(json.load(open(os.path.join(d, "narrow", "run.json")))["rows"][0]) ==
+          sorted(json.load(open(os.path.join(d, "wide", "run.json")))["rows"][0]), "run.json row keys differ")
 
 
 # ---------------------------------------------------------------- 9. install
@@ -538,7 +594,7 @@ def case_readme(d):
 CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
          "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
          "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
-         "readme": case_readme}
+         "readme": case_readme, "console": case_console}
 
 
 def case_model_inputs(d):

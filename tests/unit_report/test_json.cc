@@ -115,10 +115,13 @@ TEST_CASE("sinks: makeRunSinks creates the folder at begin and writes the three 
   CHECK(entries(rd) == std::vector<std::string>{"report.md", "run.json", "table.csv"});
 }
 
-TEST_CASE("console: header explains time and busbw; sub-header on path change; rows flushed", "[console]") {
+TEST_CASE("console --wide: header explains time and busbw; sub-header on path change; rows flushed", "[console]") {
   std::FILE* f = std::tmpfile();
   REQUIRE(f);
-  auto sink = fb::makeConsoleSink(f);
+  fb::ConsoleOptions wide;
+  wide.wide = true;
+  wide.paired = {"allreduce"};  // --wide never holds rows, paired or not
+  auto sink = fb::makeConsoleSink(f, wide);
   fb::RunMeta meta;
   meta.runId = "c1";
   sink->begin(meta);
@@ -161,6 +164,138 @@ TEST_CASE("console: header explains time and busbw; sub-header on path change; r
   CHECK(all.find("N/A") != std::string::npos);   // unchecked row
   CHECK(all.find("42.5") != std::string::npos);  // %nominal when known
   CHECK(all.find("mpi/ob1/tcp") != std::string::npos);
+  // Today's full rows: every column, placement and the impl/path label on each row.
+  CHECK(all.find("      size(B)  count(elts)     type          coll impl/path") != std::string::npos);
+  CHECK(all.find("t_min_us   t_max_us") != std::string::npos);
+  CHECK(all.find("          2048          512  float32     allreduce tcp/tcp lo 127.0.0.1   out        11.50") !=
+        std::string::npos);
+}
+
+namespace {
+std::string readConsole(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fseek(f, 0, SEEK_END);
+  return s;
+}
+std::vector<std::string> linesOf(const std::string& text) {
+  std::vector<std::string> v;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    v.push_back(text.substr(pos, nl - pos));
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return v;
+}
+std::size_t cols(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("console default: 120 columns, path once per group, out- and in-place side by side", "[console]") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f);
+  fb::ConsoleOptions opt;
+  opt.paired = {"allreduce"};
+  auto sink = fb::makeConsoleSink(f, opt);
+  fb::RunMeta meta;
+  meta.runId = "c2";
+  sink->begin(meta);
+  // As the sweep runs: every out-of-place size, then every in-place size; then a path whose
+  // collective has no in-place (p2pring); a long path label (NCCL's) last.
+  const std::string path = "tcp lo 127.0.0.1 same host (loopback path)";
+  std::vector<std::size_t> sizes = {8, 1024, 1 << 20, std::size_t(1) << 30};
+  for (auto b : sizes) sink->add(row("allreduce", "tcp", path, b, 10.0 + static_cast<double>(b) / 1e4, 1.5));
+  CHECK(readConsole(f).find("          8           2") == std::string::npos);  // held for its in-place partner
+  for (auto b : sizes) {
+    auto r = row("allreduce", "tcp", path, b, 20.0 + static_cast<double>(b) / 1e4, 2.5, 0, true);
+    r.pctNominal = 12.5;
+    sink->add(r);
+  }
+  std::string afterIn = readConsole(f);
+  CHECK(afterIn.find("out-of-place") != std::string::npos);
+  auto p2 = row("p2pring", "tcp", path, 64, 7.25, 0.5);
+  sink->add(p2);
+  CHECK(readConsole(f).find("7.25") != std::string::npos);  // not paired: printed at once
+  const std::string nccl = "NVLink P2P/CUMEM x16ch (2 GPUs, NVLink 18 links, 900 GB/s nominal) NCCL 2.27.7+cuda13.0 ring";
+  auto big = row("allreduce", "nccl", nccl, std::size_t(8) << 30, 12345678.9, 1234.567, -1);
+  sink->add(big);
+  sink->end(fb::RunSummary{true, "passed: a status long enough to need wrapping on a console of one hundred and twenty "
+                                 "columns, as the run's notes sometimes are", {"a note"}});
+  std::string all = readConsole(f);
+  std::fclose(f);
+  INFO(all);
+  auto lines = linesOf(all);
+  for (const auto& l : lines) {
+    INFO(l);
+    CHECK(cols(l) <= fb::kConsoleWidth);
+  }
+  auto has = [&](const std::string& needle) { return all.find(needle) != std::string::npos; };
+  // The path once per group, in its header; never on a row.
+  std::size_t labelled = 0;
+  for (const auto& l : lines)
+    if (l.find(path) != std::string::npos && l.rfind("# allreduce float32  impl=tcp  path=", 0) == 0) ++labelled;
+  CHECK(labelled == 1);
+  for (const auto& l : lines)
+    if (!l.empty() && l[0] != '#') CHECK(l.find("tcp") == std::string::npos);
+  // One row per size with both halves: out-of-place figures, then in-place figures.
+  CHECK(has("            8           2      10.00      0.001      1.500      0     -       20.00      0.000      2.500"
+            "      0  12.5\n"));
+  CHECK(has("   1073741824   268435456  107384.18      9.999      1.500      0     -   107394.18      9.998      2.500"
+            "      0  12.5\n"));
+  std::size_t dataRows = 0;
+  for (const auto& l : lines)
+    if (!l.empty() && l[0] != '#') ++dataRows;
+  CHECK(dataRows == sizes.size() + 2);  // 4 paired rows, the p2pring row, the nccl row
+  // p2pring: its own layout, placement in the header, t_min/t_max columns.
+  CHECK(has("# p2pring float32  impl=tcp  path=" + path + "  (4 ranks, 1 node, out-of-place)"));
+  CHECK(has("          64          16       7.25"));
+  // The long label: impl and shape on one line, the path on the next; its out-of-place row alone.
+  CHECK(has("# allreduce float32  impl=nccl  (4 ranks, 1 node, out-of-place)\n# path=" + nccl + "\n"));
+  CHECK(has("N/A"));
+  CHECK(has("# note: a note\n"));
+  CHECK(has("# status: ok (passed: a status long enough"));
+  CHECK(has(" notes sometimes are)\n"));
+  CHECK(has("#   allreduce float32 nccl/NVLink P2P/CUMEM x16ch"));
+  CHECK(has("#       plateau busbw 1234.567 GB/s (2 GiB … 8 GiB), floor —\n"));
+}
+
+TEST_CASE("console: rows held for an in-place partner are printed by flush() and end()", "[console]") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f);
+  fb::ConsoleOptions opt;
+  opt.paired = {"allreduce"};
+  auto sink = fb::makeConsoleSink(f, opt);
+  sink->begin(fb::RunMeta{});
+  sink->add(row("allreduce", "tcp", "lo", 4096, 33.5, 1.0));
+  CHECK(readConsole(f).find("33.50") == std::string::npos);
+  sink->flush();  // the in-place rows never came (declined): out-of-place layout
+  std::string t = readConsole(f);
+  CHECK(t.find("(4 ranks, 1 node, out-of-place)") != std::string::npos);
+  CHECK(t.find("        4096        1024      33.50") != std::string::npos);
+  sink->end(fb::RunSummary{true, "passed", {}});
+  std::fclose(f);
+}
+
+TEST_CASE("console headline: a curve still rising at the largest size is 'rising, no plateau'", "[console]") {
+  std::vector<fb::Sample> rows;
+  for (std::size_t b = 1024; b <= 65536; b *= 4) rows.push_back(row("allreduce", "tcp", "lo", b, 10, b / 1024.0));
+  std::vector<fb::Sample> flat;
+  for (std::size_t b = 1024; b <= 65536; b *= 4) flat.push_back(row("allreduce", "mpi", "ob1", b, 10, b < 16384 ? 1 : 5.0));
+  rows.insert(rows.end(), flat.begin(), flat.end());
+  std::string h = fb::consoleHeadline(rows);
+  INFO(h);
+  CHECK(h.find("tcp/lo [out]   rising, no plateau: busbw 64.000 GB/s at 64 KiB (+300% from 16 KiB), floor 10.00 us (1 KiB)") !=
+        std::string::npos);
+  CHECK(h.find("mpi/ob1 [out]  plateau busbw 5.000 GB/s (16 KiB … 64 KiB), floor 10.00 us (1 KiB)") != std::string::npos);
+  CHECK(h.find("rising, no plateau: busbw") == h.rfind("rising, no plateau: busbw"));  // the flat one is a plateau
 }
 
 TEST_CASE("json: invalid UTF-8 in a path or the fingerprint does not break run.json", "[json]") {

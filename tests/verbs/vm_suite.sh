@@ -50,10 +50,10 @@ collectives() {
   local np=$1 log rc
   log=$(mktemp)
   timeout 400 "${MPIRUN[@]}" -np "$np" "$FB" --transport verbs --collective all --dtype float32 \
-    -b 8 -e 1M -f 8 -n 3 -w 1 -c 1 --placement both --timeout 60 --no-files > "$log" 2>&1
+    -b 8 -e 1M -f 8 -n 3 -w 1 -c 1 --placement both --timeout 60 --no-files --wide > "$log" 2>&1
   rc=$?
   cat "$log"
-  # data rows: "size count type coll impl/path... place time algbw busbw wrong %nominal t_min t_max"
+  # --wide data rows: "size count type coll impl/path... place time algbw busbw wrong %nominal t_min t_max"
   # (the path has spaces: wrong is counted from the end; no --per-op here, so no p50/p99 columns)
   local rows bad colls
   rows=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {n++} END {print n+0}' "$log")
