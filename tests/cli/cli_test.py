@@ -283,12 +283,12 @@ def case_never_overwritten(d):
         check(digest(os.path.join(d, "777.3")) == h1, f"the refused --resume {' '.join(extra)} touched the folder")
     # --resume: a wider sweep measures only the missing sizes
     p = fb(2, TCP + ["-b", "8", "-e", "512", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "777.3",
-                     "--resume", "--progress", "0"])
+                     "--resume", "--progress", "0", "--wide"])
     check(p.returncode == 0, f"--resume: exit {p.returncode}: {p.stderr[-300:]}")
     rows = rows_of(os.path.join(d, "777.3"))
     check(sorted(int(r["size_bytes"]) for r in rows) == [8, 64, 512], f"--resume rows: {[r['size_bytes'] for r in rows]}")
     table = [l for l in p.stdout.splitlines() if re.match(r"^\s+\d+\s+\d+\s+float32", l)]
-    check("# resumed: 2 rows" in p.stdout and "2 kept from the earlier run" in p.stdout and len(table) == 1,
+    check("resumed: 2 rows" in p.stdout and "2 kept from the earlier run" in p.stdout and len(table) == 1,
           f"--resume console: {len(table)} rows measured: {p.stdout[-800:]}")
     rj = json.load(open(os.path.join(d, "777.3", "run.json")))
     check(len(rj["rows"]) == 3 and rj.get("finished") is True, f"--resume run.json rows {len(rj['rows'])}")
@@ -512,12 +512,12 @@ def rank_pid(mark, rank):
 
 def case_timeout(d):
     # A healthy batch that needs longer than --timeout passes: the deadline grows with size x operations.
-    q = fb(2, TCP + ["-b", "8M", "-e", "8M", "-n", "2", "-w", "0", "-c", "0", "--no-files", "--progress", "0"])
+    q = fb(2, TCP + ["-b", "8M", "-e", "8M", "-n", "2", "-w", "0", "-c", "0", "--no-files", "--progress", "0", "--wide"])
     m = re.search(r"^\s+8388608\s+\d+\s+float32\s+allreduce\s+\S+.*?\s+(out)\s+([\d.]+)", q.stdout, re.M)
     per_op = float(m.group(2)) * 1e-6 if m else 0.05
     n = max(4, int(2.5 / max(per_op, 1e-4)))   # a timed batch of about 2.5 s (> --timeout 1)
     p = fb(2, TCP + ["-b", "8M", "-e", "8M", "-n", str(n), "-w", "0", "-c", "1", "--timeout", "1", "--no-files",
-                     "--progress", "0"], timeout=300)
+                     "--progress", "0", "--wide"], timeout=300)
     m = re.search(r"^\s+8388608\s+\d+\s+float32\s+allreduce\s+\S+.*?\s+out\s+([\d.]+)", p.stdout, re.M)
     batch = float(m.group(1)) * n * 1e-6 if m else 0
     print(f"-n {n}: timed batch {batch:.2f} s with --timeout 1")
