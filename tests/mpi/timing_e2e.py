@@ -135,9 +135,16 @@ def fake_gpu_path(d):
 
 
 def final_line(stdout):
-    lines = [l for l in stdout.splitlines() if l.startswith("# passed") or l.startswith("# partial")
-             or l.startswith("# failed")]
-    return lines[-1] if lines else ""
+    # The verdict line, with the continuation lines ('#   ...') the 120-column console wraps it into.
+    out, lines = "", stdout.splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("# passed") or l.startswith("# partial") or l.startswith("# failed"):
+            out = l
+            for c in lines[i + 1:]:
+                if not c.startswith("#   "):
+                    break
+                out += " " + c[1:].strip()
+    return out
 
 
 def case_falsepass(a):
