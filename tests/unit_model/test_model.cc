@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "model/model.h"
+#include "report/html.h"
 #include "report/import.h"
 #include "report/process.h"
 
@@ -494,18 +495,16 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
   auto r = tool("nccl validate --sets " + d + "/public-nccl-tests/sets.json -o " + tmp);
   INFO(r.text);
   REQUIRE(r.rc == 0);
-  std::ifstream csv(tmp + "/nccl-validation.csv");
-  REQUIRE(csv.good());
-  std::string line;
-  std::getline(csv, line);
-  REQUIRE(line.rfind("set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct", 0) == 0);
+  auto table = fb::readCsvTable(tmp + "/nccl-validation.csv");
+  REQUIRE(table.size() > 1);
+  std::string header;
+  for (auto& h : table.front()) header += (header.empty() ? "" : ",") + h;
+  REQUIRE(header.rfind("set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct", 0) == 0);
   std::map<std::string, int> predictedRows;
   std::set<std::string> sets;
   int rows = 0, wrong = 0;
-  while (std::getline(csv, line)) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+  for (std::size_t i = 1; i < table.size(); ++i) {
+    const auto& f = table[i];
     REQUIRE(f.size() >= 10);
     ++rows;
     sets.insert(f[0]);
