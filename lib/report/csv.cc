@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/csv.h"
 #include "report/result_sink.h"
 
 namespace fb {
@@ -35,27 +36,29 @@ std::string quoteField(const std::string& f) {
 
 std::string num(double v) { return fmt::format("{}", v); }
 
-// Splits text into records of fields. Each record remembers the line it started on. Throws
-// on an unterminated quote or a last record with no end of line (a truncated write).
-struct Record {
-  std::size_t line;
-  std::vector<std::string> fields;
-};
+}  // namespace
 
-std::vector<Record> splitRecords(const std::string& text, const std::string& source) {
-  std::vector<Record> out;
+// One RFC 4180 splitter for every CSV reader. Strict throws on a truncated write (an unterminated
+// quote or no end of line after the last record); Tolerant keeps that last record as it stands and
+// skips blank lines, for files that may still be being written (the HTML report of a live run).
+std::vector<CsvRecord> splitCsvRecords(const std::string& text, const std::string& source,
+                                       CsvMode mode) {
+  const bool strict = mode == CsvMode::Strict;
+  std::vector<CsvRecord> out;
   std::size_t line = 1, i = 0, n = text.size();
   while (i < n) {
-    Record rec{line, {}};
+    CsvRecord rec{line, {}};
     std::string field;
     bool done = false;
     while (!done) {
       if (i < n && text[i] == '"') {  // quoted field
         ++i;
         while (true) {
-          if (i >= n)
+          if (i >= n) {
+            if (!strict) break;
             throw Error(fmt::format("{}: line {}: unterminated quoted field (truncated file?)", source,
                                     rec.line));
+          }
           char c = text[i++];
           if (c == '"') {
             if (i < n && text[i] == '"') {
@@ -80,8 +83,10 @@ std::vector<Record> splitRecords(const std::string& text, const std::string& sou
       }
       rec.fields.push_back(std::move(field));
       field.clear();
-      if (i >= n)
+      if (i >= n) {
+        if (!strict) break;
         throw Error(fmt::format("{}: line {} is truncated (no end of line)", source, rec.line));
+      }
       if (text[i] == ',') {
         ++i;
         continue;
@@ -95,10 +100,23 @@ std::vector<Record> splitRecords(const std::string& text, const std::string& sou
       ++line;
       done = true;
     }
-    out.push_back(std::move(rec));
+    bool blank = rec.fields.size() == 1 && rec.fields[0].empty();
+    if (strict || !blank) out.push_back(std::move(rec));
   }
   return out;
 }
+
+std::vector<std::vector<std::string>> readCsvTable(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<std::vector<std::string>> rows;
+  for (auto& r : splitCsvRecords(ss.str(), path, CsvMode::Tolerant)) rows.push_back(std::move(r.fields));
+  return rows;
+}
+
+namespace {
 
 template <typename T>
 T parseInt(const std::string& f, const char* col, const std::string& where) {
@@ -234,7 +252,7 @@ std::string csvLine(const Sample& s) {
 
 std::vector<Sample> parseCsv(const std::string& text, const std::string& source) {
   if (text.empty()) throw Error(source + ": empty file (no header line)");
-  auto records = splitRecords(text, source);
+  auto records = splitCsvRecords(text, source, CsvMode::Strict);
   auto cols = csvColumns();
   // Tables written before --timer/--repeat end at "extra"; they read as gpu timer, max, 1 batch.
   if (records.front().fields.size() == kLegacyColumns &&

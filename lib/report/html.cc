@@ -42,40 +42,6 @@ std::string htmlEscape(const std::string& s) {
   return o;
 }
 
-std::vector<std::vector<std::string>> readCsvTable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, any = false;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < t.size() && t[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
-      continue;
-    }
-    if (c == '"') {
-      quoted = true, any = true;
-    } else if (c == ',') {
-      row.push_back(field), field.clear(), any = true;
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
-      if (any || !field.empty()) row.push_back(field), rows.push_back(row);
-      row.clear(), field.clear(), any = false;
-    } else {
-      field += c, any = true;
-    }
-  }
-  if (any || !field.empty()) row.push_back(field), rows.push_back(row);
-  return rows;
-}
-
 namespace {
 
 std::string esc(const std::string& s) { return htmlEscape(s); }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "report/csv.h"
 #include "report/summary.h"
 
 namespace fb {
@@ -38,8 +39,5 @@ HtmlReport renderHtmlReport(const HtmlInputs& in);
 
 // Text for HTML element content and attribute values (& < > " ').
 std::string htmlEscape(const std::string& s);
-
-// A CSV file as rows of fields (RFC 4180 quoting); throws fb::Error when it cannot be read.
-std::vector<std::vector<std::string>> readCsvTable(const std::string& path);
 
 }  // namespace fb

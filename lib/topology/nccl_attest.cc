@@ -131,98 +131,41 @@ std::string NcclAttestation::netText() const {
 
 NcclAttestation attestNcclLog(std::string_view text) {
   NcclAttestation a;
-  auto log = parseNcclLog(text);
-  a.version = log.version;
-  a.warnings = log.warnings;
-  a.nvlsChannels = log.nvlsChannels;
-  for (const auto& g : log.graphTypes) {
-    std::string intra = g.substr(0, g.find('/'));
-    if (intra == "NVL") a.intraLink = "NVLink";
-    else if (a.intraLink.empty() && (intra == "PIX" || intra == "PXB" || intra == "PHB" || intra == "SYS" || intra == "PCI"))
-      a.intraLink = "PCIe";
-  }
-  if (log.nvlsChannels > 0) raiseNvls(a.nvls, "set up");
-  else if (log.nvlsChannels == 0) raiseNvls(a.nvls, "not set up");
-
-  static const std::regex kPrefix(R"(([^\s:\]>]+):(\d+):(\d+) \[[0-9]+\] NCCL (?:INFO|WARN))");
-  static const std::regex kNetVia(R"(^NET/(.+?)/(\d+)(?:\((\d+)\))?((?:/[A-Za-z]+)*)$)");
   static const std::regex kIbNic(R"(\[(\d+)\]([^\s/\[\]]+)/(IB|RoCE))");
   static const std::regex kSockNic(R"(\[(\d+)\]([^:\s\[\]]+):)");
   static const std::regex kTuning(R"(^(\w+): (\d+) Bytes -> Algo (\S+) proto (\S+)(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}| nchannels (\d+))?)");
   static const std::regex kSym(R"(^(\w+) \[Symmetric\]: (\d+) Bytes -> Kernel (\S+) nchannels (\d+))");
   static const std::regex kPlugin(R"(Loaded net plugin (.+)$)");
-  static const std::regex kConn(R"(Channel \d+(?:/\d+)? : \d+\[[0-9a-fx]+\] -> \d+\[[0-9a-fx]+\](?: \[(?:send|receive)\])? via (.+)$)");
-
-  std::istringstream in{std::string(text)};
-  std::string line;
   std::smatch m;
-  while (std::getline(in, line)) {
-    auto pos = line.find("NCCL INFO ");
-    if (pos == std::string::npos) continue;
-    std::string host;
-    {
-      std::string head = line.substr(0, pos + 9);
-      if (std::regex_search(head, m, kPrefix)) host = m[1];
-    }
-    std::string msg = trim(std::string_view(line).substr(pos + 10));
-    if (std::regex_search(msg, m, kConn)) {
-      std::string via = trim(m[1].str());
-      if (via.rfind("NET/", 0) == 0) {
-        ++a.netConnections;
-        std::smatch v;
-        if (std::regex_match(via, v, kNetVia)) {
-          if (a.net.empty()) a.net = v[1];
-          a.nicsUsed[host].insert(std::stoi(v[2]));
-          if (v[3].matched) a.pxn = true;
-          if (v[4].str().find("/GDRDMA") != std::string::npos) ++a.gdrConnections;
-        } else {
-          a.nicsUsed[host];
-          if (usesGdrdma(via)) ++a.gdrConnections;
-        }
-      } else if (via.rfind("CollNet", 0) == 0) {
-        // CollNet (SHARP) connections: neither intra-node nor a NET/... rail.
-      } else {
-        ++a.intraConnections;
-        std::string key;
-        if (via.rfind("SHM", 0) == 0 || via.find("shared memory") != std::string::npos) {
-          key = "SHM";
-        } else if (via.rfind("P2P", 0) == 0) {
-          auto second = via.find('/', 4);
-          key = second == std::string::npos ? via : via.substr(0, second);
-        } else {
-          key = via;
-        }
-        a.intra.insert(key);
-      }
-      continue;
-    }
+  // One walk of the text (parseNcclLog): the lines it does not read as connections come here.
+  auto onLine = [&](const std::string& host, const std::string& msg) {
     if (msg.rfind("NET/IB : Using", 0) == 0) {
       auto& list = a.nicsListed[host];
       list.clear();
       for (std::sregex_iterator it(msg.begin(), msg.end(), kIbNic), end; it != end; ++it)
         list.push_back({std::stoi((*it)[1]), (*it)[2], (*it)[3] == "IB" ? "ib" : "roce"});
-      continue;
+      return;
     }
     if (msg.rfind("NET/Socket : Using", 0) == 0) {
       auto& list = a.nicsListed[host];
       list.clear();
       for (std::sregex_iterator it(msg.begin(), msg.end(), kSockNic), end; it != end; ++it)
         list.push_back({std::stoi((*it)[1]), (*it)[2], "socket"});
-      continue;
+      return;
     }
     if (msg.rfind("Using network ", 0) == 0) {
       a.net = trim(msg.substr(14));
-      continue;
+      return;
     }
     if (std::regex_search(msg, m, kPlugin)) {
       a.netPlugin = trim(m[1].str());
-      continue;
+      return;
     }
     if (msg.rfind("NET/OFI Selected Provider is ", 0) == 0) {
       std::string prov = trim(msg.substr(29));
       a.netPlugin = "aws-ofi-nccl (provider " + prov + ")";
       a.interKind = prov == "efa" ? "efa" : "ofi";
-      continue;
+      return;
     }
     if (std::regex_search(msg, m, kTuning)) {
       NcclTuning t;
@@ -234,7 +177,7 @@ NcclAttestation attestNcclLog(std::string_view text) {
       else if (m[7].matched) t.channels = std::stoi(m[7]);
       if (t.algo.rfind("NVLS", 0) == 0) raiseNvls(a.nvls, "used");
       a.tuning.push_back(std::move(t));
-      continue;
+      return;
     }
     if (std::regex_search(msg, m, kSym)) {
       NcclTuning t;
@@ -243,13 +186,57 @@ NcclAttestation attestNcclLog(std::string_view text) {
       t.algo = "symmetric/" + m[3].str();
       t.channels = std::stoi(m[4]);
       a.tuning.push_back(std::move(t));
-      continue;
+      return;
     }
     if (msg.find("NVLS multicast support is available") != std::string::npos) raiseNvls(a.nvls, "available");
     else if (msg.find("NVLS multicast support is not available") != std::string::npos) raiseNvls(a.nvls, "not available");
     else if (msg.rfind("NVLS Head", 0) == 0 || msg.rfind("NVLS comm", 0) == 0) raiseNvls(a.nvls, "set up");
     else if (msg.rfind("NCCL_NVLS_ENABLE set by environment to 0", 0) == 0) raiseNvls(a.nvls, "disabled");
     else if (msg.find("use ring PXN 1") != std::string::npos) a.pxn = true;
+  };
+  auto log = parseNcclLog(text, onLine);
+  a.version = log.version;
+  a.warnings = log.warnings;
+  a.nvlsChannels = log.nvlsChannels;
+  for (const auto& g : log.graphTypes) {
+    std::string intra = g.substr(0, g.find('/'));
+    if (intra == "NVL") a.intraLink = "NVLink";
+    else if (a.intraLink.empty() && (intra == "PIX" || intra == "PXB" || intra == "PHB" || intra == "SYS" || intra == "PCI"))
+      a.intraLink = "PCIe";
+  }
+  if (log.nvlsChannels > 0) raiseNvls(a.nvls, "set up");
+  else if (log.nvlsChannels == 0) raiseNvls(a.nvls, "not set up");
+  static const std::regex kNetVia(R"(^NET/(.+?)/(\d+)(?:\((\d+)\))?((?:/[A-Za-z]+)*)$)");
+  for (const auto& c : log.connections) {
+    const std::string& via = c.via;
+    const std::string& host = c.host;
+    if (via.rfind("NET/", 0) == 0) {
+      ++a.netConnections;
+      std::smatch v;
+      if (std::regex_match(via, v, kNetVia)) {
+        if (a.net.empty()) a.net = v[1];
+        a.nicsUsed[host].insert(std::stoi(v[2]));
+        if (v[3].matched) a.pxn = true;
+        if (v[4].str().find("/GDRDMA") != std::string::npos) ++a.gdrConnections;
+      } else {
+        a.nicsUsed[host];
+        if (usesGdrdma(via)) ++a.gdrConnections;
+      }
+    } else if (via.rfind("CollNet", 0) == 0) {
+      // CollNet (SHARP) connections: neither intra-node nor a NET/... rail.
+    } else {
+      ++a.intraConnections;
+      std::string key;
+      if (via.rfind("SHM", 0) == 0 || via.find("shared memory") != std::string::npos) {
+        key = "SHM";
+      } else if (via.rfind("P2P", 0) == 0) {
+        auto second = via.find('/', 4);
+        key = second == std::string::npos ? via : via.substr(0, second);
+      } else {
+        key = via;
+      }
+      a.intra.insert(key);
+    }
   }
   // Lines of two processes printed into one (an output table row glued to an INFO line) give a
   // host such as "-1gcn151": fold it into the host whose name it ends with.

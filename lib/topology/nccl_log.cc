@@ -40,8 +40,11 @@ std::string transportFamily(std::string_view via) {
 
 bool usesGdrdma(std::string_view via) { return via.find("/GDRDMA") != std::string_view::npos; }
 
-NcclLogSummary parseNcclLog(std::string_view text) {
+NcclLogSummary parseNcclLog(std::string_view text) { return parseNcclLog(text, nullptr); }
+
+NcclLogSummary parseNcclLog(std::string_view text, const NcclInfoLine& other) {
   NcclLogSummary s;
+  static const std::regex kPrefix(R"(([^\s:\]>]+):(\d+):(\d+) \[[0-9]+\] NCCL INFO)");
   // Anchored on the message part; the "host:pid:tid [dev] NCCL INFO " prefix is skipped.
   static const std::regex kConn(R"(Channel (\d+)(?:/(\d+))? : (\d+)\[([0-9a-fx]+)\] -> (\d+)\[([0-9a-fx]+)\](?: \[(send|receive)\])? via (.+)$)");
   static const std::regex kRing(R"(Channel (\d+)/(\d+) :((?: \d+)+)\s*$)");
@@ -61,8 +64,15 @@ NcclLogSummary parseNcclLog(std::string_view text) {
       continue;
     }
     if (info == std::string::npos) continue;
+    std::string host;
+    {
+      std::string head = line.substr(0, info + 9);
+      if (std::regex_search(head, m, kPrefix)) host = m[1];
+    }
     std::string msg = trim(std::string_view(line).substr(info + 10));
-    if (std::regex_search(msg, m, kConn)) {
+    bool isConnection = std::regex_search(msg, m, kConn);
+    if (!isConnection && other) other(host, msg);
+    if (isConnection) {
       NcclConnection c;
       c.channel = std::stoi(m[1]);
       if (m[2].matched) c.connIndex = std::stoi(m[2]);
@@ -72,6 +82,7 @@ NcclLogSummary parseNcclLog(std::string_view text) {
       c.toDev = bracketNumber(m[6]);
       c.direction = m[7];
       c.via = trim(m[8].str());
+      c.host = host;
       s.connections.push_back(std::move(c));
     } else if (std::regex_search(msg, m, kRing)) {
       s.ringChannels = std::max(s.ringChannels, std::stoi(m[2]));

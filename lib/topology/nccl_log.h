@@ -3,6 +3,7 @@
 // path NCCL really took ("attested") instead of the one it was asked for. Pure text parsing;
 // tested on real logs saved from the GPU host (tests/data/nccl_logs).
 #pragma once
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@ struct NcclConnection {
   int fromDev = -1, toDev = -1;  // CUDA devices as NCCL prints them in brackets
   std::string direction;         // "send", "receive" or "" (NCCL prints it only for some)
   std::string via;               // "P2P/CUMEM/read", "SHM/direct/direct", "NET/Socket/0", ...
+  std::string host;              // from the "host:pid:tid [dev] NCCL INFO" prefix, "" when absent
 };
 
 struct NcclLogSummary {
@@ -47,6 +49,10 @@ struct NcclLogSummary {
 };
 
 NcclLogSummary parseNcclLog(std::string_view text);
+// The same single pass, also handing every other INFO line (not a "Channel ... via" connection) to
+// `other` with its host, so readers of more fields (the attestation) need not walk the text again.
+using NcclInfoLine = std::function<void(const std::string& host, const std::string& msg)>;
+NcclLogSummary parseNcclLog(std::string_view text, const NcclInfoLine& other);
 
 // "P2P/CUMEM/read" → "P2P", "P2P/direct pointer" → "P2P", "P2P/IPC" → "P2P",
 // "SHM/direct/direct" → "SHM", "NET/Socket/0" → "NET/Socket", "NET/IB/0/GDRDMA" → "NET/IB",

@@ -591,10 +591,83 @@ def case_readme(d):
     check(q.returncode == 0, f"run:impl/path baseline: {q.stderr}")
 
 
+# ---------------------------------------------------------------- 13. docs: model examples, links
+def doc_texts():
+    import glob
+    return [(f, open(f).read()) for f in [os.path.join(SRC, "README.md")] + sorted(glob.glob(os.path.join(SRC, "doc", "*.md")))]
+
+
+def md_anchor(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to '-'."""
+    h = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading.strip().lower())
+    h = re.sub(r"[^\w\- ]", "", h, flags=re.U)
+    return h.replace(" ", "-")
+
+
+def case_docs(d):
+    """issue 37: every fabricbench-model example in README and doc/ that names real inputs runs
+    (exit 0, its -o folder written) and every relative link (file and #anchor) resolves."""
+    M = A.model
+    check(M is not None, "docs needs --model")
+    if M is None:
+        return
+    cmds = []
+    for f, text in doc_texts():
+        for blk in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            for line in blk.replace("\\\n", " ").splitlines():
+                c = line.strip()
+                c = c[2:] if c.startswith("$ ") else c
+                c = c.split(" #")[0].strip()
+                if re.match(r"(build/tools/)?fabricbench-model ", c):
+                    cmds.append((os.path.basename(f), c))
+    runnable = [(f, c) for f, c in cmds if not re.search(r"\.\.\.|\bDIR\b|\bLOG\b|<|\[", c)]
+    check(len(runnable) >= 5, f"only {len(runnable)} runnable fabricbench-model examples in the docs")
+    # Each example's -o folder goes under the test's folder; later examples that read it follow.
+    outs = {}
+    for _, c in runnable:
+        a = shlex.split(c)
+        for i, x in enumerate(a[:-1]):
+            if x == "-o":
+                outs[a[i + 1]] = os.path.join(d, "o%d" % len(outs))
+    for f, c in runnable:
+        args = []
+        for x in shlex.split(c)[1:]:
+            for old, new in sorted(outs.items(), key=lambda kv: -len(kv[0])):
+                if x == old or x.startswith(old + "/"):
+                    x = new + x[len(old):]
+                    break
+            args.append(x)
+        q = run([M] + args, cwd=SRC, timeout=240)
+        check(q.returncode == 0, f"{f}: '{c}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
+        if "-o" in args:
+            o = args[args.index("-o") + 1]
+            check(os.path.isdir(o) and os.listdir(o), f"{f}: '{c}': wrote nothing to -o")
+    # Links: relative targets exist; #anchors name a heading of the target page.
+    headings = {}
+    for f, text in doc_texts():
+        headings[os.path.realpath(f)] = {md_anchor(h) for h in re.findall(r"^#+ (.*)$", re.sub(r"```.*?```", "", text, flags=re.S), re.M)}
+    bad = []
+    nlinks = 0
+    for f, text in doc_texts():
+        text = re.sub(r"```.*?```", "", text, flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            nlinks += 1
+            path, _, anchor = target.partition("#")
+            full = os.path.realpath(os.path.join(os.path.dirname(f), path)) if path else os.path.realpath(f)
+            if not os.path.exists(full):
+                bad.append(f"{os.path.relpath(f, SRC)}: ({target}) does not exist")
+            elif anchor and full.endswith(".md") and full in headings and anchor not in headings[full]:
+                bad.append(f"{os.path.relpath(f, SRC)}: ({target}) names no heading of {os.path.basename(full)}")
+    check(nlinks >= 20, f"only {nlinks} relative links found")
+    check(not bad, f"{len(bad)} broken links: " + "; ".join(bad[:20]))
+
+
 CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
          "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
          "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
-         "readme": case_readme, "console": case_console}
+         "readme": case_readme, "console": case_console, "docs": case_docs}
 
 
 def case_model_inputs(d):

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "model/model.h"
-#include "report/html.h"
+#include "report/csv.h"
 #include "report/import.h"
 #include "report/process.h"
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "helpers.h"
+#include "report/csv.h"
 #include "report/result_sink.h"
 
 using fbtest::row;
@@ -218,4 +219,28 @@ TEST_CASE("csv: CRLF line ends are accepted", "[csv]") {
   auto rows = fb::parseCsv(header + "\r\n" + good + "\r\n", "t");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].path == "lo");
+}
+
+TEST_CASE("csv: one splitter, strict for table.csv, tolerant for a file still being written", "[csv]") {
+  const std::string whole = "a,\"b,\"\"q\"\"\",c\r\n\n1,\"two\nlines\",3\n";
+  auto strict = fb::splitCsvRecords(whole, "t.csv", fb::CsvMode::Strict);
+  REQUIRE(strict.size() == 3);  // the blank line is a record of one empty field
+  CHECK(strict[0].fields == std::vector<std::string>{"a", "b,\"q\"", "c"});
+  CHECK(strict[1].fields == std::vector<std::string>{""});
+  CHECK(strict[2].line == 3);
+  CHECK(strict[2].fields == std::vector<std::string>{"1", "two\nlines", "3"});
+  auto tol = fb::splitCsvRecords(whole, "t.csv", fb::CsvMode::Tolerant);
+  REQUIRE(tol.size() == 2);  // blank line skipped
+  CHECK(tol[1].fields == strict[2].fields);
+  // A half-written last record: strict refuses it, tolerant keeps it as it stands.
+  const std::string cut = "h1,h2\n1,\"par";
+  CHECK_THROWS_WITH(fb::splitCsvRecords(cut, "t.csv", fb::CsvMode::Strict),
+                    Catch::Contains("line 2") && Catch::Contains("unterminated"));
+  auto kept = fb::splitCsvRecords(cut, "t.csv", fb::CsvMode::Tolerant);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[1].fields == std::vector<std::string>{"1", "par"});
+  CHECK_THROWS_WITH(fb::splitCsvRecords("x,y", "t.csv", fb::CsvMode::Strict), Catch::Contains("truncated"));
+  CHECK(fb::splitCsvRecords("x,y", "t.csv", fb::CsvMode::Tolerant).at(0).fields.size() == 2);
+  // Malformed quoting is an error in both modes.
+  CHECK_THROWS(fb::splitCsvRecords("a\"b\n", "t.csv", fb::CsvMode::Tolerant));
 }
