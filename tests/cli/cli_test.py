@@ -637,6 +637,9 @@ def case_docs(d):
                     x = new + x[len(old):]
                     break
             args.append(x)
+        if "-o" not in args and args[0] in ("fit", "validate", "project", "nccl"):
+            args += ["-o", os.path.join(d, "o%d" % len(outs))]  # never write into the source tree
+            outs[c] = args[-1]
         q = run([M] + args, cwd=SRC, timeout=240)
         check(q.returncode == 0, f"{f}: '{c}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
         if "-o" in args:
