@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/columns.h"
 #include "report/html.h"
 #include "report/import.h"
 #include "report/plot.h"
@@ -74,7 +75,9 @@ int run(int argc, char** argv) {
   bool noPlots = false, noReportUpdate = false;
   std::string html;
   std::vector<std::string> modelFiles, acceptanceFiles;
-  app.add_option("runs", inputs, "run folders (table.csv + run.json) or table.csv files")->required();
+  bool columns = false;
+  app.add_option("runs", inputs, "run folders (table.csv + run.json) or table.csv files (required)");
+  app.add_flag("--columns", columns, "print doc/columns.md (what each table.csv column holds) and exit");
   app.add_option("-o,--out", out,
                  "folder for comparison.md and plots/ (default: the run folder when one run is given, "
                  "else <parent>/compare-<run>-<run>...)");
@@ -99,6 +102,14 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "fabricbench-report: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (columns) {
+    std::fputs(fb::columnsMarkdown().c_str(), stdout);
+    return 0;
+  }
+  if (inputs.empty()) {
+    std::fprintf(stderr, "fabricbench-report: runs is required: name at least one run folder or table.csv (see --help)\n");
     return 2;
   }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/columns.h"
 #include "report/csv.h"
 #include "report/result_sink.h"
 
@@ -138,15 +139,11 @@ double parseDouble(const std::string& f, const char* col, const std::string& whe
 }  // namespace
 
 std::vector<std::string> csvColumns() {
-  return {"size_bytes", "count",  "type",    "coll",       "impl",       "path",
-          "placement",  "nranks", "nnodes",  "iters",      "time_us",    "algbw_GBps",
-          "busbw_GBps", "wrong",  "pct_nominal", "extra",
-          // --timer / -a / --repeat / --per-op (files written before them end at "extra")
-          "timer", "rank_time", "repeats", "time_us_min", "time_us_max", "busbw_min_GBps", "busbw_max_GBps",
-          "p50_us", "p99_us",
-          // NCCL's attestation and choice per row (from `extra`; empty for other backends). Files
-          // written before them end at "p99_us".
-          "intra", "inter", "nics", "rails", "gdr", "pxn", "nvls", "algo", "proto", "channels", "algo_source"};
+  // Order: up to "extra" the first files' columns; then --timer/-a/--repeat/--per-op (files written
+  // before them end at "extra"); then NCCL's attestation (files written before it end at "p99_us").
+  std::vector<std::string> out;
+  for (const auto& c : csvColumnDocs()) out.push_back(c.name);
+  return out;
 }
 
 namespace {

@@ -637,6 +637,9 @@ def case_docs(d):
                     x = new + x[len(old):]
                     break
             args.append(x)
+        if "-o" not in args and args[0] in ("fit", "validate", "project", "nccl"):
+            args += ["-o", os.path.join(d, "o%d" % len(outs))]  # never write into the source tree
+            outs[c] = args[-1]
         q = run([M] + args, cwd=SRC, timeout=240)
         check(q.returncode == 0, f"{f}: '{c}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
         if "-o" in args:
@@ -661,6 +664,15 @@ def case_docs(d):
             elif anchor and full.endswith(".md") and full in headings and anchor not in headings[full]:
                 bad.append(f"{os.path.relpath(f, SRC)}: ({target}) names no heading of {os.path.basename(full)}")
     check(nlinks >= 20, f"only {nlinks} relative links found")
+    # doc/columns.md is fabricbench-report --columns' output, and names every table.csv column.
+    q = run([A.report, "--columns"], timeout=30)
+    page = open(os.path.join(SRC, "doc", "columns.md")).read()
+    check(q.returncode == 0 and q.stdout == page,
+          "doc/columns.md differs from `fabricbench-report --columns` (regenerate it)")
+    with open(os.path.join(SRC, "results", "20261129-h200x2-nccl-nvlink", "table.csv")) as f:
+        header = f.readline().strip().split(",")
+    missing = [c for c in header if f"| `{c}` |" not in page]
+    check(len(header) >= 16 and not missing, f"doc/columns.md lacks columns {missing}")
     check(not bad, f"{len(bad)} broken links: " + "; ".join(bad[:20]))
 
 
