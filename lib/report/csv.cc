@@ -107,13 +107,20 @@ std::vector<CsvRecord> splitCsvRecords(const std::string& text, const std::strin
   return out;
 }
 
-std::vector<std::vector<std::string>> readCsvTable(const std::string& path) {
+namespace {
+// The whole file, for the readers below; throws fb::Error naming the file and the OS reason.
+std::string fileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path);
-  std::stringstream ss;
+  if (!in) throw Error("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
   ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+std::vector<std::vector<std::string>> readCsvTable(const std::string& path) {
   std::vector<std::vector<std::string>> rows;
-  for (auto& r : splitCsvRecords(ss.str(), path, CsvMode::Tolerant)) rows.push_back(std::move(r.fields));
+  for (auto& r : splitCsvRecords(fileText(path), path, CsvMode::Tolerant)) rows.push_back(std::move(r.fields));
   return rows;
 }
 
@@ -314,13 +321,7 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
   return out;
 }
 
-std::vector<Sample> readCsv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parseCsv(ss.str(), path);
-}
+std::vector<Sample> readCsv(const std::string& path) { return parseCsv(fileText(path), path); }
 
 namespace {
 std::atomic<bool> g_durable{true};

@@ -64,13 +64,15 @@ NcclLogSummary parseNcclLog(std::string_view text, const NcclInfoLine& other) {
       continue;
     }
     if (info == std::string::npos) continue;
-    std::string host;
-    {
-      std::string head = line.substr(0, info + 9);
-      if (std::regex_search(head, m, kPrefix)) host = m[1];
-    }
     std::string msg = trim(std::string_view(line).substr(info + 10));
     bool isConnection = std::regex_search(msg, m, kConn);
+    // The host prefix is read only where it is used: connection lines and the caller's lines.
+    std::string host;
+    if (isConnection || other) {
+      std::smatch h;
+      std::string head = line.substr(0, info + 9);
+      if (std::regex_search(head, h, kPrefix)) host = h[1];
+    }
     if (!isConnection && other) other(host, msg);
     if (isConnection) {
       NcclConnection c;

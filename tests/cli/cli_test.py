@@ -629,7 +629,7 @@ def case_docs(d):
         for i, x in enumerate(a[:-1]):
             if x == "-o":
                 outs[a[i + 1]] = os.path.join(d, "o%d" % len(outs))
-    for f, c in runnable:
+    for k, (f, c) in enumerate(runnable):
         args = []
         for x in shlex.split(c)[1:]:
             for old, new in sorted(outs.items(), key=lambda kv: -len(kv[0])):
@@ -638,8 +638,7 @@ def case_docs(d):
                     break
             args.append(x)
         if "-o" not in args and args[0] in ("fit", "validate", "project", "nccl"):
-            args += ["-o", os.path.join(d, "o%d" % len(outs))]  # never write into the source tree
-            outs[c] = args[-1]
+            args += ["-o", os.path.join(d, "default%d" % k)]  # never write into the source tree
         q = run([M] + args, cwd=SRC, timeout=240)
         check(q.returncode == 0, f"{f}: '{c}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
         if "-o" in args:
