@@ -26,6 +26,7 @@
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "core/units.h"
 
 using namespace fb;
@@ -37,10 +38,7 @@ std::string loadAvg() {
   f >> a >> b >> c;
   return a + " " + b + " " + c;
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using fb::stats::median;
 }  // namespace
 
 int main(int argc, char** argv) {

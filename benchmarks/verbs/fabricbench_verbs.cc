@@ -41,6 +41,7 @@
 #include "bootstrap/thread_bootstrap.h"
 #include "core/error.h"
 #include "core/sample.h"
+#include "core/stats.h"
 #include "core/units.h"
 #include "report/fingerprint.h"
 #include "report/run_folder.h"
@@ -327,12 +328,8 @@ class Pair {
   Endpoint remote_;
 };
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t i = std::min(v.size() - 1, std::size_t(p * double(v.size())));
-  return v[i];
-}
+// stats::percentile (nearest rank, q in 0..100); 0 where no sample came back, as the table prints.
+double percentile(const std::vector<double>& v, double q) { return v.empty() ? 0 : stats::percentile(v, q); }
 
 // The settings, checked on this rank alone: ConfigError (exit 2) or UnavailableError (77).
 Selection validate(const Args& a, int ranks, std::vector<std::size_t>& sizes) {
@@ -546,12 +543,12 @@ int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& s
       bs.barrier();
       std::int64_t wrong = a.check ? pair.countWrong(s, true) : 0;
       std::int64_t wrongAll = bs.allReduceSum(wrong);
-      double med = percentile(half, 0.5);
+      double med = percentile(half, 50);
       double avg = half.empty() ? 0 : std::accumulate(half.begin(), half.end(), 0.0) / double(half.size());
       if (root && a.timer == "tsc")
         std::printf("# time-stamp counter: %.1f MHz (measured against CLOCK_MONOTONIC over the loop)\n", pair.tscMhz());
       auto gathered = bs.allGatherStrings(fmt::format("{:.4f} {:.4f} {:.4f} {:.4f} {:.4f}", percentile(half, 0), med, avg,
-                                                      percentile(half, 1.0), percentile(half, 0.99)));
+                                                      percentile(half, 100), percentile(half, 99)));
       for (int r = 0; r < bs.size(); r += 2) {
         double mn, md, av, mx, p99;
         std::sscanf(gathered[r].c_str(), "%lf %lf %lf %lf %lf", &mn, &md, &av, &mx, &p99);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "report/result_sink.h"
 
 namespace fb::accept {
@@ -188,20 +189,10 @@ Stats statsOf(std::vector<double> v, bool higherIsBetter) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
   s.count = static_cast<int>(v.size());
   if (v.empty()) return s;
-  auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    std::size_t k = x.size() / 2;
-    return x.size() % 2 ? x[k] : (x[k - 1] + x[k]) / 2;
-  };
-  s.median = median(v);
-  std::vector<double> dev;
-  for (double x : v) dev.push_back(std::fabs(x - s.median));
-  s.mad = median(dev);
+  s.median = stats::median(v);
+  s.mad = stats::mad(v);
   s.best = higherIsBetter ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
-  std::sort(v.begin(), v.end());
-  double q = higherIsBetter ? 0.9 : 0.1, pos = q * static_cast<double>(v.size() - 1);
-  std::size_t lo = static_cast<std::size_t>(pos);
-  s.ref = lo + 1 < v.size() ? v[lo] + (pos - static_cast<double>(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+  s.ref = stats::percentile(v, higherIsBetter ? 90 : 10);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/text.h"
 #include "report/process.h"
 
 extern char** environ;
@@ -20,12 +21,6 @@ namespace fb::doctor {
 namespace fs = std::filesystem;
 
 namespace {
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  std::size_t b = 0;
-  while (b < s.size() && (s[b] == ' ' || s[b] == '\t')) ++b;
-  return s.substr(b);
-}
 }  // namespace
 
 Machine::Machine(std::string root) : root_(std::move(root)) {
@@ -70,7 +65,7 @@ std::string Machine::line(const std::string& absPath) const {
   std::string s = *t;
   auto nl = s.find('\n');
   if (nl != std::string::npos) s = s.substr(0, nl);
-  return trimmed(s);
+  return text::trim(s);
 }
 
 bool Machine::exists(const std::string& absPath) const {

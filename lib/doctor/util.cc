@@ -6,49 +6,6 @@
 
 namespace fb::doctor::util {
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      if (auto t = trim(cur); !t.empty()) out.push_back(t);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (auto t = trim(cur); !t.empty()) out.push_back(t);
-  return out;
-}
-
-std::vector<std::string> lines(std::string_view s) {
-  std::vector<std::string> out;
-  std::istringstream in{std::string(s)};
-  std::string l;
-  while (std::getline(in, l)) out.push_back(l);
-  return out;
-}
-
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 int compareVersions(const std::string& a, const std::string& b) {
   auto parts = [](const std::string& s) {
     std::vector<long> v;

@@ -4,16 +4,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.h"
 #include "doctor/doctor.h"
 
 namespace fb::doctor::util {
 
-std::string trim(std::string_view s);
-std::vector<std::string> split(std::string_view s, char sep);  // trimmed, empty parts dropped
-std::vector<std::string> lines(std::string_view s);
-bool startsWith(std::string_view s, std::string_view p);
-std::string join(const std::vector<std::string>& v, const std::string& sep);
-std::string lower(std::string s);
+using text::join;
+using text::lines;
+using text::lower;
+using text::split;  // trimmed, empty parts dropped
+using text::startsWith;
+using text::trim;
 // Numeric-aware version comparison: "20.31.1014" vs "20.30.1004" -> +1 / 0 / -1.
 int compareVersions(const std::string& a, const std::string& b);
 

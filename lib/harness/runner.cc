@@ -11,6 +11,7 @@
 
 #include "bootstrap/agree.h"
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace fb {
 
@@ -24,14 +25,6 @@ std::string_view rankTimeName(RankTime r) {
     case RankTime::kMax: return "max";
   }
   return "max";
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  // Nearest rank: the smallest value with at least q% of the values at or below it.
-  auto rank = static_cast<std::size_t>(std::ceil(q / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
 namespace {
@@ -127,8 +120,8 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     for (const auto& r : all)
       for (std::size_t i = 0; i < ops.size() && i < r.size(); ++i) ops[i] = std::max(ops[i], r[i]);
     if (!ops.empty()) {
-      p50 = percentile(ops, 50) * 1e6;
-      p99 = percentile(ops, 99) * 1e6;
+      p50 = stats::percentile(ops, 50) * 1e6;
+      p99 = stats::percentile(ops, 99) * 1e6;
     }
   }
 

@@ -78,7 +78,5 @@ class Runner {
   std::map<const Collective*, double> lastRate_;  // bytes/s per operation of each collective's last row
 };
 
-// The nearest-rank percentile q (0..100) of `v` (sorted or not); NaN when empty.
-double percentile(std::vector<double> v, double q);
 
 }  // namespace fb

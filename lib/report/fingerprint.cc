@@ -1,5 +1,6 @@
 // The run fingerprint, read from /proc, /sys, /etc (under a root a test can fake) and from
 // nvidia-smi, ethtool and git when present (each under a time-out).
+#include "core/text.h"
 #include "report/fingerprint.h"
 
 #include <arpa/inet.h>
@@ -35,13 +36,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string trim(std::string s) {
-  auto notSpace = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
-  s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
-  return s;
-}
-
 // Whole file, or "" when it can't be read (sysfs attributes such as speed fail with EINVAL on
 // a link that is down: that is "unknown", not an error).
 std::string readFile(const fs::path& p) {
@@ -52,7 +46,7 @@ std::string readFile(const fs::path& p) {
   if (in.bad()) return "";
   return ss.str();
 }
-std::string readLine(const fs::path& p) { return trim(readFile(p)); }
+std::string readLine(const fs::path& p) { return text::trim(readFile(p)); }
 
 fs::path under(const std::string& root, const std::string& abs) {
   if (root.empty() || root == "/") return fs::path(abs);
@@ -82,7 +76,7 @@ json readCpu(const std::string& root) {
   while (std::getline(in, line)) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    std::string k = trim(line.substr(0, colon)), v = trim(line.substr(colon + 1));
+    std::string k = text::trim(line.substr(0, colon)), v = text::trim(line.substr(colon + 1));
     if (k == "processor") ++logical;
     else if (k == "model name" && model.empty()) model = v;
     else if (k == "physical id") {
@@ -148,7 +142,7 @@ std::string ethtoolFirmware(const std::string& nic, const FingerprintOptions& o)
   std::istringstream in(r.out);
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("firmware-version:", 0) == 0) return trim(line.substr(17));
+    if (line.rfind("firmware-version:", 0) == 0) return text::trim(line.substr(17));
   return "";
 }
 
@@ -224,7 +218,7 @@ std::vector<std::string> splitCsvSimple(const std::string& line) {
   std::vector<std::string> f;
   std::string cur;
   std::istringstream in(line);
-  while (std::getline(in, cur, ',')) f.push_back(trim(cur));
+  while (std::getline(in, cur, ',')) f.push_back(text::trim(cur));
   return f;
 }
 
@@ -263,7 +257,7 @@ json parseNvidiaSmiGpus(const std::string& csv) {
   std::istringstream in(csv);
   std::string line;
   while (std::getline(in, line)) {
-    if (trim(line).empty()) continue;
+    if (text::trim(line).empty()) continue;
     auto v = splitCsvSimple(line);
     if (v.size() != 9) continue;  // a GPU name with a comma would land here: skipped, not misread
     gpus.push_back({{"index", intOrNull(v[0])},
@@ -285,12 +279,12 @@ json readGit(const FingerprintOptions& o) {
   json g = json::object();
   if (o.runCommands && !findInPath("git").empty()) {
     auto rev = runCommand({"git", "-C", FB_SOURCE_DIR, "rev-parse", "HEAD"}, o.commandTimeout);
-    if (rev.ok() && !trim(rev.out).empty()) {
-      g["rev"] = trim(rev.out);
+    if (rev.ok() && !text::trim(rev.out).empty()) {
+      g["rev"] = text::trim(rev.out);
       // --no-optional-locks: a git status killed by the time-out must not leave .git/index.lock behind
       auto st = runCommand({"git", "--no-optional-locks", "-C", FB_SOURCE_DIR, "status", "--porcelain", "--untracked-files=no"},
                            o.commandTimeout);
-      g["dirty"] = st.ok() ? json(!trim(st.out).empty()) : json();
+      g["dirty"] = st.ok() ? json(!text::trim(st.out).empty()) : json();
       g["source"] = "git";
       return g;
     }
@@ -460,7 +454,7 @@ json collectLocalFingerprint(const FingerprintOptions& o) {
                  {"verbs", FB_HAVE_VERBS != 0},
                  {"cuda_compiler", FB_CUDA_COMPILER_VERSION}};
   fp["git"] = readGit(o);
-  fp["mpi_version"] = o.mpiVersion.empty() ? json() : json(trim(o.mpiVersion));
+  fp["mpi_version"] = o.mpiVersion.empty() ? json() : json(text::trim(o.mpiVersion));
   std::vector<std::pair<std::string, std::string>> env = o.env;
   if (env.empty())
     for (char** e = environ; e && *e; ++e) {

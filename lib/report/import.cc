@@ -11,28 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "report/result_sink.h"
 
 namespace fb {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
-      out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> w;
@@ -43,13 +28,6 @@ std::vector<std::string> words(const std::string& s) {
 }
 
 bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  auto e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 bool toDouble(const std::string& s, double& v) {
   if (s.empty()) return false;
@@ -62,7 +40,7 @@ bool toSize(const std::string& s, std::size_t& v) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 bool isNumberStart(const std::string& l) {
-  auto t = trim(l);
+  auto t = text::trim(l);
   return !t.empty() && t[0] >= '0' && t[0] <= '9';
 }
 
@@ -129,13 +107,13 @@ InputKind sniffInput(const std::string& text) {
 }
 
 std::vector<Sample> parsePerftest(const std::string& text, const std::string& source) {
-  auto ls = lines(text);
+  auto ls = text::lines(text);
   std::string test, device, linkType, transportType;
   std::vector<std::string> header;
   std::vector<Sample> out;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const std::string& l = ls[i];
-    auto t = trim(l);
+    auto t = text::trim(l);
     if (t.find(" BW Test") != std::string::npos || t.find(" Latency Test") != std::string::npos) {
       test = t;
     } else if (t.find("Device") != std::string::npos && t.find(':') != std::string::npos) {

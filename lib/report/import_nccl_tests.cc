@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "report/import.h"
 
 namespace fb {
@@ -43,13 +44,6 @@ std::vector<std::string> wordsOf(const std::string& s) {
 }
 
 bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
-std::string trimmed(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  auto e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 bool parseDouble(const std::string& s, double& v) {
   if (s.empty()) return false;
@@ -139,7 +133,7 @@ std::string transportIn(const std::string& line, bool& gdr) {
     std::size_t k = 0;
     while (k < net.size() && !(net[k] == '/' && k + 1 < net.size() && isDigit(net[k + 1])) && net[k] != '(' &&
            !(net[k] == ' ' && k + 1 < net.size() && (net[k + 1] == '[' || net[k + 1] == '('))) ++k;
-    return "NET/" + trimmed(net.substr(0, k));
+    return "NET/" + text::trim(net.substr(0, k));
   }
   if (parts.size() >= 2 && parts[0] == "P2P") return "P2P/" + parts[1];
   return parts[0];
@@ -325,7 +319,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   bool prevRank = false;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     std::string l = stripPrefixes(ls[i]);
-    std::string t = trimmed(l);
+    std::string t = text::trim(l);
     if (starts(t, "```")) continue;
     bool isRank = false;
     if (starts(l, "# nccl-tests version")) {
@@ -340,7 +334,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       startIfDone(i);
       if (!v.empty()) cur.version = v;
       if (!lib.empty()) cur.ncclLibrary = lib;
-      std::string bin = trimmed(l.substr(std::string("# Collective test starting:").size()));
+      std::string bin = text::trim(l.substr(std::string("# Collective test starting:").size()));
       std::string b2;
       cur.coll = collOfToken(bin, &b2);
       cur.binary = b2.empty() ? bin : b2;
@@ -373,8 +367,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         cur.ranksPerHost[host]++;
       }
       auto br = l.find(']');
-      if (br != std::string::npos && cur.gpu.empty()) cur.gpu = trimmed(l.substr(br + 1));
-    } else if ((t == "..." || t == "# ..." || t == "#  ..." || (starts(t, "#") && trimmed(t.substr(1)) == "...") ||
+      if (br != std::string::npos && cur.gpu.empty()) cur.gpu = text::trim(l.substr(br + 1));
+    } else if ((t == "..." || t == "# ..." || t == "#  ..." || (starts(t, "#") && text::trim(t.substr(1)) == "...") ||
                 t == "…") &&
                prevRank) {
       cur.elided = true;

@@ -50,13 +50,6 @@ std::vector<Series> groupSeries(const std::vector<Sample>& rows, const std::stri
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 double plateauBusBw(const std::vector<Sample>& rows) {
   std::size_t maxB = 0;
   for (const auto& r : rows) maxB = std::max(maxB, r.bytes);

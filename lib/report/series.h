@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/sample.h"
+#include "core/stats.h"
 
 namespace fb {
 
@@ -51,8 +52,8 @@ std::string plateauWarning(const std::vector<Sample>& rows);
 double nominalGBps(const std::vector<Sample>& rows);
 std::string nominalBasis(const std::vector<Sample>& rows);
 double smallMessageFloorUs(const std::vector<Sample>& rows);
-// Median of a list (mean of the two middle values for an even count); NaN when empty.
-double median(std::vector<double> v);
+// Median of a list (core/stats.h: mean of the two middle values for an even count; NaN when empty).
+using stats::median;
 
 // How `pattern` names the series (--baseline, --price): 1 its full label ("impl/path [out]", with
 // "run: " in front across runs), 2 "impl/path" or "run:impl/path", 3 the path or the impl, 4 any

@@ -5,17 +5,11 @@
 #include <regex>
 #include <sstream>
 
+#include "core/text.h"
 #include "topology/nccl_log.h"
 
 namespace fb::topo {
 namespace {
-
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 // NCCL's algorithm and protocol indices (src/include/device.h), for logs that print numbers.
 std::string algoName(const std::string& a) {
@@ -154,15 +148,15 @@ NcclAttestation attestNcclLog(std::string_view text) {
       return;
     }
     if (msg.rfind("Using network ", 0) == 0) {
-      a.net = trim(msg.substr(14));
+      a.net = text::trim(msg.substr(14));
       return;
     }
     if (std::regex_search(msg, m, kPlugin)) {
-      a.netPlugin = trim(m[1].str());
+      a.netPlugin = text::trim(m[1].str());
       return;
     }
     if (msg.rfind("NET/OFI Selected Provider is ", 0) == 0) {
-      std::string prov = trim(msg.substr(29));
+      std::string prov = text::trim(msg.substr(29));
       a.netPlugin = "aws-ofi-nccl (provider " + prov + ")";
       a.interKind = prov == "efa" ? "efa" : "ofi";
       return;

@@ -1,4 +1,5 @@
 #include "topology/nccl_log.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <map>
@@ -17,17 +18,10 @@ int bracketNumber(const std::string& s) {
   }
 }
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 }  // namespace
 
 std::string transportFamily(std::string_view via) {
-  std::string v = trim(via);
+  std::string v = text::trim(via);
   auto first = v.find('/');
   std::string head = v.substr(0, first);
   if (head == "NET") {
@@ -60,11 +54,11 @@ NcclLogSummary parseNcclLog(std::string_view text, const NcclInfoLine& other) {
     auto info = line.find("NCCL INFO ");
     auto warn = line.find("NCCL WARN ");
     if (warn != std::string::npos) {
-      s.warnings.push_back(trim(std::string_view(line).substr(warn + 10)));
+      s.warnings.push_back(text::trim(std::string_view(line).substr(warn + 10)));
       continue;
     }
     if (info == std::string::npos) continue;
-    std::string msg = trim(std::string_view(line).substr(info + 10));
+    std::string msg = text::trim(std::string_view(line).substr(info + 10));
     bool isConnection = std::regex_search(msg, m, kConn);
     // The host prefix is read only where it is used: connection lines and the caller's lines.
     std::string host;
@@ -83,7 +77,7 @@ NcclLogSummary parseNcclLog(std::string_view text, const NcclInfoLine& other) {
       c.to = std::stoi(m[5]);
       c.toDev = bracketNumber(m[6]);
       c.direction = m[7];
-      c.via = trim(m[8].str());
+      c.via = text::trim(m[8].str());
       c.host = host;
       s.connections.push_back(std::move(c));
     } else if (std::regex_search(msg, m, kRing)) {

@@ -1,4 +1,5 @@
 #include "topology/topology.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <array>
@@ -14,33 +15,18 @@
 namespace fb::topo {
 namespace {
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 std::vector<std::string> splitTabs(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : line) {
     if (c == '\t') {
-      out.push_back(trim(cur));
+      out.push_back(text::trim(cur));
       cur.clear();
     } else {
       cur += c;
     }
   }
-  out.push_back(trim(cur));
-  return out;
-}
-
-std::vector<std::string> lines(std::string_view text) {
-  std::vector<std::string> out;
-  std::istringstream in{std::string(text)};
-  std::string l;
-  while (std::getline(in, l)) out.push_back(l);
+  out.push_back(text::trim(cur));
   return out;
 }
 
@@ -55,7 +41,7 @@ std::string readFile(const std::string& path) {
   if (!f) return {};
   std::stringstream ss;
   ss << f.rdbuf();
-  return trim(ss.str());
+  return text::trim(ss.str());
 }
 
 int toInt(const std::string& s, int dflt = 0) {
@@ -82,11 +68,11 @@ std::string Matrix::at(const std::string& row, const std::string& col) const {
 Matrix parseTopoMatrix(std::string_view text) {
   Matrix m;
   bool inTable = false;
-  for (const auto& raw : lines(text)) {
+  for (const auto& raw : text::lines(text)) {
     std::string line = stripAnsi(raw);
     if (!inTable) {
       // The header starts with a tab (or spaces) and names GPU0 first.
-      auto t = trim(line);
+      auto t = text::trim(line);
       if (t.rfind("GPU0", 0) == 0 && !line.empty() && (line[0] == '\t' || line[0] == ' ')) {
         for (auto& f : splitTabs(line))
           if (!f.empty()) m.columns.push_back(f);
@@ -94,7 +80,7 @@ Matrix parseTopoMatrix(std::string_view text) {
       }
       continue;
     }
-    if (trim(line).empty() || trim(line).rfind("Legend", 0) == 0) break;
+    if (text::trim(line).empty() || text::trim(line).rfind("Legend", 0) == 0) break;
     auto fields = splitTabs(line);
     if (fields.empty()) continue;
     std::vector<std::string> cells;
@@ -114,7 +100,7 @@ std::map<int, std::vector<double>> parseNvlinkStatus(std::string_view text) {
   static const std::regex kLink(R"(Link (\d+): ([0-9.]+) GB/s)");
   int gpu = -1;
   std::smatch m;
-  for (const auto& l : lines(text)) {
+  for (const auto& l : text::lines(text)) {
     if (std::regex_search(l, m, kGpu)) {
       gpu = std::stoi(m[1]);
       out[gpu];
@@ -137,19 +123,19 @@ const char* const kGpuQueryFields =
 
 std::vector<GpuInfo> parseGpuQuery(std::string_view csv) {
   std::vector<GpuInfo> out;
-  for (const auto& l : lines(csv)) {
-    if (trim(l).empty()) continue;
+  for (const auto& l : text::lines(csv)) {
+    if (text::trim(l).empty()) continue;
     std::vector<std::string> f;
     std::string cur;
     for (char c : l) {
       if (c == ',') {
-        f.push_back(trim(cur));
+        f.push_back(text::trim(cur));
         cur.clear();
       } else {
         cur += c;
       }
     }
-    f.push_back(trim(cur));
+    f.push_back(text::trim(cur));
     if (f.size() < 8) continue;
     GpuInfo g;
     g.index = toInt(f[0], -1);
@@ -266,10 +252,10 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
   t.gpus = parseGpuQuery(gpuQueryCsv);
   auto nv = parseNvlinkStatus(nvlinkS);
   // driver version: last CSV field of the first GPU line
-  for (const auto& l : lines(gpuQueryCsv)) {
+  for (const auto& l : text::lines(gpuQueryCsv)) {
     auto pos = l.rfind(',');
-    if (pos != std::string::npos && toInt(trim(l.substr(0, l.find(','))), -1) >= 0) {
-      t.driverVersion = trim(l.substr(pos + 1));
+    if (pos != std::string::npos && toInt(text::trim(l.substr(0, l.find(','))), -1) >= 0) {
+      t.driverVersion = text::trim(l.substr(pos + 1));
       break;
     }
   }
@@ -342,7 +328,7 @@ const Topology& localTopology() {
   std::call_once(once, [] {
     std::string q = runCommand(std::string("nvidia-smi --query-gpu=") + kGpuQueryFields +
                                " --format=csv,noheader,nounits");
-    if (trim(q).empty()) return;
+    if (text::trim(q).empty()) return;
     topo = buildTopology(runCommand("nvidia-smi topo -m"), runCommand("nvidia-smi topo -p2p r"),
                          runCommand("nvidia-smi nvlink -s"), q);
     // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
@@ -360,7 +346,7 @@ const Topology& localTopology() {
 std::string describe(const Topology& t) {
   if (t.empty()) return {};
   std::ostringstream os;
-  os << trim(t.topoText) << "\n\n";
+  os << text::trim(t.topoText) << "\n\n";
   for (const auto& g : t.gpus) {
     os << "GPU" << g.index << " " << g.name << " bus " << g.busId << ": PCIe Gen" << g.pcieGenMax << " x"
        << g.pcieWidthMax << " (now Gen" << g.pcieGenCurrent << " x" << g.pcieWidthCurrent << ", nominal "

@@ -17,6 +17,7 @@
 #include "bootstrap/agree.h"
 #include "collectives/gpu_ops.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "kernels/fill_verify.h"
 #include "topology/nccl_attest.h"
 #include "topology/nccl_log.h"
@@ -59,11 +60,6 @@ ncclRedOp_t ncclOp(ReduceOp op) {
   return ncclSum;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // nvidia-smi index of CUDA device `dev` (matched by PCI bus id; CUDA's order may differ).
 const topo::GpuInfo* smiGpuFor(int dev) {
   const auto& t = topo::localTopology();
@@ -72,9 +68,9 @@ const topo::GpuInfo* smiGpuFor(int dev) {
     cudaGetLastError();
     return nullptr;
   }
-  std::string b = lower(bus);  // "0000:18:00.0"
+  std::string b = text::lower(bus);  // "0000:18:00.0"
   for (const auto& g : t.gpus) {
-    std::string s = lower(g.busId);  // "00000000:18:00.0"
+    std::string s = text::lower(g.busId);  // "00000000:18:00.0"
     if (s.size() >= 12 && b.size() >= 12 && s.substr(s.size() - 12) == b.substr(b.size() - 12)) return &g;
   }
   return nullptr;

@@ -1,0 +1,20 @@
+// Text helpers shared by every reader of logs, sysfs and command output (one copy each).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fb::text {
+
+// s without leading and trailing whitespace (space, tab, CR, LF, VT, FF).
+std::string trim(std::string_view s);
+// The parts of s between `sep`, each trimmed; empty parts dropped.
+std::vector<std::string> split(std::string_view s, char sep);
+// The lines of s without their '\n' or '\r\n' (a last line without one is kept; no empty last line).
+std::vector<std::string> lines(std::string_view s);
+bool startsWith(std::string_view s, std::string_view prefix);
+std::string join(const std::vector<std::string>& v, const std::string& sep);
+// ASCII lower case.
+std::string lower(std::string s);
+
+}  // namespace fb::text
