@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "report/import.h"
 #include "report/process.h"
+#include "report/series.h"
 
 namespace fb {
 namespace {
@@ -192,6 +194,21 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
   }
   if (!res.made && res.errors.empty()) res.skipped = "no rows with a size > 0 to plot";
   return res;
+}
+
+std::string drawRunPlots(const std::string& dir) {
+  std::vector<Sample> rows;
+  try {
+    rows = loadRunAny(dir + "/table.csv").rows;
+  } catch (const std::exception& e) {
+    return std::string("plots not drawn: ") + e.what();
+  }
+  if (rows.empty()) return "";
+  auto pr = writePlots(groupSeries(rows), dir, std::chrono::seconds(30));
+  if (!pr.skipped.empty()) return "plots not drawn: " + pr.skipped + " (fabricbench-report draws them later)";
+  if (!pr.errors.empty())
+    return "plots: " + std::to_string(pr.errors.size()) + " failed, first: " + pr.errors.front();
+  return "";
 }
 
 }  // namespace fb

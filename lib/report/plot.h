@@ -32,4 +32,9 @@ double nominalGBps(const Series& s);
 PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
                       std::chrono::milliseconds timeoutPerPlot = std::chrono::milliseconds(60000));
 
+// A run folder's plots at the end of the run (fabricbench, rank 0): writePlots from its table.csv
+// into <dir>/plots/, so the report.md written after them links them. "" when drawn (or no rows),
+// else one line saying why none were (gnuplot missing, a failure) for the run's notes.
+std::string drawRunPlots(const std::string& dir);
+
 }  // namespace fb
