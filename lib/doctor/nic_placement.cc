@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 
 #include "doctor/util.h"
 
@@ -10,11 +9,6 @@ namespace fb::doctor {
 using namespace util;
 
 namespace {
-
-bool isBdf(const std::string& s) {
-  static const std::regex k(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
-  return std::regex_match(s, k);
-}
 
 // The place of the device whose sysfs folder `link` resolves to ("" hostBridge when not PCI).
 PciPlace placeOf(const Machine& m, const std::string& link) {
