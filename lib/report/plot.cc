@@ -145,7 +145,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
 }
 
 PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
-                      std::chrono::milliseconds timeout) {
+                      std::chrono::milliseconds timeout, bool svg) {
   namespace fs = std::filesystem;
   PlotResult res;
   if (findInPath("gnuplot").empty()) {
@@ -179,7 +179,7 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
             dir / fmt::format("{}_{}.gp", gid, kind)};
       std::string title = fmt::format("{} {} ({}) vs size{}", g[0]->coll, kind == std::string("busbw") ? "busbw" : "time",
                                       g[0]->dtype, g[0]->run.empty() ? fmt::format(", {} ranks", g[0]->nRanks) : "");
-      std::string script = gnuplotScript(g, kind, terminal, j.png.string(), title, j.svg.string());
+      std::string script = gnuplotScript(g, kind, terminal, j.png.string(), title, svg ? j.svg.string() : "");
       if (script.empty()) continue;
       fs::remove(j.png);
       std::ofstream(j.gp) << script;
@@ -215,7 +215,7 @@ std::string drawRunPlots(const std::string& dir) {
     return std::string("plots not drawn: ") + e.what();
   }
   if (rows.empty()) return "";
-  auto pr = writePlots(groupSeries(rows), dir, std::chrono::seconds(30));
+  auto pr = writePlots(groupSeries(rows), dir, std::chrono::seconds(30), false);
   if (!pr.skipped.empty()) return "plots not drawn: " + pr.skipped + " (fabricbench-report draws them later)";
   if (!pr.errors.empty())
     return "plots: " + std::to_string(pr.errors.size()) + " failed, first: " + pr.errors.front();

@@ -503,7 +503,7 @@ def case_plots(d):
     if shutil.which("gnuplot"):
         for coll in ("allreduce", "p2pring"):
             for kind in ("busbw", "time"):
-                for ext in ("png", "svg", "gp"):
+                for ext in ("png", "gp"):
                     f = os.path.join(run_dir, "plots", f"{coll}_float32_{kind}.{ext}")
                     check(os.path.exists(f) and os.path.getsize(f) > 200, f"run end: missing {f}")
                 check(f"(plots/{coll}_float32_{kind}.png)" in report, f"report.md does not link {coll} {kind}")
