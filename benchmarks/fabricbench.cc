@@ -48,6 +48,7 @@
 #include "report/fingerprint.h"
 #include "shutdown.h"
 #include "validate.h"
+#include "report/plot.h"
 #include "report/result_sink.h"
 #include "report/run_folder.h"
 #include "report/verdict.h"
@@ -859,6 +860,9 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
                                 o.wide ? 0 : kConsoleWidth).c_str(), tableOut);
       std::fflush(tableOut);
     }
+    // plots/ from table.csv where gnuplot exists, drawn before report.md so that it links them.
+    if (bs.rank() == 0 && state.hasFiles())
+      if (auto why = drawRunPlots(resultDir); !why.empty()) state.notes.push_back(why);
     state.end(sum);
     writeBenchmarkOutputs();
     return verdict.exitCode;

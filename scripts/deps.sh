@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fabricbench needs that are missing (as root; idempotent).
 #   scripts/deps.sh build    what building and running the main job needs
-#   scripts/deps.sh test     that, plus what the test suites drive (Slurm lab, Soft-RoCE VM, iperf3)
+#   scripts/deps.sh test     that, plus what the test suites drive (Slurm lab, Soft-RoCE VM, iperf3,
+#                            headless Chromium for report_html)
 # CUDA and NCCL are not Debian packages: they are used from /usr/local/cuda when present.
 set -euo pipefail
 what=${1:-build}
@@ -9,7 +10,7 @@ build=(cmake ninja-build g++ pkg-config git python3 openmpi-bin libopenmpi-dev l
        catch2 libcli11-dev nlohmann-json3-dev libeigen3-dev libibverbs-dev rdma-core ibverbs-providers gnuplot-nox
        iproute2 ethtool pciutils procps)
 test=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libpmix2 iperf3 util-linux
-      qemu-system-x86 busybox-static cpio kmod perftest ibverbs-utils rdmacm-utils)
+      qemu-system-x86 busybox-static cpio kmod perftest ibverbs-utils rdmacm-utils chromium)
 pkgs=("${build[@]}")
 [ "$what" = test ] && pkgs+=("${test[@]}")
 missing=()

@@ -772,21 +772,30 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     md += "\n";
     // plot: time vs nodes per fabric at each size (first G)
     std::string body = fmt::format(
-        "set title '{} PROJECTED time vs node count ({} ranks per node)'\nset logscale xy\nset xlabel 'nodes'\n"
+        "set title '{} PROJECTED time vs node count ({} ranks per node)'\nset logscale x 2\nset logscale y 10\nset xlabel 'nodes'\n"
         "set ylabel 'time per operation (us, projected)'\nset key below\nset grid\n",
         coll, gpus[0]);
     std::string plots;
     int blk = 0;
+    std::set<int> plotted;  // the node counts drawn: the x axis spans them and ticks at each
     for (auto& [fab, ps] : rows[coll])
       for (double S : sizes) {
         std::string data;
         for (auto& p : ps)
-          if (p.bytes == S && p.shape.perNode == gpus[0]) data += fmt::format("{} {}\n", p.shape.nodes, p.timeUs);
+          if (p.bytes == S && p.shape.perNode == gpus[0]) {
+            data += fmt::format("{} {}\n", p.shape.nodes, p.timeUs);
+            plotted.insert(p.shape.nodes);
+          }
         if (data.empty()) continue;
         body += fmt::format("$d{} << EOD\n{}EOD\n", blk, data);
         plots += fmt::format("{}$d{} using 1:2 with linespoints title '{} {}'", plots.empty() ? "" : ", ", blk, fab, human(S));
         ++blk;
       }
+    if (!plotted.empty()) {
+      std::string tics;
+      for (int n : plotted) tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", n, n);
+      body += fmt::format("set xrange [{}:{}]\nset xtics ({})\n", *plotted.begin() / 1.15, *plotted.rbegin() * 1.15, tics);
+    }
     if (!plots.empty() && nodes.size() > 1) {
       auto png = pl.draw(safeName("projected_" + coll + "_time_vs_nodes"), body + "plot " + plots + "\n");
       if (!png.empty()) md += fmt::format("![{} projected]({})\n\n", coll, png);

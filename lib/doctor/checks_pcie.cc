@@ -1,8 +1,8 @@
 // PCIe checks: ACS on the bridges above GPUs and RDMA NICs, IOMMU, links trained below maximum.
-#include <regex>
 #include <set>
 
 #include "doctor/doctor.h"
+#include "doctor/nic_placement.h"
 #include "doctor/util.h"
 
 namespace fb::doctor {
@@ -16,36 +16,12 @@ struct PciDev {
   std::vector<std::string> bridges;  // upstream bridges, root port first
 };
 
-bool isBdf(const std::string& s) {
-  static const std::regex k(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
-  return std::regex_match(s, k);
-}
-
-// /sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/... -> the BDFs along the way
-std::vector<std::string> chain(const Machine& m, const std::string& bdf) {
-  std::string p = m.resolve("/sys/bus/pci/devices/" + bdf);
-  std::vector<std::string> out;
-  for (const auto& part : split(p, '/'))
-    if (isBdf(part)) out.push_back(part);
-  if (!out.empty() && out.back() == bdf) out.pop_back();
-  return out;
-}
-
+// The NVIDIA GPUs and PCI RDMA NICs with the bridges above them (nic_placement's sysfs reading).
 std::vector<PciDev> devicesOfInterest(const Machine& m) {
   std::vector<PciDev> out;
-  for (const auto& bdf : m.list("/sys/bus/pci/devices")) {
-    std::string vendor = m.line("/sys/bus/pci/devices/" + bdf + "/vendor");
-    std::string cls = m.line("/sys/bus/pci/devices/" + bdf + "/class");
-    if (vendor == "0x10de" && (startsWith(cls, "0x0300") || startsWith(cls, "0x0302")))
-      out.push_back({bdf, "GPU " + bdf, chain(m, bdf)});
-  }
-  for (const auto& dev : m.list("/sys/class/infiniband")) {
-    std::string p = m.resolve("/sys/class/infiniband/" + dev + "/device");
-    auto parts = split(p, '/');
-    if (parts.empty() || !isBdf(parts.back())) continue;  // rxe, siw: no PCI device of their own
-    std::string bdf = parts.back();
-    out.push_back({bdf, "NIC " + dev + " (" + bdf + ")", chain(m, bdf)});
-  }
+  auto map = readPcieMap(m);
+  for (const auto& [bdf, p] : map.gpus) out.push_back({bdf, "GPU " + bdf, p.bridges});
+  for (const auto& [dev, p] : map.nics) out.push_back({p.bdf, "NIC " + dev + " (" + p.bdf + ")", p.bridges});
   return out;
 }
 

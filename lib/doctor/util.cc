@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <sstream>
 
 namespace fb::doctor::util {
@@ -61,6 +62,11 @@ GpuList gpuList(const Machine& m) {
   }
   if (g.gpus.empty()) g.why = "nvidia-smi lists no GPU";
   return g;
+}
+
+bool isBdf(const std::string& s) {
+  static const std::regex k(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
+  return std::regex_match(s, k);
 }
 
 std::vector<std::string> rdmaDevices(const Machine& m) { return m.list("/sys/class/infiniband"); }

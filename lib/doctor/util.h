@@ -36,6 +36,8 @@ struct GpuList {
   std::string driver;
 };
 GpuList gpuList(const Machine& m);
+// "0000:05:00.0": a PCI address (domain:bus:device.function).
+bool isBdf(const std::string& s);
 // RDMA devices in /sys/class/infiniband.
 std::vector<std::string> rdmaDevices(const Machine& m);
 

@@ -159,7 +159,8 @@ std::string plotsSection(const std::vector<Series>& all, const HtmlInputs& in, s
     for (const char* kind : {"busbw", "time"}) {
       std::string svg = (fs::path(tmp.path) / fmt::format("{}_{}.svg", g.id, kind)).string();
       std::string title = fmt::format("{} {} ({}) vs size", g.coll, kind, g.dtype);
-      std::string script = gnuplotScript(g.series, kind, "svg", svg, title);
+      // Shown at about half its 1200 px width beside its pair: a larger font keeps the labels readable.
+      std::string script = gnuplotScript(g.series, kind, "svg font 'sans,22'", svg, title);
       if (script.empty()) continue;
       std::string gp = svg + ".gp";
       {

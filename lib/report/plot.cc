@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "report/import.h"
 #include "report/process.h"
+#include "report/series.h"
 
 namespace fb {
 namespace {
@@ -50,7 +52,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
                           const std::string& terminal, const std::string& pngPath, const std::string& title,
                           const std::string& svgPath) {
   bool bw = kind == "busbw";
-  std::string s;
+  std::string s = "reset\n";  // several scripts may run in one gnuplot
   s += fmt::format("set terminal {} size 1200,900 noenhanced\n", terminal);
   s += fmt::format("set output {}\n", gpString(pngPath));
   s += fmt::format("set title {}\n", gpString(title));
@@ -143,7 +145,7 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
 }
 
 PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
-                      std::chrono::milliseconds timeout) {
+                      std::chrono::milliseconds timeout, bool svg) {
   namespace fs = std::filesystem;
   PlotResult res;
   if (findInPath("gnuplot").empty()) {
@@ -167,31 +169,57 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
     }
     it->second.push_back(&s);
   }
+  struct Job {
+    fs::path png, svg, gp;
+  };
+  std::vector<Job> jobs;
   for (auto& [gid, g] : groups) {
     for (const char* kind : {"busbw", "time"}) {
-      fs::path png = dir / fmt::format("{}_{}.png", gid, kind);
-      fs::path svg = dir / fmt::format("{}_{}.svg", gid, kind);
-      fs::path gp = dir / fmt::format("{}_{}.gp", gid, kind);
+      Job j{dir / fmt::format("{}_{}.png", gid, kind), dir / fmt::format("{}_{}.svg", gid, kind),
+            dir / fmt::format("{}_{}.gp", gid, kind)};
       std::string title = fmt::format("{} {} ({}) vs size{}", g[0]->coll, kind == std::string("busbw") ? "busbw" : "time",
                                       g[0]->dtype, g[0]->run.empty() ? fmt::format(", {} ranks", g[0]->nRanks) : "");
-      std::string script = gnuplotScript(g, kind, terminal, png.string(), title, svg.string());
+      std::string script = gnuplotScript(g, kind, terminal, j.png.string(), title, svg ? j.svg.string() : "");
       if (script.empty()) continue;
-      {
-        std::ofstream out(gp);
-        out << script;
-      }
-      auto r = runCommand({"gnuplot", gp.string()}, timeout);
-      if (r.ok() && fs::exists(png)) {
-        res.made = true;
-        res.files.push_back(png.string());
-        if (fs::exists(svg)) res.files.push_back(svg.string());
-      } else {
-        res.errors.push_back(fmt::format("gnuplot {}: {}", gp.string(), r.error.empty() ? "no picture written" : r.error));
-      }
+      fs::remove(j.png);
+      std::ofstream(j.gp) << script;
+      jobs.push_back(std::move(j));
+    }
+  }
+  // One gnuplot for every script (each starts with reset; starting gnuplot costs more than most
+  // plots); a script that stops it is run again on its own for its error, and those after it too.
+  std::vector<std::string> all = {"gnuplot"};
+  for (const auto& j : jobs) all.push_back(j.gp.string());
+  std::chrono::milliseconds total = timeout * static_cast<long>(std::max<std::size_t>(1, jobs.size()));
+  bool batchOk = jobs.empty() || runCommand(all, total).ok();
+  for (const auto& j : jobs) {
+    CommandResult r;
+    if (!batchOk && !fs::exists(j.png)) r = runCommand({"gnuplot", j.gp.string()}, timeout);
+    if (fs::exists(j.png)) {
+      res.made = true;
+      res.files.push_back(j.png.string());
+      if (fs::exists(j.svg)) res.files.push_back(j.svg.string());
+    } else {
+      res.errors.push_back(fmt::format("gnuplot {}: {}", j.gp.string(), r.error.empty() ? "no picture written" : r.error));
     }
   }
   if (!res.made && res.errors.empty()) res.skipped = "no rows with a size > 0 to plot";
   return res;
+}
+
+std::string drawRunPlots(const std::string& dir) {
+  std::vector<Sample> rows;
+  try {
+    rows = loadRunAny(dir + "/table.csv").rows;
+  } catch (const std::exception& e) {
+    return std::string("plots not drawn: ") + e.what();
+  }
+  if (rows.empty()) return "";
+  auto pr = writePlots(groupSeries(rows), dir, std::chrono::seconds(30), false);
+  if (!pr.skipped.empty()) return "plots not drawn: " + pr.skipped + " (fabricbench-report draws them later)";
+  if (!pr.errors.empty())
+    return "plots: " + std::to_string(pr.errors.size()) + " failed, first: " + pr.errors.front();
+  return "";
 }
 
 }  // namespace fb

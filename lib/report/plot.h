@@ -27,9 +27,15 @@ bool wantsLogY(const std::vector<const Series*>& group);
 // The nominal link rate of a series (GB/s) from its rows' %nominal; -1 when unknown.
 double nominalGBps(const Series& s);
 
-// Writes outDir/plots/<groupId>_{busbw,time}.{png,svg,gp}. Never throws for a missing gnuplot: the
-// reason goes into `skipped`.
+// Writes outDir/plots/<groupId>_{busbw,time}.{png,svg,gp} (no .svg when !svg). Never throws for a
+// missing gnuplot: the reason goes into `skipped`.
 PlotResult writePlots(const std::vector<Series>& series, const std::string& outDir,
-                      std::chrono::milliseconds timeoutPerPlot = std::chrono::milliseconds(60000));
+                      std::chrono::milliseconds timeoutPerPlot = std::chrono::milliseconds(60000), bool svg = true);
+
+// A run folder's plots at the end of the run (fabricbench, rank 0): writePlots from its table.csv
+// into <dir>/plots/ (PNG and the .gp script; the HTML report draws its own SVG), so the report.md
+// written after them links them. "" when drawn (or no rows),
+// else one line saying why none were (gnuplot missing, a failure) for the run's notes.
+std::string drawRunPlots(const std::string& dir);
 
 }  // namespace fb

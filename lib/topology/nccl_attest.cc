@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <regex>
 #include <sstream>
 
@@ -123,6 +124,15 @@ std::string NcclAttestation::netText() const {
   return out;
 }
 
+std::string ncclBusIdToBdf(const std::string& hex) {
+  unsigned long long x = 0;
+  auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), x, 16);
+  if (hex.empty() || ec != std::errc() || p != hex.data() + hex.size()) return hex;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04llx:%02llx:%02llx.%llx", x >> 20, (x >> 12) & 0xff, (x >> 4) & 0xff, x & 0xf);
+  return buf;
+}
+
 NcclAttestation attestNcclLog(std::string_view text) {
   NcclAttestation a;
   static const std::regex kIbNic(R"(\[(\d+)\]([^\s/\[\]]+)/(IB|RoCE))");
@@ -130,6 +140,7 @@ NcclAttestation attestNcclLog(std::string_view text) {
   static const std::regex kTuning(R"(^(\w+): (\d+) Bytes -> Algo (\S+) proto (\S+)(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}| nchannels (\d+))?)");
   static const std::regex kSym(R"(^(\w+) \[Symmetric\]: (\d+) Bytes -> Kernel (\S+) nchannels (\d+))");
   static const std::regex kPlugin(R"(Loaded net plugin (.+)$)");
+  static const std::regex kRank(R"(rank (\d+) nranks \d+ cudaDev \d+(?: nvmlDev \d+)? busId ([0-9a-fA-F]+))");
   std::smatch m;
   // One walk of the text (parseNcclLog): the lines it does not read as connections come here.
   auto onLine = [&](const std::string& host, const std::string& msg) {
@@ -182,6 +193,12 @@ NcclAttestation attestNcclLog(std::string_view text) {
       a.tuning.push_back(std::move(t));
       return;
     }
+    if (std::regex_search(msg, m, kRank)) {
+      auto& r = a.ranks[std::stoi(m[1])];
+      if (!host.empty()) r.host = host;
+      r.busId = ncclBusIdToBdf(m[2]);
+      return;
+    }
     if (msg.find("NVLS multicast support is available") != std::string::npos) raiseNvls(a.nvls, "available");
     else if (msg.find("NVLS multicast support is not available") != std::string::npos) raiseNvls(a.nvls, "not available");
     else if (msg.rfind("NVLS Head", 0) == 0 || msg.rfind("NVLS comm", 0) == 0) raiseNvls(a.nvls, "set up");
@@ -211,7 +228,16 @@ NcclAttestation attestNcclLog(std::string_view text) {
         if (a.net.empty()) a.net = v[1];
         a.nicsUsed[host].insert(std::stoi(v[2]));
         if (v[3].matched) a.pxn = true;
-        if (v[4].str().find("/GDRDMA") != std::string::npos) ++a.gdrConnections;
+        bool gdr = v[4].str().find("/GDRDMA") != std::string::npos;
+        if (gdr) ++a.gdrConnections;
+        // The rank whose GPU's NIC carried it: this side of the connection (the sender of a send,
+        // the receiver of a receive), or the PXN proxy rank named in brackets.
+        int local = c.direction == "receive" ? c.to : c.from;
+        int owner = v[3].matched ? std::stoi(v[3]) : local;
+        auto& r = a.ranks[owner];
+        if (r.host.empty() && !host.empty()) r.host = host;
+        r.nics.insert(std::stoi(v[2]));
+        (gdr ? r.gdr : r.noGdr) = true;
       } else {
         a.nicsUsed[host];
         if (usesGdrdma(via)) ++a.gdrConnections;

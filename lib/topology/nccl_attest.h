@@ -36,6 +36,16 @@ struct NcclTuning {
   int channels = -1;
 };
 
+// One rank as its own log lines show it: "comm 0x.. rank R nranks N cudaDev D [nvmlDev D] busId B".
+struct NcclRankNet {
+  std::string host;    // from the line's prefix
+  std::string busId;   // "0000:18:00.0" (NCCL prints the hex number 18000)
+  std::set<int> nics;  // NET device indices its own GPU's traffic left through (PXN sends are
+                       // counted for the proxy rank, whose GPU's NIC carried them)
+  bool gdr = false;    // at least one of those connections was /GDRDMA
+  bool noGdr = false;  // at least one was not
+};
+
 struct NcclAttestation {
   std::string version;
   // Inside a node.
@@ -56,6 +66,7 @@ struct NcclAttestation {
   int gdrConnections = 0;         // NET connections "/GDRDMA"
   bool pxn = false;               // a send proxied through another GPU's NIC ("NET/IB/3(7)") or "use ring PXN 1"
   std::vector<NcclTuning> tuning;
+  std::map<int, NcclRankNet> ranks;  // every rank whose init line or NET connection is in the log
   std::vector<std::string> warnings;
 
   // "yes" (every NET connection GDRDMA), "no", "partial (k of n)", "" (no NET connection).
@@ -67,6 +78,9 @@ struct NcclAttestation {
   // Comma-joined names of hcas.
   std::string hcasText() const;
 };
+
+// NCCL's busId number as a PCI address: 0x18000 -> "0000:18:00.0" (domain, bus, device, function).
+std::string ncclBusIdToBdf(const std::string& hex);
 
 // `host` of each line is taken from NCCL's "host:pid:tid [dev] NCCL INFO" prefix ("" if absent).
 NcclAttestation attestNcclLog(std::string_view text);

@@ -492,6 +492,24 @@ def case_plots(d):
     p = run([A.report, a, "-o", out2, "--no-report-update"], timeout=300)
     gp = open(os.path.join(out2, "plots", "allreduce_float32_busbw.gp")).read()
     check(p.returncode == 0 and "set logscale y" not in gp and "set yrange [0:*]" in gp, "single path: log y axis")
+    # issue 37: a run folder gets its plots at the end of the run where gnuplot exists, and its
+    # report.md links them; without gnuplot the run says so in a note.
+    import shutil
+    p = fb(2, ["--transport", "tcp", "--tcp-if", "lo", "--collective", "allreduce,p2pring", "-b", "8", "-e", "64K",
+               "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "ended", "--progress", "0"])
+    check(p.returncode == 0, f"run for plots: exit {p.returncode}: {p.stderr[-300:]}")
+    run_dir = os.path.join(d, "ended")
+    report = open(os.path.join(run_dir, "report.md")).read()
+    if shutil.which("gnuplot"):
+        for coll in ("allreduce", "p2pring"):
+            for kind in ("busbw", "time"):
+                for ext in ("png", "gp"):
+                    f = os.path.join(run_dir, "plots", f"{coll}_float32_{kind}.{ext}")
+                    check(os.path.exists(f) and os.path.getsize(f) > 200, f"run end: missing {f}")
+                check(f"(plots/{coll}_float32_{kind}.png)" in report, f"report.md does not link {coll} {kind}")
+        check("plots not drawn" not in p.stdout, "a plot note although gnuplot exists")
+    else:
+        check("note: plots not drawn: gnuplot not found" in p.stdout, "no note saying the plots were not drawn")
 
 
 # ---------------------------------------------------------------- 11. time-outs
@@ -644,6 +662,36 @@ def case_docs(d):
         if "-o" in args:
             o = args[args.index("-o") + 1]
             check(os.path.isdir(o) and os.listdir(o), f"{f}: '{c}': wrote nothing to -o")
+    # The projection's time-vs-nodes plots: the x axis spans the node counts drawn, not decades around them.
+    import glob
+    gps = glob.glob(os.path.join(d, "**", "projected_*_time_vs_nodes.gp"), recursive=True)
+    check(gps, "no projected_*_time_vs_nodes.gp written by the docs' project example")
+    for g in gps:
+        text = open(g).read()
+        xs = [float(l.split()[0]) for blk in re.findall(r"<< EOD\n(.*?)EOD", text, re.S) for l in blk.splitlines() if l.strip()]
+        m = re.search(r"set xrange \[([\d.e+-]+):([\d.e+-]+)\]", text)
+        check(xs and m, f"{g}: no data or no xrange")
+        if xs and m:
+            lo, hi = float(m.group(1)), float(m.group(2))
+            check(min(xs) / 1.5 <= lo <= min(xs) and max(xs) <= hi <= max(xs) * 1.5,
+                  f"{os.path.basename(g)}: x axis [{lo}:{hi}] for node counts {min(xs):g}-{max(xs):g}")
+    # issue 37: each results/ folder has a short README saying what, when, command, machine; where
+    # the folder has a run.json, the README gives its command line as recorded.
+    folders = [f for f in sorted(os.listdir(os.path.join(SRC, "results"))) if os.path.isdir(os.path.join(SRC, "results", f))]
+    check(len(folders) >= 20, f"only {len(folders)} results/ folders")
+    for f in folders:
+        rd = os.path.join(SRC, "results", f, "README.md")
+        if not os.path.exists(rd):
+            check(False, f"results/{f} has no README.md")
+            continue
+        text = open(rd).read()
+        head = text[:2500]  # the four facts open the page; a measurement narrative may follow
+        missing = [w for w in ("What", "When", "Command", "Machine") if not re.search(rf"\b{w}\b", head)]
+        check(not missing, f"results/{f}/README.md: its opening lacks {missing}")
+        rj = os.path.join(SRC, "results", f, "run.json")
+        if os.path.exists(rj):
+            cmd = json.load(open(rj)).get("command_line", "")
+            check(cmd and cmd in text, f"results/{f}/README.md does not give run.json's command line")
     # Links: relative targets exist; #anchors name a heading of the target page.
     headings = {}
     for f, text in doc_texts():

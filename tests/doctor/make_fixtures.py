@@ -15,6 +15,8 @@ tree plus _commands/ (command outputs), _env, _statvfs, _interfaces, _uid.
              /dev/shm, variables naming a missing interface and HCA, NCCL_P2P_DISABLE/NCCL_NET=Socket
   roce_v6    roce_ok with a global IPv6 RoCEv2 GID only
   ib_down    an InfiniBand HCA whose only port is down, no /dev/shm
+  nic_aligned, nic_crossed, gdr_possible, gdr_no_peermem
+             PCIe trees around the GPUs of two public NCCL logs (see pcie_node below)
 """
 import os, shutil, struct, sys
 
@@ -48,9 +50,10 @@ def config(acs_ctl=None):
     return bytes(b)
 
 
-def pci(root, chain, leaf_attrs=None, acs=None):
-    """chain = [root port BDF, ..., device BDF]; bridges get a config space (acs: {bdf: ctl})."""
-    path = "/sys/devices/pci0000:00"
+def pci(root, chain, leaf_attrs=None, acs=None, host="pci0000:00"):
+    """chain = [root port BDF, ..., device BDF] below root complex `host`; bridges get a config space
+    (acs: {bdf: ctl})."""
+    path = "/sys/devices/" + host
     for i, bdf in enumerate(chain):
         path += "/" + bdf
         rel = os.path.relpath(os.path.join(root, path.lstrip("/")), os.path.join(root, "sys/bus/pci/devices"))
@@ -100,15 +103,18 @@ def rdma_port(root, dev, port, state, phys, rate, ll, gids=(), netdev=""):
     w(root, d + "gids/15", "0000:0000:0000:0000:0000:0000:0000:0000\n")
 
 
-def rdma_dev(root, dev, fw, hca_type, board, chain=None):
+def rdma_dev(root, dev, fw, hca_type, board, chain=None, host="pci0000:00", numa=None):
     d = f"/sys/class/infiniband/{dev}/"
     w(root, d + "fw_ver", fw + "\n")
     w(root, d + "hca_type", hca_type + "\n")
     w(root, d + "board_id", board + "\n")
     w(root, d + "node_type", "1: CA\n")
     if chain:
-        path = pci(root, chain, {"vendor": "0x15b3", "class": "0x020700", "current_link_speed": "16.0 GT/s PCIe",
-                                 "current_link_width": "16", "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"})
+        attrs = {"vendor": "0x15b3", "class": "0x020700", "current_link_speed": "16.0 GT/s PCIe",
+                 "current_link_width": "16", "max_link_speed": "16.0 GT/s PCIe", "max_link_width": "16"}
+        if numa is not None:
+            attrs["numa_node"] = str(numa)
+        path = pci(root, chain, attrs, host=host)
         link(root, d + "device", os.path.relpath(os.path.join(root, path.lstrip("/")), os.path.join(root, d.lstrip("/"))))
 
 
@@ -234,8 +240,77 @@ def ib_down(root):
     rdma_port(root, "mlx5_0", 1, "1: DOWN", "2: Polling", "10 Gb/sec (4X SDR)", "InfiniBand")
 
 
+# ---- GPU-NIC placement against NCCL's own logs (lib/doctor/nic_placement). The GPU bus IDs and NIC
+# names are those of the public logs in tests/data/nccl-info; the PCIe trees around them are made up
+# here (the logs do not show them) to put each NIC near its GPU or across a root complex.
+def pcie_node(root, gpus, nics, peermem=False):
+    """gpus: [(bdf, host bridge, numa, [bridges])]; nics: [(dev, bdf, host bridge, numa, [bridges], ll)]"""
+    common(root)
+    for bdf, host, numa, bridges in gpus:
+        a = gpu_attrs()
+        a["numa_node"] = str(numa)
+        pci(root, bridges + [bdf], a, host=host)
+    for dev, bdf, host, numa, bridges, ll in nics:
+        rdma_dev(root, dev, "20.35.1012", "MT4123", "MT_0000000223", bridges + [bdf], host=host, numa=numa)
+        rdma_port(root, dev, 1, "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", ll)
+    if peermem:
+        w(root, "/sys/module/nvidia_peermem/version", "535.129.03\n")
+
+
+# Snellius log (h100-snellius-ib-2x4-pxn-gdrdma-nccl2.22.3-allreduce.log): GPUs 06/26/a6/c6:00.0 used
+# NET/IB/2,1,4,3 = mlx5_3, mlx5_2, mlx5_5, mlx5_4; mlx5_0 is the unused RoCE port.
+SNELLIUS_GPUS = [("0000:06:00.0", "pci0000:00", 0, ["0000:00:01.1", "0000:03:00.0", "0000:04:00.0"]),
+                 ("0000:26:00.0", "pci0000:20", 0, ["0000:20:01.1", "0000:23:00.0", "0000:24:00.0"]),
+                 ("0000:a6:00.0", "pci0000:a0", 1, ["0000:a0:01.1", "0000:a3:00.0", "0000:a4:00.0"]),
+                 ("0000:c6:00.0", "pci0000:c0", 1, ["0000:c0:01.1", "0000:c3:00.0", "0000:c4:00.0"])]
+
+
+def nic_aligned(root):
+    """each GPU's NIC below the same PCIe switch as the GPU (PXB): no warning"""
+    pcie_node(root, SNELLIUS_GPUS, [
+        ("mlx5_0", "0000:41:00.0", "pci0000:40", 0, ["0000:40:01.1"], "Ethernet"),
+        ("mlx5_3", "0000:05:00.0", "pci0000:00", 0, ["0000:00:01.1", "0000:03:00.0", "0000:04:01.0"], "InfiniBand"),
+        ("mlx5_2", "0000:25:00.0", "pci0000:20", 0, ["0000:20:01.1", "0000:23:00.0", "0000:24:01.0"], "InfiniBand"),
+        ("mlx5_5", "0000:a5:00.0", "pci0000:a0", 1, ["0000:a0:01.1", "0000:a3:00.0", "0000:a4:01.0"], "InfiniBand"),
+        ("mlx5_4", "0000:c5:00.0", "pci0000:c0", 1, ["0000:c0:01.1", "0000:c3:00.0", "0000:c4:01.0"], "InfiniBand")],
+        peermem=True)
+
+
+def nic_crossed(root):
+    """as nic_aligned with mlx5_4 (GPU c6's NIC) and mlx5_5 (GPU a6's) swapped between the c0 and a0
+    root complexes' switches: both GPUs reach their NIC across root complexes (NODE, same NUMA node),
+    the NIC below their own switch left unused"""
+    pcie_node(root, SNELLIUS_GPUS, [
+        ("mlx5_0", "0000:41:00.0", "pci0000:40", 0, ["0000:40:01.1"], "Ethernet"),
+        ("mlx5_3", "0000:05:00.0", "pci0000:00", 0, ["0000:00:01.1", "0000:03:00.0", "0000:04:01.0"], "InfiniBand"),
+        ("mlx5_2", "0000:25:00.0", "pci0000:20", 0, ["0000:20:01.1", "0000:23:00.0", "0000:24:01.0"], "InfiniBand"),
+        ("mlx5_4", "0000:a5:00.0", "pci0000:a0", 1, ["0000:a0:01.1", "0000:a3:00.0", "0000:a4:01.0"], "InfiniBand"),
+        ("mlx5_5", "0000:c5:00.0", "pci0000:c0", 1, ["0000:c0:01.1", "0000:c3:00.0", "0000:c4:01.0"], "InfiniBand")],
+        peermem=True)
+
+
+# a100pcie-roce-2x2-nogdr-nccl2.30.4.log: GPUs 69:00.0 and b1:00.0, NET/IB/2 = a virtual NIC of the
+# two ports mlx5_0/mlx5_1 of one dual-port card, no GDRDMA.
+ROCE2_GPUS = [("0000:69:00.0", "pci0000:64", 0, ["0000:64:02.0", "0000:67:00.0", "0000:68:00.0"]),
+              ("0000:b1:00.0", "pci0000:b0", 1, ["0000:b0:02.0"])]
+ROCE2_NICS = [("mlx5_0", "0000:6a:00.0", "pci0000:64", 0, ["0000:64:02.0", "0000:67:00.0", "0000:68:08.0"], "Ethernet"),
+              ("mlx5_1", "0000:6a:00.1", "pci0000:64", 0, ["0000:64:02.0", "0000:67:00.0", "0000:68:08.0"], "Ethernet")]
+
+
+def gdr_possible(root):
+    """nvidia_peermem loaded, the card below GPU 69's switch (PXB); GPU b1 on the other socket (SYS)"""
+    pcie_node(root, ROCE2_GPUS, ROCE2_NICS, peermem=True)
+
+
+def gdr_no_peermem(root):
+    """gdr_possible without a peer-memory module: GPUDirect RDMA is not possible, no GDR warning"""
+    pcie_node(root, ROCE2_GPUS, ROCE2_NICS, peermem=False)
+
+
 for name, fn in [("h200x2", h200x2), ("rtx4090x2", rtx4090x2), ("a100_mig", a100_mig), ("roce_ok", roce_ok),
-                 ("roce_bad", roce_bad), ("roce_v6", roce_v6), ("ib_down", ib_down)]:
+                 ("roce_bad", roce_bad), ("roce_v6", roce_v6), ("ib_down", ib_down),
+                 ("nic_aligned", nic_aligned), ("nic_crossed", nic_crossed), ("gdr_possible", gdr_possible),
+                 ("gdr_no_peermem", gdr_no_peermem)]:
     root = os.path.join(OUT, name)
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)

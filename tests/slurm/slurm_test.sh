@@ -142,6 +142,11 @@ case "$CASE" in
     case ",$impls," in *,tcp,*) ;; *) fail "no tcp rows (impls: $impls)";; esac
     case ",$impls," in *,mpi,*) ;; *) fail "no mpi rows (impls: $impls)";; esac
     grep -q "launcher $FB_LAUNCHER" "$JLOG" || fail "the job did not use $FB_LAUNCHER"
+    # The lab has no GPU: the GPU paths are reported as skipped, each with its reason.
+    for b in nccl cuda; do
+      line=$(grep -m1 -E "^# skipped $b: .{8,}" "$JLOG") || { fail "the job log does not say why $b was skipped"; continue; }
+      say "GPU path: $line"
+    done
     ;;
 
   collectives)

@@ -18,6 +18,7 @@
 #include "collectives/gpu_ops.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "doctor/nic_placement.h"
 #include "kernels/fill_verify.h"
 #include "topology/nccl_attest.h"
 #include "topology/nccl_log.h"
@@ -500,14 +501,21 @@ class NcclCollective : public Collective {
             }
         if (rate > 0) nominal = {rate, basis};
       }
-      if (att.interKind == "socket" && bs_.nodeCount() > 1)
-        for (const auto& port : topoInfo.rdma)
-          if (port.active()) {
-            warning = "NCCL fell back to NET/Socket (TCP) between nodes while RDMA port " + port.device + " port " +
-                      std::to_string(port.port) + " (" + port.linkLayer + ") is up: check NCCL_IB_DISABLE, NCCL_NET, "
-                      "the net plugin and libibverbs (--doctor)";
-            break;
-          }
+      // Every rank checks its own GPU's NIC against this node's PCIe tree (GPUs crossing root
+      // complexes, GPUDirect RDMA possible but unused, sockets while an RDMA port is up); the row
+      // names what any rank found.
+      const char* gdrLevel = std::getenv("NCCL_NET_GDR_LEVEL");
+      std::string mine;
+      for (const auto& w : doctor::ncclPlacementWarnings(att, "", doctor::readPcieMap(doctor::Machine("/")),
+                                                         bs_.nodeCount(), gdrLevel ? gdrLevel : ""))
+        mine += w + "\n";
+      std::vector<std::string> seen;
+      for (const auto& s : bs_.allGatherStrings(mine)) {
+        std::stringstream ss(s);
+        for (std::string w; std::getline(ss, w);)
+          if (!w.empty() && std::find(seen.begin(), seen.end(), w) == seen.end()) seen.push_back(w);
+      }
+      for (const auto& w : seen) warning += (warning.empty() ? "" : "; ") + w;
     }
     if (profile_.name == "socket") {
       // NCCL's sockets: through loopback when every rank is on this host, else the NICs NCCL uses.
