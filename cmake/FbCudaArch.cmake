@@ -8,6 +8,8 @@
 #     (CUDA 12.8 or later), B200/GB200 (100), with PTX of the newest for later GPUs.
 # Sets FB_CUDA_ARCH_SUMMARY (one line: what and why), for the configure summary and --version.
 
+include(FbInputs)  # fb_fatal
+
 set(FB_CUDA_ARCHITECTURES_DEFAULT_OLD "80-real;90")            # nvcc before 12.8
 set(FB_CUDA_ARCHITECTURES_DEFAULT_NEW "80-real;90-real;100")   # nvcc 12.8 or later
 
@@ -75,12 +77,17 @@ macro(fb_cuda_choose_architectures nvcc_version)
     endif()
     fb_cuda_arch_bad_item("${_fb_arch}" _fb_bad)
     if(NOT _fb_bad STREQUAL "")
-      message(FATAL_ERROR "fabricbench: bad CUDA architecture '${_fb_bad}' in '${_fb_arch}' (${_fb_from}; expected e.g. 90, \"80;90\", 90-real, 100a, native, all-major)")
+      fb_fatal("fabricbench: bad CUDA architecture '${_fb_bad}' in '${_fb_arch}' (${_fb_from}; expected e.g. 90, \"80;90\", 90-real, 100a, native, all-major)")
     endif()
     if(_fb_arch STREQUAL "native")
       fb_cuda_detect_gpus(_fb_caps _fb_names)
-      list(JOIN _fb_caps "," _fb_caps_s)
-      set(FB_CUDA_ARCH_SUMMARY "native (${_fb_from}; GPUs seen: ${_fb_caps_s})")
+      if(_fb_caps)
+        list(REMOVE_DUPLICATES _fb_caps)
+        list(JOIN _fb_caps "," _fb_caps_s)
+        set(FB_CUDA_ARCH_SUMMARY "native = sm ${_fb_caps_s} (${_fb_from})")
+      else()
+        set(FB_CUDA_ARCH_SUMMARY "native (${_fb_from}; nvidia-smi saw no GPU: nvcc decides)")
+      endif()
     else()
       set(FB_CUDA_ARCH_SUMMARY "${_fb_arch} (${_fb_from})")
     endif()
@@ -88,13 +95,16 @@ macro(fb_cuda_choose_architectures nvcc_version)
   else()
     fb_cuda_detect_gpus(_fb_caps _fb_names)
     if(_fb_caps)
+      list(LENGTH _fb_caps _fb_ngpu)
       list(REMOVE_DUPLICATES _fb_names)
+      list(REMOVE_DUPLICATES _fb_caps)
       list(JOIN _fb_names ", " _fb_names_s)
       list(JOIN _fb_caps "," _fb_caps_s)
       set(_fb_arch native)
-      set(FB_CUDA_ARCH_SUMMARY "native (detected at configure time: sm ${_fb_caps_s}, ${_fb_names_s})")
+      set(FB_CUDA_ARCH_SUMMARY "native = sm ${_fb_caps_s} (detected at configure time: ${_fb_ngpu} x ${_fb_names_s})")
+      message(STATUS "fabricbench: CUDA code built for this host's GPUs: sm ${_fb_caps_s} (${_fb_ngpu} x ${_fb_names_s}; CMAKE_CUDA_ARCHITECTURES=native)")
     else()
-      if(nvcc_version AND "${nvcc_version}" VERSION_LESS 12.8)
+      if(NOT "${nvcc_version}" STREQUAL "" AND "${nvcc_version}" VERSION_LESS 12.8)  # a macro argument is text, not a variable
         set(_fb_arch "${FB_CUDA_ARCHITECTURES_DEFAULT_OLD}")
       else()
         set(_fb_arch "${FB_CUDA_ARCHITECTURES_DEFAULT_NEW}")

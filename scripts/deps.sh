@@ -2,14 +2,16 @@
 # Installs the Debian 12 packages fabricbench needs that are missing (as root; idempotent).
 #   scripts/deps.sh build    what building and running the main job needs
 #   scripts/deps.sh test     that, plus what the test suites drive (Slurm lab, Soft-RoCE VM, iperf3,
-#                            headless Chromium for report_html)
+#                            headless Chromium for report_html, MPICH for the second CI pass: Open MPI
+#                            stays the default mpicc/mpirun)
 # CUDA and NCCL are not Debian packages: they are used from /usr/local/cuda when present.
 set -euo pipefail
 what=${1:-build}
-build=(cmake ninja-build g++ pkg-config git python3 openmpi-bin libopenmpi-dev libbenchmark-dev libfmt-dev
+case "$what" in build|test) ;; *) echo "deps.sh: bad argument '$what' (expected build or test)" >&2; exit 2 ;; esac
+build=(cmake ninja-build ccache g++ pkg-config git python3 openmpi-bin libopenmpi-dev libbenchmark-dev libfmt-dev
        catch2 libcli11-dev nlohmann-json3-dev libeigen3-dev libibverbs-dev rdma-core ibverbs-providers gnuplot-nox
        iproute2 ethtool pciutils procps)
-test=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libpmix2 iperf3 util-linux
+test=(slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libpmix2 mpich libmpich-dev iperf3 util-linux
       qemu-system-x86 busybox-static cpio kmod perftest ibverbs-utils rdmacm-utils chromium)
 pkgs=("${build[@]}")
 [ "$what" = test ] && pkgs+=("${test[@]}")

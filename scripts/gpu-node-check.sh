@@ -22,10 +22,17 @@ NP=$(( NGPU >= 2 ? 2 : 1 ))
 export NGPU NP SINGLE=$([ "$NP" = 1 ] && echo --allow-single-rank)
 export MPI="mpirun -np $NP --bind-to none -x NCCL_NVLS_ENABLE=0"
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+# No CMAKE_CUDA_ARCHITECTURES: cmake/FbCudaArch.cmake builds for the GPUs nvidia-smi lists here
+# (native) and says so in the configure summary and in fabricbench --version (both printed below).
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+grep -E -- "-- (  CUDA arch|fabricbench: CUDA code built)" "$out/configure.log"
+grep -E "^CMAKE_CUDA_ARCHITECTURES" $B/CMakeCache.txt
 cmake --build $B -j"$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" "$out/build.log" | head -30; exit 1; }
 echo "build ok after ${SECONDS}s"
+$B/benchmarks/fabricbench --version > "$out/version.txt" 2>&1; echo "--version exit $?"; grep -i "arch" "$out/version.txt"
+# the cubins really in the binary (sm_XX per kernel image)
+command -v cuobjdump >/dev/null 2>&1 && cuobjdump --list-elf $B/benchmarks/fabricbench 2>/dev/null | sed -n 's/.*\(sm_[0-9a-z]*\).*/\1/p' | sort | uniq -c
 if [ -z "${SKIP_CTEST:-}" ]; then
   (cd $B && timeout 300 ctest -L gpu --output-on-failure --timeout 150) > "$out/ctest-gpu.log" 2>&1
   echo "ctest -L gpu exit $?"; grep -E "tests passed|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | tail -20

@@ -6,7 +6,8 @@
 #     /usr/local/cuda); with every other place ignored (CMAKE_IGNORE_PREFIX_PATH) it must still find
 #     them, and without the prefix it must find nothing (so the ignore is real);
 #  2. the real project (when nvcc is here), CPU test parts off, -DNCCL_ROOT=$W/nccl: configures,
-#     and its summary names the prefix's library.
+#     and its summary names the prefix's library and the CUDA architectures chosen (native when
+#     nvidia-smi lists a GPU, else the default list).
 set -u
 SRC=${1:?source dir}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -53,12 +54,17 @@ probe "no prefix, everything else ignored" none PATH=/usr/bin:/bin -- "$IGN"
 
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   t0=$SECONDS
-  out=$(cmake -S "$SRC" -B "$W/real" -DBUILD_TESTING=OFF -DFB_WITH_VERBS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+  # no architecture given: the summary must say what was chosen and why (GPU seen or not)
+  out=$(env -u CUDAARCHS cmake -S "$SRC" -B "$W/real" -DBUILD_TESTING=OFF -DFB_WITH_VERBS=OFF \
         -DNCCL_ROOT="$P" 2>&1); rc=$?
   line=$(grep -- "--   NCCL " <<<"$out")
   [ "$rc" = 0 ] && [[ "$line" == *"$want_v: $P/lib/libnccl.so; headers $P/include"* ]] \
     && echo "ok   real project, -DNCCL_ROOT: $line ($((SECONDS - t0)) s)" \
     || fail "real project with -DNCCL_ROOT: exit $rc, NCCL line '${line}': $(tail -5 <<<"$out")"
+  arch=$(grep -- "--   CUDA arch " <<<"$out")
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then want_arch="native = sm "; else want_arch="(default list: no GPU seen"; fi
+  [[ "$arch" == *"$want_arch"* ]] && echo "ok   real project, CUDA arch said: ${arch#-- }" \
+    || fail "real project: CUDA arch line '$arch' does not contain '$want_arch'"
 else
   echo "note: no nvcc here: the real project's NCCL part needs CUDA, only FindNCCL.cmake was checked"
 fi

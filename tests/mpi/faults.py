@@ -10,8 +10,9 @@ Each trial counts, and the suite requires every count to be 0:
                   own rate is known, up to 21 s for 200 x 1 MiB, then 3 s of reports and the teardown)
   torn            table.csv with a partial or malformed line, run.json that does not parse, a
                   stray temporary file (.run.json.tmp.*, .report.md.tmp.*), a row with wrong > 0
-  stale           rank 0 survived (the victim was another rank, or rank 0 got SIGTERM) and the
-                  result folder exists, but run.json still says "running" or report.md is missing
+  stale           rank 0 survived (the victim was another rank, or rank 0 got SIGTERM, and the launcher
+                  did not SIGKILL every rank as MPICH's hydra does) and the result folder exists, but
+                  run.json still says "running" or report.md is missing
   wrong_named     a message (ours or mpirun's) names a rank other than the victim as lost,
                   stuck, stopped or exited
 It also prints mpirun's exit code per case, which README's table quotes.
@@ -159,8 +160,13 @@ def trial(a, np_, sig, phase, victim, root):
         proc.kill()
         out, err = proc.communicate()
     took = time.time() - t_sig
-    # Leftovers (a stopped rank the launcher did not end would be a hang too).
+    # Leftovers (a stopped rank the launcher did not end would be a hang too). MPICH's hydra SIGKILLs
+    # the ranks and exits without waiting for them: a rank that vanishes within 2 s was ended by it.
     left = rank_pids(mark)
+    t_left = time.time()
+    while left and time.time() - t_left < 2:
+        time.sleep(0.05)
+        left = rank_pids(mark)
     for pid in left.values():
         try:
             os.kill(pid, signal.SIGCONT)
@@ -170,7 +176,11 @@ def trial(a, np_, sig, phase, victim, root):
     if left:
         hang = True
     torn, meta = check_files(folder)
-    rank0_survived = victim != 0 or sig == signal.SIGTERM
+    # MPICH-family launchers (hydra) SIGKILL every other rank the moment one is killed or exits on a
+    # signal (its "CLEANING UP REMAINING PROCESSES"; after SIGTERM with no message): rank 0 does not
+    # survive that, so nothing can update run.json. Open MPI's mpirun sends SIGTERM first.
+    launcher_killed_all = a.mpi_flavor != "openmpi" and sig in (signal.SIGKILL, signal.SIGTERM) and phase != "startup"
+    rank0_survived = (victim != 0 or sig == signal.SIGTERM) and not launcher_killed_all
     stale = []
     if rank0_survived and os.path.isdir(folder) and sent:
         status = (meta or {}).get("summary", {}).get("status", "?")
@@ -182,7 +192,7 @@ def trial(a, np_, sig, phase, victim, root):
     named = named_ranks(text)
     wrong = sorted(named - {victim})
     return {"run_id": run_id, "sent": bool(sent), "rc": proc.returncode, "took": took, "hang": hang, "torn": torn,
-            "stale": stale, "wrong_named": wrong, "named": sorted(named),
+            "stale": stale, "wrong_named": wrong, "named": sorted(named), "launcher_killed_all": launcher_killed_all,
             "status": (meta or {}).get("summary", {}).get("status", "(no run.json)"),
             "ours": [l for l in err.splitlines() if l.startswith("fabricbench")][:3]}
 
@@ -191,13 +201,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fabricbench", required=True)
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpi-flavor", default="openmpi", help="FB_MPI_FLAVOR of the build (openmpi, mpich, ...)")
     ap.add_argument("--quick", action="store_true", help="np 3 only (9 trials)")
     ap.add_argument("--only", help="run the trials whose name contains this (e.g. SIGTERM-midrow-np3)")
     a = ap.parse_args()
     sigs = [signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM]
     phases = ["startup", "midrow", "between"]
     nps = [3] if a.quick else [2, 3, 4]
-    counts = {"trials": 0, "not_sent": 0, "hangs": 0, "torn": 0, "stale": 0, "wrong_named": 0, "named_right": 0}
+    counts = {"trials": 0, "not_sent": 0, "hangs": 0, "torn": 0, "stale": 0, "wrong_named": 0, "named_right": 0,
+              "launcher_killed_all": 0}
     t0 = time.time()
     k = 0
 
@@ -209,6 +221,7 @@ def main():
         counts["stale"] += bool(r["stale"])
         counts["wrong_named"] += bool(r["wrong_named"])
         counts["named_right"] += victim in r["named"]
+        counts["launcher_killed_all"] += r["launcher_killed_all"]
         bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"]
         print(f"{'FAIL' if bad else 'ok  '} {r['run_id']:<24} mpirun exit {r['rc']}, ended "
               f"{r['took']:.1f} s after the signal; named {r['named']}; status: {r['status'][:110]}"
@@ -232,7 +245,8 @@ def main():
     print(f"{counts['trials']} trials in {time.time() - t0:.0f} s: hangs {counts['hangs']}, torn rows/files "
           f"{counts['torn']}, stale run.json where rank 0 survived {counts['stale']}, wrong rank named "
           f"{counts['wrong_named']}, signal not delivered {counts['not_sent']}; the victim was named in "
-          f"{counts['named_right']} trials")
+          f"{counts['named_right']} trials; run.json not checked in {counts['launcher_killed_all']} (the launcher, "
+          f"{a.mpi_flavor}'s hydra, SIGKILLs every rank when one dies)")
     ok = all(counts[k] == 0 for k in ("hangs", "torn", "stale", "wrong_named", "not_sent"))
     sys.exit(0 if ok else 1)
 

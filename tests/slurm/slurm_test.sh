@@ -5,6 +5,9 @@
 #   lab               lab up: srun sees n1,n2 with their own hostname and NIC; lab down leaves nothing
 #   sbatch-srun       sbatch --wait slurm/allreduce.sbatch, 2 nodes x 2 ranks, srun --mpi=pmix
 #   sbatch-mpirun     the same with mpirun inside the allocation
+#   sbatch-srun-pmi2  sbatch --wait slurm/allreduce.sbatch with FB_MPI_LAUNCH=pmi2: srun --mpi=pmi2 starts
+#                     a build against MPICH (FB_TEST_BIN from build-mpich/; Slurm's pmi2 plugin serves
+#                     MPICH's PMI client); 2 nodes x 2 ranks, tcp and mpi rows, MPICH in run.json
 #   collectives       slurm/collectives.sbatch (all six collectives), 2 nodes x 2 ranks
 #   shaped RATE       NICs shaped with tc tbf to RATE (1gbit, 200mbit); iperf3 goodput n2->n1 is the
 #                     ground truth; 1 rank per node, 64 MiB tcp AllReduce and P2P ring busbw must be
@@ -147,6 +150,23 @@ case "$CASE" in
       line=$(grep -m1 -E "^# skipped $b: .{8,}" "$JLOG") || { fail "the job log does not say why $b was skipped"; continue; }
       say "GPU path: $line"
     done
+    ;;
+
+  sbatch-srun-pmi2)
+    ldd "$BIN" | grep -q libmpich || skip "$BIN is not linked against MPICH (this case runs from the MPICH build, build-mpich/)"
+    export FB_LAUNCHER=srun FB_MPI_LAUNCH=pmi2 FB_SIZES="-b 8 -e 4M -f 32" FB_ITERS=5 FB_WARMUP=2 FB_TRANSPORTS=tcp,mpi
+    sbatch_wait slurm/allreduce.sbatch
+    [ "$JRC" = 0 ] || fail "job exited $JRC"
+    grep -q -- "^+ srun --mpi=pmi2 " "$JLOG" || fail "the job did not launch with srun --mpi=pmi2"
+    R=$(result_dir "$JOB")
+    [ -s "$R/table.csv" ] && [ -s "$R/run.json" ] || fail "no $R/table.csv or run.json"
+    $CHECK hosts "$R" n1,n2 || fail "fingerprint hosts"
+    $CHECK rows "$R" 4 2 || fail "rows"
+    impls=$(awk -F, 'NR>1{print $5}' "$R/table.csv" | sort -u | paste -sd,)
+    [ "$impls" = mpi,tcp ] || fail "impls '$impls', expected mpi,tcp"
+    mpilib=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))).count("MPICH"))' "$R/run.json")
+    [ "$mpilib" -gt 0 ] || fail "run.json does not name MPICH"
+    say "rows: $(($(wc -l < "$R/table.csv") - 1)), impls: $impls, srun --mpi=pmi2, run.json names MPICH $mpilib time(s)"
     ;;
 
   collectives)
