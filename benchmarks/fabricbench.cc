@@ -535,10 +535,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
 
 // The normal run (and --accept's collectives phase): backends x points, rows, files, the verdict.
 int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunState& state) {
-  // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
+  // One rank measures no fabric (busbw 0 for every collective): refused before
   // anything is created, unless asked for.
   if (bs.size() == 1 && !o.allowSingleRank && !o.gb.listTests) {
-    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw factor 0); launch at least 2 ranks "
+    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw 0); launch at least 2 ranks "
                  "(mpirun -np 2 ...), or pass --allow-single-rank\n";
     return kExitBadInput;
   }

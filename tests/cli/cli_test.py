@@ -675,10 +675,32 @@ def case_docs(d):
     check(not bad, f"{len(bad)} broken links: " + "; ".join(bad[:20]))
 
 
+# ---------------------------------------------------------------- issue 33: single-rank rows, statuses
+def case_single_rank(d):
+    """One rank crosses no link: busbw 0 for every collective, no plateau, no headline line."""
+    p = fb(1, ["--transport", "tcp,mpi", "--tcp-if", "lo", "--collective", "allreduce,broadcast,p2pring",
+               "--placement", "both", "-b", "1M", "-e", "4M", "-f", "2", "-n", "2", "-w", "1", "--allow-single-rank",
+               "--results-dir", d, "--run-id", "one", "--progress", "0"], timeout=240)
+    check(p.returncode == 0, f"1-rank run: exit {p.returncode}: {p.stderr[-500:]}")
+    rows = rows_of(os.path.join(d, "one"))
+    colls = {r["coll"] for r in rows}
+    check({"allreduce", "broadcast", "p2pring"} <= colls, f"1-rank run: collectives {colls}")
+    bad = [(r["coll"], r["impl"], r["size_bytes"], r["busbw_GBps"]) for r in rows if float(r["busbw_GBps"]) != 0]
+    check(rows and not bad, f"1-rank rows with busbw != 0: {bad}")
+    check(all(float(r["algbw_GBps"]) > 0 for r in rows), "1-rank rows keep their algbw")
+    lines = p.stdout.splitlines()
+    start = max((i for i, l in enumerate(lines) if l.startswith("# headline:")), default=None)
+    tail = lines[start + 1:] if start is not None else []
+    check(not any("plateau busbw" in l or "rising" in l for l in tail), f"1-rank series in the headline: {tail}")
+    check(any("measured at 1 rank left out: no link crossed" in l for l in tail), f"headline does not say why: {tail}")
+    md = open(os.path.join(d, "one", "report.md")).read()
+    check("no link (1 rank)" in md, "report.md does not say 'no link (1 rank)'")
+
+
 CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
          "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
          "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
-         "readme": case_readme, "console": case_console, "docs": case_docs}
+         "readme": case_readme, "console": case_console, "docs": case_docs, "single_rank": case_single_rank}
 
 
 def case_model_inputs(d):
