@@ -163,6 +163,7 @@ struct RunState {
   Progress* progress = nullptr;
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
+  std::vector<std::pair<std::string, std::string>> declined;  // backend label, "rows: why" (verdict.h)
 
   void add(const Sample& s, const std::string& backend, const std::string& name = "") {
     std::lock_guard<std::timed_mutex> lk(mu);
@@ -780,10 +781,12 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
             Support sup;
             agree(bs, be.label(), [&] { sup = make(r); });
             if (!sup.impl) {
-              std::string what = fmt::format("skipped {} {} {}{}{}: {}", be.label(), collName(r.kind),
-                                             dtypeName(r.dtype), r.inPlace ? " in-place" : "",
-                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "", sup.whyNot);
+              std::string rows = fmt::format("{} {}{}{}", collName(r.kind), dtypeName(r.dtype),
+                                             r.inPlace ? " in-place" : "",
+                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "");
+              std::string what = fmt::format("skipped {} {}: {}", be.label(), rows, sup.whyNot);
               state.notes.push_back(what);
+              state.declined.emplace_back(be.label(), rows + ": " + sup.whyNot);
               showVerdict(what);
             }
             it = colls.emplace(key, std::shared_ptr<Collective>(std::move(sup.impl))).first;
@@ -838,6 +841,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     vin.checked = o.runner.checkRounds > 0;
     vin.measured = state.measured;
     vin.skipped = state.skipped;
+    vin.declined = state.declined;
     vin.named = o.namedTransports;
     vin.autoTransports = o.transportsAuto;
     vin.gpus = gpusOnNodes(fps);
@@ -852,6 +856,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     sum.exitCode = verdict.exitCode;
     sum.measured = state.measured;
     for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
+    for (auto& [label, what] : state.declined) sum.skipped.push_back(label + " " + what);
     if (bs.rank() == 0) {
       if (progress) progress->stop();
       state.flushConsole();

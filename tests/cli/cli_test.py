@@ -697,10 +697,32 @@ def case_single_rank(d):
     check("no link (1 rank)" in md, "report.md does not say 'no link (1 rank)'")
 
 
+def case_statuses(d):
+    """A named backend that declines some rows (MPI has no avg) makes the run partial, exit 4."""
+    p = fb(2, ["--transport", "tcp,mpi", "--tcp-if", "lo", "--collective", "allreduce", "--placement", "out",
+               "-o", "avg", "-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d,
+               "--run-id", "avg", "--progress", "0"])
+    check(p.returncode == 4, f"tcp,mpi -o avg: exit {p.returncode}, expected 4 (partial): {p.stdout[-600:]}")
+    status = json.load(open(os.path.join(d, "avg", "run.json"))).get("summary", {}).get("status", "")
+    check(status.startswith("partial: 2 rows") and "skipped: mpi allreduce float32 avg" in status
+          and "mpi was named on the command line but skipped allreduce float32 avg" in status,
+          f"status: {status}")
+    rows = rows_of(os.path.join(d, "avg"))
+    check({r["impl"] for r in rows} == {"tcp"} and len(rows) == 2, f"rows: {[(r['impl'], r['size_bytes']) for r in rows]}")
+    # Under --transport auto the same rows are listed as skipped, and the run passes.
+    p = fb(2, ["--transport", "auto", "--tcp-if", "lo", "--collective", "allreduce", "--placement", "out",
+               "-o", "avg", "-b", "8", "-e", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "avgauto",
+               "--progress", "0"])
+    status = json.load(open(os.path.join(d, "avgauto", "run.json"))).get("summary", {}).get("status", "")
+    check(p.returncode == 0 and status.startswith("passed: ") and "mpi allreduce float32 avg" in status,
+          f"auto -o avg: exit {p.returncode}: {status}")
+
+
 CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
          "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
          "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
-         "readme": case_readme, "console": case_console, "docs": case_docs, "single_rank": case_single_rank}
+         "readme": case_readme, "console": case_console, "docs": case_docs, "single_rank": case_single_rank,
+         "statuses": case_statuses}
 
 
 def case_model_inputs(d):

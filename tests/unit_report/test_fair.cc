@@ -167,6 +167,34 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   CHECK_FALSE(fb::isGpuBackend("tcp"));
 }
 
+TEST_CASE("verdict: a named backend that declined some rows is partial and listed as skipped", "[verdict]") {
+  // mpirun -np 2 fabricbench --transport tcp,mpi -o avg: MPI has no avg, every mpi row declined.
+  fb::VerdictInput in;
+  in.rows = 8;
+  in.measured = {"tcp"};
+  in.named = {"tcp", "mpi"};
+  in.declined = {{"mpi", "allreduce float32 avg: MPI has no avg reduction"},
+                 {"mpi", "reducescatter float32 avg: MPI has no avg reduction"}};
+  auto v = fb::judgeRun(in);
+  CHECK(v.exitCode == fb::kExitPartial);
+  CHECK_FALSE(v.ok);
+  CHECK(v.status ==
+        "partial: 8 rows, wrong = 0; measured: tcp; skipped: mpi allreduce float32 avg, mpi reducescatter float32 avg; "
+        "not passed: mpi was named on the command line but skipped allreduce float32 avg: MPI has no avg reduction; "
+        "mpi was named on the command line but skipped reducescatter float32 avg: MPI has no avg reduction");
+  // Some rows of a named backend measured, others declined: still partial.
+  in.measured.push_back("mpi");
+  CHECK(fb::judgeRun(in).exitCode == fb::kExitPartial);
+  // Under --transport auto (not named) the declined rows are listed, and the run passes.
+  fb::VerdictInput autoRun = in;
+  autoRun.named.clear();
+  autoRun.autoTransports = true;
+  auto a = fb::judgeRun(autoRun);
+  CHECK(a.exitCode == 0);
+  CHECK(a.status == "passed: 8 rows, wrong = 0; measured: tcp, mpi; skipped: mpi allreduce float32 avg, mpi "
+                    "reducescatter float32 avg");
+}
+
 TEST_CASE("single rank: no busbw, no plateau, no ratio, no headline", "[summary][single_rank]") {
   // A file written before the fix: broadcast at 1 rank with busbw = algbw (1186042 GB/s), and
   // nccl at 1 rank beside a 2-rank tcp series.
