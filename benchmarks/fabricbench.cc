@@ -592,6 +592,17 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
   auto backends = listBackends(bs, o, notes, skipped);
   std::vector<std::vector<Point>> plan;
   for (auto& be : backends) plan.push_back(planPoints(o, be, bs.size(), done));
+  // A filter that selects nothing: say what the names are (the same on every rank).
+  std::string filterNote;
+  if (std::all_of(plan.begin(), plan.end(), [](const auto& p) { return p.empty(); })) {
+    Options all = o;
+    all.gb.filter.clear();
+    std::vector<std::string> names;
+    for (auto& be : backends)
+      for (auto& pt : planPoints(all, be, bs.size(), done)) names.push_back(pt.name);
+    filterNote = filterHint(o.gb, names);
+    if (!filterNote.empty() && bs.rank() == 0 && o.gb.listTests) ::fb::printLine("fabricbench: ", filterNote);
+  }
   if (o.gb.listTests) {
     if (bs.rank() == 0)
       for (auto& pts : plan)
@@ -614,6 +625,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
 
   state.notes = notes;
   state.skipped = skipped;
+  if (!filterNote.empty()) state.notes.push_back(filterNote);
   std::unique_ptr<Progress> progress;
   std::FILE* gbConsoleFile = nullptr;
   // The result folder is created here, by rank 0, after every check passed. Should that fail

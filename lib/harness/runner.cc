@@ -164,6 +164,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     std::size_t n = v.size();
     s.timeUs = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
   }
+  for (double t : perOp) s.batchUs.push_back(t * 1e6);
   s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
   s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
   if (s.bytes > 0 && s.timeUsMax > 0) lastRate_[&coll] = static_cast<double>(s.bytes) / (s.timeUsMax * 1e-6);
