@@ -164,6 +164,7 @@ struct RunState {
   Progress* progress = nullptr;
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
+  std::vector<std::pair<std::string, std::string>> declined;  // backend label, "rows: why" (verdict.h)
 
   void add(const Sample& s, const std::string& backend, const std::string& name = "") {
     std::lock_guard<std::timed_mutex> lk(mu);
@@ -536,10 +537,10 @@ int realMain(int argc, char** argv, MpiBootstrap& bs, RunState& state, int start
 
 // The normal run (and --accept's collectives phase): backends x points, rows, files, the verdict.
 int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunState& state) {
-  // One rank measures no fabric (busbw factor 0 for the reductions and gathers): refused before
+  // One rank measures no fabric (busbw 0 for every collective): refused before
   // anything is created, unless asked for.
   if (bs.size() == 1 && !o.allowSingleRank && !o.gb.listTests) {
-    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw factor 0); launch at least 2 ranks "
+    std::cerr << "fabricbench: error: 1 rank: nothing crosses a fabric (busbw 0); launch at least 2 ranks "
                  "(mpirun -np 2 ...), or pass --allow-single-rank\n";
     return kExitBadInput;
   }
@@ -592,6 +593,17 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
   auto backends = listBackends(bs, o, notes, skipped);
   std::vector<std::vector<Point>> plan;
   for (auto& be : backends) plan.push_back(planPoints(o, be, bs.size(), done));
+  // A filter that selects nothing: say what the names are (the same on every rank).
+  std::string filterNote;
+  if (std::all_of(plan.begin(), plan.end(), [](const auto& p) { return p.empty(); })) {
+    Options all = o;
+    all.gb.filter.clear();
+    std::vector<std::string> names;
+    for (auto& be : backends)
+      for (auto& pt : planPoints(all, be, bs.size(), done)) names.push_back(pt.name);
+    filterNote = filterHint(o.gb, names);
+    if (!filterNote.empty() && bs.rank() == 0 && o.gb.listTests) ::fb::printLine("fabricbench: ", filterNote);
+  }
   if (o.gb.listTests) {
     if (bs.rank() == 0)
       for (auto& pts : plan)
@@ -614,6 +626,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
 
   state.notes = notes;
   state.skipped = skipped;
+  if (!filterNote.empty()) state.notes.push_back(filterNote);
   std::unique_ptr<Progress> progress;
   std::FILE* gbConsoleFile = nullptr;
   // The result folder is created here, by rank 0, after every check passed. Should that fail
@@ -781,10 +794,12 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
             Support sup;
             agree(bs, be.label(), [&] { sup = make(r); });
             if (!sup.impl) {
-              std::string what = fmt::format("skipped {} {} {}{}{}: {}", be.label(), collName(r.kind),
-                                             dtypeName(r.dtype), r.inPlace ? " in-place" : "",
-                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "", sup.whyNot);
+              std::string rows = fmt::format("{} {}{}{}", collName(r.kind), dtypeName(r.dtype),
+                                             r.inPlace ? " in-place" : "",
+                                             describe(r.kind).reduces ? " " + std::string(opName(r.op)) : "");
+              std::string what = fmt::format("skipped {} {}: {}", be.label(), rows, sup.whyNot);
               state.notes.push_back(what);
+              state.declined.emplace_back(be.label(), rows + ": " + sup.whyNot);
               showVerdict(what);
             }
             it = colls.emplace(key, std::shared_ptr<Collective>(std::move(sup.impl))).first;
@@ -839,6 +854,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     vin.checked = o.runner.checkRounds > 0;
     vin.measured = state.measured;
     vin.skipped = state.skipped;
+    vin.declined = state.declined;
     vin.named = o.namedTransports;
     vin.autoTransports = o.transportsAuto;
     vin.gpus = gpusOnNodes(fps);
@@ -853,6 +869,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     sum.exitCode = verdict.exitCode;
     sum.measured = state.measured;
     for (auto& [label, why] : state.skipped) sum.skipped.push_back(label + ": " + why);
+    for (auto& [label, what] : state.declined) sum.skipped.push_back(label + " " + what);
     if (bs.rank() == 0) {
       if (progress) progress->stop();
       state.flushConsole();

@@ -231,7 +231,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                  "NICs per node); one that does not hold fails the run (exit 4) with the reason, before measuring")
       ->delimiter(',');
   app.add_flag("--allow-single-rank", o.allowSingleRank,
-               "run with 1 rank (busbw factor 0 for allreduce/allgather/reducescatter: no fabric is measured)");
+               "run with 1 rank (no link is crossed: busbw 0 for every collective, no plateau or headline)");
   app.add_option("-T,--timeout", timeoutS,
                  "seconds a batch may take beyond what its size needs (the deadline grows with size x operations)")
       ->capture_default_str();

@@ -7,22 +7,58 @@
 
 namespace fb {
 
-double estimateRowSeconds(const std::vector<FinishedRow>& done, const std::string& group, std::size_t bytes) {
-  const FinishedRow* best = nullptr;
-  double bestDist = 0;
-  for (int pass = 0; pass < 2 && !best; ++pass) {
-    for (const auto& d : done) {
-      if (pass == 0 && d.group != group) continue;
-      double dist = std::fabs(std::log2(static_cast<double>(d.bytes) + 1) - std::log2(static_cast<double>(bytes) + 1));
-      if (!best || dist < bestDist || (dist == bestDist && d.bytes > best->bytes)) {
-        best = &d;
-        bestDist = dist;
-      }
+namespace {
+
+// Piecewise linear in bytes through the finished rows (cost per row by size), flat below the
+// smallest, and beyond the largest the slope of the two largest (never negative): latency-bound
+// rows cost about the same at every size, bandwidth-bound ones grow with it. Negative: no rows.
+double interpolate(std::vector<std::pair<double, double>> pts, double bytes) {
+  if (pts.empty()) return -1;
+  std::sort(pts.begin(), pts.end());
+  // Several finished rows of one size: their mean.
+  std::vector<std::pair<double, double>> u;
+  std::vector<int> n;
+  for (const auto& p : pts) {
+    if (!u.empty() && u.back().first == p.first) {
+      u.back().second += p.second;
+      ++n.back();
+    } else {
+      u.push_back(p);
+      n.push_back(1);
     }
   }
-  if (!best) return -1;
-  double scale = bytes > best->bytes && best->bytes > 0 ? static_cast<double>(bytes) / static_cast<double>(best->bytes) : 1;
-  return best->seconds * scale;
+  for (std::size_t i = 0; i < u.size(); ++i) u[i].second /= n[i];
+  if (bytes <= u.front().first) return u.front().second;
+  for (std::size_t i = 1; i < u.size(); ++i)
+    if (bytes <= u[i].first) {
+      const auto& [b0, s0] = u[i - 1];
+      const auto& [b1, s1] = u[i];
+      return s0 + (s1 - s0) * (bytes - b0) / (b1 - b0);
+    }
+  if (u.size() == 1) return u.back().second;
+  const auto& [b0, s0] = u[u.size() - 2];
+  const auto& [b1, s1] = u.back();
+  return s1 + std::max(0.0, (s1 - s0) / (b1 - b0)) * (bytes - b1);
+}
+
+}  // namespace
+
+double estimateRowSeconds(const std::vector<FinishedRow>& done, const std::string& group, std::size_t bytes) {
+  std::vector<std::pair<double, double>> mine, others, all;
+  for (const auto& d : done) {
+    all.emplace_back(static_cast<double>(d.bytes), d.seconds);
+    (d.group == group ? mine : others).emplace_back(static_cast<double>(d.bytes), d.seconds);
+  }
+  const double b = static_cast<double>(bytes);
+  // The group's own rows when two or more say how its cost grows with size; one row of the group
+  // scaled as the other groups' rows grow between its size and this one; no row of the group:
+  // every group's rows.
+  if (mine.size() >= 2 || (mine.size() == 1 && others.size() < 2)) return interpolate(mine, b);
+  if (mine.size() == 1) {
+    double at = interpolate(others, mine[0].first), here = interpolate(others, b);
+    return at > 0 ? mine[0].second * here / at : mine[0].second;
+  }
+  return interpolate(all, b);
 }
 
 std::string formatDuration(double s) {

@@ -24,9 +24,11 @@ struct FinishedRow {
   double seconds = 0;  // wall time of the row (warm-up, timed batches, check)
 };
 
-// Seconds a row of `bytes` in `group` is expected to take, from the rows finished so far: the
-// finished row of the nearest size (same group first, else any), scaled up linearly when this
-// row is larger. Negative when nothing has finished yet.
+// Seconds a row of `bytes` in `group` is expected to take, from what the finished rows cost:
+// linear in size between the group's finished rows (flat below the smallest; beyond the largest,
+// the slope of its two largest), so rows of a latency-bound sweep are not scaled up with their
+// size; a group with one finished row follows the other groups' growth; a group with none takes
+// every group's rows. Negative when nothing has finished yet.
 double estimateRowSeconds(const std::vector<FinishedRow>& done, const std::string& group, std::size_t bytes);
 // "1:02:03" / "02:03".
 std::string formatDuration(double seconds);

@@ -157,6 +157,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     std::size_t n = v.size();
     s.timeUs = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
   }
+  for (double t : perOp) s.batchUs.push_back(t * 1e6);
   s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
   s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
   if (s.bytes > 0 && s.timeUsMax > 0) lastRate_[&coll] = static_cast<double>(s.bytes) / (s.timeUsMax * 1e-6);
@@ -164,14 +165,16 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.p99Us = p99;
   double sec = s.timeUs * 1e-6;
   s.algBwGBps = sec > 0 ? static_cast<double>(s.bytes) / sec / 1e9 : 0;
-  s.busBwGBps = s.algBwGBps * busBwFactor(shape.kind, shape.nRanks);
+  // One rank crosses no link: busbw 0 for every collective (broadcast's and the P2P ring's factor
+  // of 1 would otherwise call a local copy a link's bandwidth).
+  s.busBwGBps = shape.nRanks > 1 ? s.algBwGBps * busBwFactor(shape.kind, shape.nRanks) : 0.0;
   s.wrong = wrong;
   // The nominal rate is the slowest rank's (a link is as fast as its slower end); unknown on any
   // rank = unknown.
   const double nominal = p.nominalGBps;
   double slowest = std::numeric_limits<double>::infinity();
   for (const auto& r : gatherDoubles(bs_, {nominal > 0 ? nominal : -1.0})) slowest = std::min(slowest, r.at(0));
-  if (slowest > 0 && std::isfinite(slowest)) s.pctNominal = 100.0 * s.busBwGBps / slowest;
+  if (slowest > 0 && std::isfinite(slowest) && shape.nRanks > 1) s.pctNominal = 100.0 * s.busBwGBps / slowest;
   return s;
 }
 

@@ -272,11 +272,14 @@ std::string consoleHeadline(const std::vector<Sample>& rows, std::size_t maxWidt
   using md::humanSize;
   std::size_t w = 0;
   for (const auto& s : series) w = std::max(w, (s.coll + " " + s.dtype + " " + s.label()).size());
-  std::string t = fmt::format("#\n# headline: plateau busbw = median over sizes >= 1/4 of the largest; floor = smallest "
-                              "time for sizes <= {}\n", humanSize(kFloorMaxBytes));
-  t += fmt::format("#           \"rising, no plateau\": the largest size's busbw is > {:.0f}% above the size before it\n",
-                   100 * kPlateauRise);
+  std::string t;
+  std::size_t oneRank = 0;
   for (const auto& s : series) {
+    // One rank crosses no link: no busbw, so no headline (the rows are in the table).
+    if (std::none_of(s.rows.begin(), s.rows.end(), crossesLink)) {
+      ++oneRank;
+      continue;
+    }
     double plateau = plateauBusBw(s.rows);
     double floor = smallMessageFloorUs(s.rows);
     std::size_t maxB = 0;
@@ -313,6 +316,17 @@ std::string consoleHeadline(const std::vector<Sample>& rows, std::size_t maxWidt
     else
       t += line + "\n";
   }
+  // The legend only above figures it explains.
+  std::string head = "#\n# headline:";
+  if (!t.empty())
+    head = fmt::format("#\n# headline: plateau busbw = median over sizes >= 1/4 of the largest; floor = smallest "
+                       "time for sizes <= {}\n", humanSize(kFloorMaxBytes)) +
+           fmt::format("#           \"rising, no plateau\": the largest size's busbw is > {:.0f}% above the size "
+                       "before it", 100 * kPlateauRise);
+  t = head + "\n" + t;
+  if (oneRank > 0)
+    t += consoleComment(fmt::format("{} series measured at 1 rank left out: no link crossed (busbw 0)", oneRank),
+                        maxWidth, 2);
   return t;
 }
 

@@ -56,7 +56,7 @@ double plateauBusBw(const std::vector<Sample>& rows) {
   if (maxB == 0) return kNaN;
   std::vector<double> v;
   for (const auto& r : rows)
-    if (validRow(r) && static_cast<double>(r.bytes) >= kPlateauFraction * static_cast<double>(maxB))
+    if (validRow(r) && crossesLink(r) && static_cast<double>(r.bytes) >= kPlateauFraction * static_cast<double>(maxB))
       v.push_back(r.busBwGBps);
   return median(v);
 }
@@ -74,7 +74,7 @@ std::vector<Sample> rowsAtCommonSizes(const std::vector<Sample>& rows, const std
 std::string plateauWarning(const std::vector<Sample>& rows) {
   std::vector<const Sample*> v;
   for (const auto& r : rows)
-    if (validRow(r) && r.bytes > 0) v.push_back(&r);
+    if (validRow(r) && crossesLink(r) && r.bytes > 0) v.push_back(&r);
   std::sort(v.begin(), v.end(), [](const Sample* a, const Sample* b) { return a->bytes < b->bytes; });
   if (v.size() < 2) return "";
   const Sample& last = *v.back();

@@ -6,7 +6,8 @@
 //   plateau busbw = the median busbw over the series' rows whose size is >= 1/4 of the largest
 //                   size measured in that series (with a x2 sweep: the top three sizes).
 //   floor time    = the smallest time_us over the series' rows with 0 < size <= 8 KiB.
-//   Rows with wrong > 0 are left out of both (their numbers are not valid) and flagged.
+//   Rows with wrong > 0 are left out of both (their numbers are not valid) and flagged; rows of
+//   one rank (no link crossed) have no plateau.
 //   Never a mean over all sizes: small sizes are latency-bound, large ones bandwidth-bound.
 #pragma once
 #include <cstddef>
@@ -67,5 +68,9 @@ std::vector<std::string> patternCandidates(const std::vector<Series>& all, const
 
 // A row whose numbers count: wrong = 0, or -1 (not checked).
 inline bool validRow(const Sample& s) { return s.wrong <= 0; }
+// A row measured by more than one rank. At one rank no link is crossed: its busbw is 0 for every
+// collective ("no link"), and it stays out of plateaus, plateau ratios, per-size busbw ratios and
+// the console headline (rows of old files that gave broadcast or the P2P ring a busbw included).
+inline bool crossesLink(const Sample& s) { return s.nRanks > 1; }
 
 }  // namespace fb

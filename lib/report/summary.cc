@@ -45,6 +45,7 @@ const Sample* rowAt(const Series& s, std::size_t bytes) {
 
 std::string bwCell(const Sample* r) {
   if (!r) return "—";
+  if (!crossesLink(*r)) return "no link";  // 1 rank: busbw 0 for every collective
   std::string v = fmtBw(r->busBwGBps);
   if (r->repeats > 1 && r->busBwMin() >= 0 && r->busBwMax() >= 0)
     v += fmt::format(" [{}–{}]", fmtBw(r->busBwMin()), fmtBw(r->busBwMax()));
@@ -155,7 +156,7 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
       for (auto& r : s->rows) maxB = std::max(maxB, r.bytes);
       double plateau = plateauBusBw(s->rows);
       double floor = smallMessageFloorUs(s->rows);
-      std::string plateauSizes = "—";
+      std::string plateauSizes = s->nRanks > 1 ? "—" : "no link (1 rank)";
       if (!std::isnan(plateau)) {
         std::size_t lo = static_cast<std::size_t>(std::ceil(static_cast<double>(maxB) * kPlateauFraction));
         plateauSizes = fmt::format("{} … {}", humanSize(lo), humanSize(maxB));
@@ -239,7 +240,8 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
           if (!isBase(s)) {
             const Sample* br = rowAt(*baseFor(s), b);
             const Sample* r = rowAt(*s, b);
-            md += " " + ((r && br && br->busBwGBps > 0) ? fmtRatio(r->busBwGBps / br->busBwGBps) : "—") + " |";
+            bool links = r && br && crossesLink(*r) && crossesLink(*br);  // 1 rank: no busbw to compare
+            md += " " + ((links && br->busBwGBps > 0) ? fmtRatio(r->busBwGBps / br->busBwGBps) : "—") + " |";
           }
       }
       md += "\n";

@@ -27,6 +27,8 @@ Verdict judgeRun(const VerdictInput& in) {
   Verdict v;
   std::vector<std::string> skippedLabels;
   for (const auto& [label, why] : in.skipped) skippedLabels.push_back(label);
+  // Declined rows are listed with what was declined: "mpi allreduce float32 avg".
+  for (const auto& [label, what] : in.declined) skippedLabels.push_back(label + " " + what.substr(0, what.find(": ")));
   std::string lists = fmt::format("measured: {}; skipped: {}", joinLabels(in.measured), joinLabels(skippedLabels));
 
   bool anyGpu = std::any_of(in.measured.begin(), in.measured.end(), isGpuBackend);
@@ -41,6 +43,9 @@ Verdict judgeRun(const VerdictInput& in) {
     if (named && !measured && why.find("--require ") == std::string::npos)
       v.reasons.push_back(fmt::format("{} was named on the command line but skipped ({})", label, why));
   }
+  for (const auto& [label, what] : in.declined)
+    if (std::find(in.named.begin(), in.named.end(), implOf(label)) != in.named.end())
+      v.reasons.push_back(fmt::format("{} was named on the command line but skipped {}", label, what));
   if (in.autoTransports && !in.gpus.empty() && !anyGpu)
     v.reasons.push_back(fmt::format("this node has GPUs ({}) but no GPU path (nccl, cuda) was measured", in.gpus));
   for (const auto& r : in.required) {

@@ -206,7 +206,8 @@ def case_gbench(d):
         check(len(b) == len(rows) == 4, f"{name}: {len(b)} benchmarks for {len(rows)} rows")
         check(j["context"].get("site") == "lab" and j["context"].get("num_ranks") == "2", f"{name}: context {j['context']}")
         for r, x in zip(rows, b):
-            check("cpu_time" not in x, f"{name}: cpu_time reported")
+            # compare.py skips entries without cpu_time: it repeats real_time (no CPU time is measured)
+            check(x.get("cpu_time") == x["real_time"], f"{name}: cpu_time {x.get('cpu_time')} is not real_time")
             check(x["time_unit"] == "ns" and abs(x["real_time"] - float(r["time_us"]) * 1e3) <= 1e-6 * x["real_time"] + 1e-3,
                   f"{name}: real_time {x['real_time']} ns vs time_us {r['time_us']}")
             bps = int(r["size_bytes"]) / (float(r["time_us"]) * 1e-6)
@@ -217,8 +218,9 @@ def case_gbench(d):
     p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "-n", "2", "--no-files", "--benchmark_out=" + outc,
                      "--benchmark_out_format=csv", "--progress", "0"])
     lines = open(outc).read().splitlines() if os.path.exists(outc) else []
-    check(p.returncode == 0 and len(lines) == 3 and lines[0].startswith("name,iterations,real_time,time_unit,bytes_per_second")
-          and "cpu_time" not in lines[0], f"--benchmark_out_format=csv: {lines}")
+    check(p.returncode == 0 and len(lines) == 3 and
+          lines[0].startswith("name,iterations,real_time,cpu_time,time_unit,bytes_per_second"),
+          f"--benchmark_out_format=csv: {lines}")
     # list_tests: once, at np 2, exit 0, no result folder
     before = set(os.listdir(d))
     p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "--results-dir", d, "--benchmark_list_tests"])
@@ -256,6 +258,72 @@ def case_gbench(d):
     if p.returncode == 0:
         r = rows_of(os.path.join(d, "reps"))
         check(len(r) == 1 and r[0].get("repeats") == "3", f"--benchmark_repetitions=3 -> repeats column: {r}")
+    gbench_repetitions(d)
+    gbench_filter_hint(d)
+
+
+def gbench_repetitions(d):
+    """--benchmark_repetitions=N: one entry per repetition, then mean/median/stddev/cv, as Google Benchmark."""
+    out, outc = os.path.join(d, "r3.json"), os.path.join(d, "r3.csv")
+    for fmt_args, path in ((["--benchmark_out=" + out], out), (["--benchmark_out=" + outc, "--benchmark_out_format=csv"], outc)):
+        run_id = "r3" + os.path.splitext(path)[1][1:]
+        p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", run_id,
+                         "--benchmark_repetitions=3", "--progress", "0"] + fmt_args)
+        check(p.returncode == 0, f"--benchmark_repetitions=3 {fmt_args}: exit {p.returncode}: {p.stderr[-300:]}")
+        rows = {int(r["size_bytes"]): r for r in rows_of(os.path.join(d, run_id))}
+        if path == out:
+            b = json.load(open(out))["benchmarks"]
+        else:
+            with open(outc, newline="") as f:
+                b = [dict(x, real_time=float(x["real_time"]), cpu_time=float(x["cpu_time"])) for x in csv.DictReader(f)]
+        names = [x["name"] for x in b]
+        want = [n for size in (8, 64) for n in [f"allreduce/tcp/{size}"] * 3 +
+                [f"allreduce/tcp/{size}_{a}" for a in ("mean", "median", "stddev", "cv")]]
+        check(names == want, f"{path}: entries {names}")
+        if names != want:
+            continue
+        wrong = 0
+        for k, size in enumerate((8, 64)):
+            reps, agg = b[7 * k:7 * k + 3], {x["name"].rsplit("_", 1)[1]: x for x in b[7 * k + 3:7 * k + 7]}
+            t = [x["real_time"] for x in reps]
+            m = sum(t) / 3
+            sd = (sum((v - m) ** 2 for v in t) / 2) ** 0.5
+            expect = {"mean": m, "median": sorted(t)[1], "stddev": sd, "cv": sd / m}
+            for a, v in expect.items():
+                got = agg[a]["real_time"]
+                if abs(got - v) > 1e-9 * max(abs(v), 1e-12) + 1e-12 or agg[a]["cpu_time"] != got:
+                    wrong += 1
+                    print(f"  {path} {size} {a}: {got} (cpu {agg[a]['cpu_time']}), expected {v}")
+            # the row is the median of the same batches
+            if abs(expect["median"] - float(rows[size]["time_us"])) > 1e-3 * expect["median"]:
+                wrong += 1
+                print(f"  {size}: row time_us {rows[size]['time_us']} vs median of repetitions {expect['median']}")
+            if path == out:
+                for i, x in enumerate(reps):
+                    if (x["run_type"], x["repetitions"], x["repetition_index"]) != ("iteration", 3, i):
+                        wrong += 1
+                        print(f"  {size} repetition {i}: {x}")
+                for a, x in agg.items():
+                    if (x["run_type"], x["aggregate_name"], x["repetitions"], x["iterations"], x["run_name"],
+                            x["aggregate_unit"]) != ("aggregate", a, 3, 3, f"allreduce/tcp/{size}",
+                                                     "percentage" if a == "cv" else "time"):
+                        wrong += 1
+                        print(f"  {size} aggregate {a}: {x}")
+        check(wrong == 0, f"{path}: {wrong} entries wrong")
+
+
+def gbench_filter_hint(d):
+    """A --benchmark_filter that selects nothing names the real benchmark names."""
+    p = fb(2, TCP + ["-b", "8", "-e", "64", "-f", "8", "-n", "2", "--results-dir", d, "--run-id", "nofilter",
+                     "--benchmark_filter=AllReduce", "--progress", "0"])
+    check(p.returncode == 3, f"--benchmark_filter=AllReduce: exit {p.returncode}, expected 3 (nothing ran)")
+    notes = json.load(open(os.path.join(d, "nofilter", "run.json"))).get("summary", {}).get("notes", [])
+    hint = [n for n in notes if "--benchmark_filter='AllReduce' matches none" in n]
+    check(hint and "e.g. allreduce/tcp/8, allreduce/tcp/64" in hint[0] and "case-sensitive" in hint[0],
+          f"no filter hint in the notes: {notes}")
+    p = fb1(["--transport", "tcp", "-b", "8", "-e", "8", "--benchmark_filter=Bogus", "--benchmark_list_tests"])
+    check(p.returncode == 0 and p.stdout.strip() == "" and "matches none of this run's" in p.stderr
+          and "allreduce/tcp/8" in p.stderr, f"list_tests with an empty filter: {p.returncode} {p.stderr.strip()}")
 
 
 # ---------------------------------------------------------------- 6. results never overwritten
@@ -723,10 +791,54 @@ def case_docs(d):
     check(not bad, f"{len(bad)} broken links: " + "; ".join(bad[:20]))
 
 
+# ---------------------------------------------------------------- issue 33: single-rank rows, statuses
+def case_single_rank(d):
+    """One rank crosses no link: busbw 0 for every collective, no plateau, no headline line."""
+    p = fb(1, ["--transport", "tcp,mpi", "--tcp-if", "lo", "--collective", "allreduce,broadcast,p2pring",
+               "--placement", "both", "-b", "1M", "-e", "4M", "-f", "2", "-n", "2", "-w", "1", "--allow-single-rank",
+               "--results-dir", d, "--run-id", "one", "--progress", "0"], timeout=240)
+    check(p.returncode == 0, f"1-rank run: exit {p.returncode}: {p.stderr[-500:]}")
+    rows = rows_of(os.path.join(d, "one"))
+    colls = {r["coll"] for r in rows}
+    check({"allreduce", "broadcast", "p2pring"} <= colls, f"1-rank run: collectives {colls}")
+    bad = [(r["coll"], r["impl"], r["size_bytes"], r["busbw_GBps"]) for r in rows if float(r["busbw_GBps"]) != 0]
+    check(rows and not bad, f"1-rank rows with busbw != 0: {bad}")
+    check(all(float(r["algbw_GBps"]) > 0 for r in rows), "1-rank rows keep their algbw")
+    lines = p.stdout.splitlines()
+    start = max((i for i, l in enumerate(lines) if l.startswith("# headline:")), default=None)
+    tail = lines[start + 1:] if start is not None else []
+    check(not any("plateau busbw" in l or "rising" in l for l in tail), f"1-rank series in the headline: {tail}")
+    check(any("measured at 1 rank left out: no link crossed" in l for l in tail), f"headline does not say why: {tail}")
+    md = open(os.path.join(d, "one", "report.md")).read()
+    check("no link (1 rank)" in md, "report.md does not say 'no link (1 rank)'")
+
+
+def case_statuses(d):
+    """A named backend that declines some rows (MPI has no avg) makes the run partial, exit 4."""
+    p = fb(2, ["--transport", "tcp,mpi", "--tcp-if", "lo", "--collective", "allreduce", "--placement", "out",
+               "-o", "avg", "-b", "8", "-e", "64", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d,
+               "--run-id", "avg", "--progress", "0"])
+    check(p.returncode == 4, f"tcp,mpi -o avg: exit {p.returncode}, expected 4 (partial): {p.stdout[-600:]}")
+    status = json.load(open(os.path.join(d, "avg", "run.json"))).get("summary", {}).get("status", "")
+    check(status.startswith("partial: 2 rows") and "skipped: mpi allreduce float32 avg" in status
+          and "mpi was named on the command line but skipped allreduce float32 avg" in status,
+          f"status: {status}")
+    rows = rows_of(os.path.join(d, "avg"))
+    check({r["impl"] for r in rows} == {"tcp"} and len(rows) == 2, f"rows: {[(r['impl'], r['size_bytes']) for r in rows]}")
+    # Under --transport auto the same rows are listed as skipped, and the run passes.
+    p = fb(2, ["--transport", "auto", "--tcp-if", "lo", "--collective", "allreduce", "--placement", "out",
+               "-o", "avg", "-b", "8", "-e", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "avgauto",
+               "--progress", "0"])
+    status = json.load(open(os.path.join(d, "avgauto", "run.json"))).get("summary", {}).get("status", "")
+    check(p.returncode == 0 and status.startswith("passed: ") and "mpi allreduce float32 avg" in status,
+          f"auto -o avg: exit {p.returncode}: {status}")
+
+
 CASES = {"nccl_flags": case_nccl_flags, "version": case_version, "repeated": case_repeated, "help": case_help,
          "gbench": case_gbench, "never_overwritten": case_never_overwritten, "progress": case_progress,
          "headline": case_headline, "install": case_install, "plots": case_plots, "timeout": case_timeout,
-         "readme": case_readme, "console": case_console, "docs": case_docs}
+         "readme": case_readme, "console": case_console, "docs": case_docs, "single_rank": case_single_rank,
+         "statuses": case_statuses}
 
 
 def case_model_inputs(d):

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "helpers.h"
+#include "report/result_sink.h"
 #include "report/summary.h"
 #include "report/verdict.h"
 
@@ -164,4 +165,76 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   CHECK(fb::judgeRun(none).exitCode == 3);
   CHECK(fb::isGpuBackend("nccl:ib"));
   CHECK_FALSE(fb::isGpuBackend("tcp"));
+}
+
+TEST_CASE("verdict: a named backend that declined some rows is partial and listed as skipped", "[verdict]") {
+  // mpirun -np 2 fabricbench --transport tcp,mpi -o avg: MPI has no avg, every mpi row declined.
+  fb::VerdictInput in;
+  in.rows = 8;
+  in.measured = {"tcp"};
+  in.named = {"tcp", "mpi"};
+  in.declined = {{"mpi", "allreduce float32 avg: MPI has no avg reduction"},
+                 {"mpi", "reducescatter float32 avg: MPI has no avg reduction"}};
+  auto v = fb::judgeRun(in);
+  CHECK(v.exitCode == fb::kExitPartial);
+  CHECK_FALSE(v.ok);
+  CHECK(v.status ==
+        "partial: 8 rows, wrong = 0; measured: tcp; skipped: mpi allreduce float32 avg, mpi reducescatter float32 avg; "
+        "not passed: mpi was named on the command line but skipped allreduce float32 avg: MPI has no avg reduction; "
+        "mpi was named on the command line but skipped reducescatter float32 avg: MPI has no avg reduction");
+  // Some rows of a named backend measured, others declined: still partial.
+  in.measured.push_back("mpi");
+  CHECK(fb::judgeRun(in).exitCode == fb::kExitPartial);
+  // Under --transport auto (not named) the declined rows are listed, and the run passes.
+  fb::VerdictInput autoRun = in;
+  autoRun.named.clear();
+  autoRun.autoTransports = true;
+  auto a = fb::judgeRun(autoRun);
+  CHECK(a.exitCode == 0);
+  CHECK(a.status == "passed: 8 rows, wrong = 0; measured: tcp, mpi; skipped: mpi allreduce float32 avg, mpi "
+                    "reducescatter float32 avg");
+}
+
+TEST_CASE("single rank: no busbw, no plateau, no ratio, no headline", "[summary][single_rank]") {
+  // A file written before the fix: broadcast at 1 rank with busbw = algbw (1186042 GB/s), and
+  // nccl at 1 rank beside a 2-rank tcp series.
+  std::vector<fb::Sample> rows;
+  for (std::size_t b = 1u << 20; b <= (8u << 20); b *= 2) {
+    auto one = row("broadcast", "mpi", "sm", b, 1.0, 1186042.816);
+    one.nRanks = 1;
+    rows.push_back(one);
+    auto nccl = row("allreduce", "nccl", "local", b, 2.0, 0);
+    nccl.nRanks = 1;
+    rows.push_back(nccl);
+    auto tcp = row("allreduce", "tcp", "lo", b, 100.0, 3.0);
+    tcp.nRanks = 2;
+    rows.push_back(tcp);
+  }
+  auto series = fb::groupSeries(rows);
+  REQUIRE(series.size() == 3);
+  CHECK(std::isnan(fb::plateauBusBw(series[0].rows)));  // broadcast, 1 rank
+  CHECK(std::isnan(fb::plateauBusBw(series[1].rows)));  // nccl, 1 rank
+  CHECK(fb::plateauBusBw(series[2].rows) == 3.0);
+  CHECK(fb::plateauWarning(series[0].rows).empty());
+  // The headline leaves both 1-rank series out and says so.
+  std::string h = fb::consoleHeadline(rows);
+  INFO(h);
+  CHECK(h.find("broadcast") == std::string::npos);
+  CHECK(h.find("nccl/local") == std::string::npos);
+  CHECK(h.find("tcp/lo [out]") != std::string::npos);
+  CHECK(h.find("2 series measured at 1 rank left out: no link crossed (busbw 0)") != std::string::npos);
+  // report.md: NCCL is the baseline of the ratios; at 1 rank there is no ratio at any size.
+  fb::RunMeta meta;
+  meta.runId = "one";
+  std::string md = fb::renderRunReport(meta, rows, fb::RunSummary{}, "");
+  INFO(md);
+  CHECK(md.find("1186042") == std::string::npos);
+  CHECK(md.find("no link (1 rank)") != std::string::npos);
+  // The allreduce per-size table: tcp / baseline (nccl, 1 rank) is "—" at every size, never 0.00 or inf.
+  auto at = md.find("tcp/lo [out] / baseline |");
+  REQUIRE(at != std::string::npos);
+  std::string table = md.substr(at, md.find("\n\n", at) - at);
+  CHECK(table.find("| 1 MiB | 1048576 | no link | 3.00 | — |") != std::string::npos);
+  CHECK(table.find("0.00 |\n") == std::string::npos);
+  CHECK(table.find("inf") == std::string::npos);
 }

@@ -5,11 +5,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include <cuda_runtime.h>
 
 #include "bootstrap/agree.h"
+#include "gpu/wait.h"
 
 namespace fb::cudaipc {
 
@@ -61,17 +61,16 @@ int selectDevice(int localRank) {
 }
 
 namespace {
+// gpu/wait.h: query with a yield between polls, never a sleep (the host timer would count it).
 template <typename Query>
 bool pollUntil(Query q, Deadline deadline) {
-  // Spin on the query with a yield between polls, as nccl-tests' testStreamSynchronize does; a
-  // sleep would make the host timer see the end of the work up to one sleep late.
-  for (;;) {
+  auto done = [&] {
     cudaError_t e = q();
     if (e == cudaSuccess) return true;
     if (e != cudaErrorNotReady) throwCuda(e, "cudaEventQuery/cudaStreamQuery", __FILE__, __LINE__);
-    if (deadline.expired()) return false;
-    std::this_thread::yield();
-  }
+    return false;
+  };
+  return gpu::pollUntil(done, [] {}, deadline) == gpu::WaitEnd::kDone;
 }
 }  // namespace
 

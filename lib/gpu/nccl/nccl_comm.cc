@@ -4,10 +4,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "bootstrap/agree.h"
 #include "core/error.h"
+#include "gpu/wait.h"
 
 namespace fb::nccl {
 
@@ -47,13 +47,6 @@ std::size_t fileSize(const std::string& path) {
   return static_cast<std::size_t>(f.tellg());
 }
 
-// One idle turn of a GPU wait: give the core to other threads (NCCL's proxy thread among them) and
-// poll again, as nccl-tests' testStreamSynchronize does. No sleep: a sleep of any length makes the
-// waiter see the end of a batch up to one sleep late, which the host timer then counts (200 us
-// sleeps read 2-6 us per operation slow from 32 MiB up on one H200). The caller keeps the deadline
-// and ncclCommGetAsyncError checks between turns.
-void yieldBrief() { std::this_thread::yield(); }
-
 }  // namespace
 
 NcclComm::NcclComm(Bootstrap& bs, int device, const PathProfile& profile, const std::string& logDir,
@@ -92,22 +85,23 @@ NcclComm::NcclComm(Bootstrap& bs, int device, const PathProfile& profile, const 
     comm_ = nullptr;
     ncclCheck(r, "ncclCommInitRankConfig");
   }
-  for (;;) {
+  // Polled as every GPU wait is (gpu/wait.h): no sleep between polls.
+  auto initDone = [&] {
     ncclResult_t a = ncclSuccess;
     FB_NCCL_CHECK(ncclCommGetAsyncError(comm_, &a), comm_);
-    if (a == ncclSuccess) break;
+    if (a == ncclSuccess) return true;
     if (a != ncclInProgress) {
       std::string last = ncclGetLastError(comm_);
       abort();
       FB_THROW(NcclError, "ncclCommInitRankConfig (path ", profile.name, "): ", ncclGetErrorString(a),
                last.empty() ? "" : " (" + last + ")");
     }
-    if (deadline.expired()) {
-      abort();
-      FB_THROW(TimeoutError, "ncclCommInitRankConfig (path ", profile.name, ") did not finish before the deadline; "
-               "communicator aborted");
-    }
-    yieldBrief();
+    return false;
+  };
+  if (gpu::pollUntil(initDone, [] {}, deadline) == gpu::WaitEnd::kDeadline) {
+    abort();
+    FB_THROW(TimeoutError, "ncclCommInitRankConfig (path ", profile.name, ") did not finish before the deadline; "
+             "communicator aborted");
   }
 }
 
@@ -150,21 +144,22 @@ void NcclComm::checkAsync(const char* what) {
 }
 
 void NcclComm::wait(cudaEvent_t event, Deadline deadline, const char* what) {
-  for (;;) {
+  // gpu/wait.h: query, NCCL's asynchronous error, the deadline, a yield; never a sleep (200 us
+  // sleeps read 2-6 us per operation slow from 32 MiB up on one H200 with the host timer).
+  auto done = [&] {
     cudaError_t q = cudaEventQuery(event);
-    if (q == cudaSuccess) return;
+    if (q == cudaSuccess) return true;
     if (q != cudaErrorNotReady) {
       cudaGetLastError();
       abort();
       FB_THROW(CudaError, what, ": ", cudaGetErrorString(q));
     }
-    checkAsync(what);
-    if (deadline.expired()) {
-      abort();
-      FB_THROW(TimeoutError, what, " (path ", profile_.name, ", rank ", rank_, ") did not complete before the deadline; "
-               "NCCL communicator aborted (a peer is gone or stuck)");
-    }
-    yieldBrief();
+    return false;
+  };
+  if (gpu::pollUntil(done, [&] { checkAsync(what); }, deadline) == gpu::WaitEnd::kDeadline) {
+    abort();
+    FB_THROW(TimeoutError, what, " (path ", profile_.name, ", rank ", rank_, ") did not complete before the deadline; "
+             "NCCL communicator aborted (a peer is gone or stuck)");
   }
 }
 
