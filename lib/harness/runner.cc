@@ -151,12 +151,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.timer = std::string(timerName(cfg_.timer));
   s.rankTime = std::string(rankTimeName(cfg_.rankTime));
   s.repeats = static_cast<int>(perOp.size());
-  {
-    auto v = perOp;  // median; an even count takes the mean of the two middle batches
-    std::sort(v.begin(), v.end());
-    std::size_t n = v.size();
-    s.timeUs = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1e6;
-  }
+  s.timeUs = stats::median(perOp) * 1e6;  // an even count takes the mean of the two middle batches
   for (double t : perOp) s.batchUs.push_back(t * 1e6);
   s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
   s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
