@@ -4,7 +4,7 @@ set -u
 source .gpu-node/activate.sh
 export CUDAHOSTCXX=${CUDAHOSTCXX:-/opt/gcc/bin/g++} NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 t0=$SECONDS
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
 cmake --build build-gpu -j16 --target fabricbench fabricbench_nccl_profiler > $OUT/build.log 2>&1 || { grep -E "error|FAILED" $OUT/build.log | head -20; exit 1; }
 echo "build ok $((SECONDS-t0))s"
 printf '#!/bin/bash\nexport NCCL_HOSTID=host$OMPI_COMM_WORLD_RANK\nexec "$@"\n' > hostid.sh; chmod +x hostid.sh

@@ -22,9 +22,9 @@ run() {
   step "start $name"; timeout "$t" "$@" >"$L/$name.log" 2>&1; local rc=$?; step "end $name rc=$rc"; return $rc; }
 
 nvidia-smi -L >"$L/gpus.txt" 2>&1; nvidia-smi topo -m >>"$L/gpus.txt" 2>&1
-run configure 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+run configure 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" -DBUILD_TESTING=ON ||
-  run configure-notests 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  run configure-notests 120 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_HOST_COMPILER="$CUDAHOSTCXX" -DBUILD_TESTING=OFF
 run build 300 cmake --build $B -j 32 --target fabricbench-peer test_kernels test_cuda_collectives fabricbench
 P=$B/benchmarks/peer/fabricbench-peer
