@@ -24,26 +24,6 @@ int log2i(int n) {
   return n >= 1 ? k : 0;
 }
 
-// tuning.cc (2.2x): base latency [algo][LL, LL128, Simple] and per-hop latency by link type.
-struct Lat {
-  double base[3], nvl[3], pci[3], net[3];
-};
-const Lat& latOf(NcclAlgo a) {
-  static const Lat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
-  static const Lat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
-  static const Lat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
-  static const Lat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
-  static const Lat cnDirect{{0, 0, 0}, {0, 0, 3.7}, {0, 0, 3.7}, {0, 0, 31}};
-  static const Lat cnChain{{0, 0, 0}, {0, 0, 2.8}, {0, 0, 2.8}, {0, 0, 30}};
-  switch (a) {
-    case NcclAlgo::kTree: return tree;
-    case NcclAlgo::kNvls: return nvls;
-    case NcclAlgo::kNvlsTree: return nvlsTree;
-    case NcclAlgo::kCollNetDirect: return cnDirect;
-    case NcclAlgo::kCollNetChain: return cnChain;
-    default: return ring;  // Ring, PAT and P2P take the ring's per-hop figures
-  }
-}
 // Hopper per-channel maxima (tuning.cc perChMaxRingLL128Bws / perChMaxTreeBws / perChMaxTreeLL128Bws).
 constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128 = 36.7, kPerChTree = 38.7;
 
@@ -53,24 +33,32 @@ double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
 }  // namespace
 
 const std::vector<NcclAlgoInfo>& ncclAlgos() {
+  // tuning.cc (2.2x) latencies: base [LL, LL128, Simple], then per hop over NVLink, PCI, network.
+  static const NcclLat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+  static const NcclLat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
+  static const NcclLat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
+  static const NcclLat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
+  static const NcclLat cnDirect{{0, 0, 0}, {0, 0, 3.7}, {0, 0, 3.7}, {0, 0, 31}};
+  static const NcclLat cnChain{{0, 0, 0}, {0, 0, 2.8}, {0, 0, 2.8}, {0, 0, 30}};
   static const std::vector<NcclAlgoInfo> t = {
       {NcclAlgo::kRing, "Ring", {"ring"}, {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"},
        false, false, false, false, false,
-       "a ring per channel through every rank; AllReduce 2(n-1) steps of S/n, AllGather/ReduceScatter n-1"},
+       "a ring per channel through every rank; AllReduce 2(n-1) steps of S/n, AllGather/ReduceScatter n-1", false, ring},
       {NcclAlgo::kTree, "Tree", {"tree"}, {"allreduce"}, true, false, false, false, false,
-       "chain inside the node, double binary tree between nodes: reduce up, broadcast down, S/2 per tree"},
+       "chain inside the node, double binary tree between nodes: reduce up, broadcast down, S/2 per tree", false, tree},
       {NcclAlgo::kNvls, "NVLS", {"nvls"}, {"allreduce"}, false, true, true, false, false,
-       "NVSwitch multicast and in-switch reduction inside one node"},
+       "NVSwitch multicast and in-switch reduction inside one node", true, nvls},
       {NcclAlgo::kNvlsTree, "NVLSTree", {"nvlstree", "nvls_tree"}, {"allreduce"}, true, false, true, false, false,
-       "NVLS inside each node, a tree between nodes"},
+       "NVLS inside each node, a tree between nodes", true, nvlsTree},
       {NcclAlgo::kCollNetDirect, "CollNetDirect", {"collnetdirect", "collnet_direct", "collnet", "sharp"},
-       {"allreduce"}, true, false, false, true, false, "in-network reduction (SHARP): each node sends and receives S once"},
+       {"allreduce"}, true, false, false, true, false, "in-network reduction (SHARP): each node sends and receives S once",
+       true, cnDirect},
       {NcclAlgo::kCollNetChain, "CollNetChain", {"collnetchain", "collnet_chain"}, {"allreduce"}, true, false, false,
-       true, false, "a chain inside the node into the in-network reduction"},
+       true, false, "a chain inside the node into the in-network reduction", true, cnChain},
       {NcclAlgo::kPat, "PAT", {"pat"}, {"allgather", "reducescatter"}, true, false, false, false, true,
-       "parallel aggregated trees, one rank per node: log2(n) steps"},
+       "parallel aggregated trees, one rank per node: log2(n) steps", true, ring},
       {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
-       "point-to-point sends; per node the off-node bytes over its NICs"},
+       "point-to-point sends; per node the off-node bytes over its NICs", true, ring},
   };
   return t;
 }
@@ -133,13 +121,12 @@ static double treeCorrection(NcclProto p, double S) {
 
 std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
   if (!ncclApplies(a, coll, m)) return std::nullopt;
-  const bool simpleOnly = a == NcclAlgo::kNvls || a == NcclAlgo::kNvlsTree || a == NcclAlgo::kCollNetDirect ||
-                          a == NcclAlgo::kCollNetChain || a == NcclAlgo::kPat || a == NcclAlgo::kP2p;
-  if (simpleOnly && p != NcclProto::kSimple) return std::nullopt;
+  const NcclAlgoInfo& info = ncclAlgoInfo(a);
+  if (info.simpleOnly && p != NcclProto::kSimple) return std::nullopt;
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
   const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
   const int pi = static_cast<int>(p);
-  const Lat& L = latOf(a);
+  const NcclLat& L = info.lat;
   const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;

@@ -33,7 +33,13 @@ namespace fb::model {
 enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p };
 enum class NcclProto { kLL, kLL128, kSimple };
 
-// One place per NCCL algorithm: name, aliases (NCCL_ALGO spellings), collectives, shapes.
+// tuning.cc's latencies of one algorithm, us: base [LL, LL128, Simple] and per hop by link type.
+struct NcclLat {
+  double base[3], nvl[3], pci[3], net[3];
+};
+
+// One place per NCCL algorithm: name, aliases (NCCL_ALGO spellings), collectives, shapes, protocols,
+// latencies (ncclCost holds the bandwidth of each, by its id).
 struct NcclAlgoInfo {
   NcclAlgo id;
   std::string name;                  // "Ring", "Tree", "NVLS", "NVLSTree", "CollNetDirect", ...
@@ -43,6 +49,8 @@ struct NcclAlgoInfo {
   bool needsNvls = false, needsCollNet = false;
   bool onePerNode = false;           // only with one rank per node (PAT)
   std::string phases;                // what it moves, for the docs and --help
+  bool simpleOnly = false;           // only the Simple protocol (NVLS, NVLSTree, CollNet, PAT, P2P)
+  NcclLat lat{};                     // tuning.cc (2.2x); PAT and P2P take the ring's
 };
 const std::vector<NcclAlgoInfo>& ncclAlgos();
 const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a);
