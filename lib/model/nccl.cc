@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <functional>
 #include <map>
@@ -164,7 +165,15 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
   }
-  if (p == NcclProto::kLL) bw = bw / (a == NcclAlgo::kRing ? 4.0 : 3.8) * m.effLL;
+  if (a == NcclAlgo::kTree && ar) bw *= 0.92;  // tuning.cc: Tree AllReduce busBw x .92, before the protocols
+  if (p == NcclProto::kLL) {
+    // tuning.cc: Ring LL = busBw x 0.5 since 2.21 (x 1/4 for AllReduce or multi-node, 1/3 otherwise, before).
+    const bool oldLL = m.ncclVersion > 0 && m.ncclVersion < 22100;
+    const double ringLL = oldLL ? (N > 1 || ar || coll == "reduce" ? 0.25 : 1.0 / 3) : 0.5;
+    bw = bw * (a == NcclAlgo::kRing ? ringLL : 1 / 3.8) * m.effLL;
+    // tuning.cc's llMaxBws: one node by GPU (Hopper 141 GB/s), more by CPU (Intel x86: 39 on 2 nodes, 20.4 beyond).
+    bw = std::min(bw, N == 1 ? 141.0 : N == 2 ? 39.0 : 20.4);
+  }
   if (p == NcclProto::kLL128) {
     double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
     bw *= k * m.effLL128;
@@ -207,7 +216,13 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
   std::string k = lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
-  else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+  else if (k == "nccl" || k == "nccl_version") {
+    // "2.18.3" -> 21803
+    int a = 0, b = 0, c = 0;
+    if (std::sscanf(val.c_str(), "%d.%d.%d", &a, &b, &c) < 2 || a < 2 || b < 0 || c < 0)
+      throw InputError(fmt::format("{}={}: expected an NCCL version such as 2.18.3", key, val));
+    r.ncclVersion = a * 10000 + b * 100 + c;
+  } else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
     try {
       r.channels = std::stoi(val);
     } catch (...) {
@@ -252,6 +267,8 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
+        applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
     std::size_t pos = 0;
     while (pos < given.size()) {
@@ -274,6 +291,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   m.nodes = r.nodes;
   m.gpusPerNode = r.gpusPerNode;
   if (r.channels > 0) m.channels = r.channels;
+  m.ncclVersion = r.ncclVersion;
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
@@ -385,17 +403,24 @@ std::vector<double> coordinateSweep(const std::function<double(const std::vector
 
 NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
   if (runs.empty()) throw InputError("calibration needs at least one measured run");
-  bool single = false, multi = false, allreduce = false;
+  bool single = false, multi = false, allreduce = false, nicSeen = false;
   for (const auto& r : runs) {
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
     allreduce |= r.coll == "allreduce";
+    // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
+    // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
+    // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
+    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 &&
+                              (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
+  // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
   std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, false},
-                           {"effLL", &NcclMachine::effLL, 0.1, 1.5, false},
-                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.5, false}};
+                           {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false}};
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, false});
-  if (multi) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
+  if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
   if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
   auto machineAt = [&](const std::vector<double>& x) {

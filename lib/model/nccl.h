@@ -16,7 +16,9 @@
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
 //   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
 //   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs.
-// Protocols: LL = busbw / 4 (ring) or / 3.8 (tree); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
+// Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
+// else / 3) or / 3.8 (tree), capped at tuning.cc's llMaxBw (141 GB/s on one Hopper node, 39 on 2
+// nodes, 20.4 on more: the Intel x86 rows); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
 // with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
 // efficiency. Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
 // maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
@@ -72,6 +74,7 @@ struct NcclMachine {
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
   double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors
   int channels = 0;              // known channel count; 0 = not capped
+  int ncclVersion = 0;           // NCCL_VERSION_CODE of the run (22203 = 2.22.3); 0 = unknown, taken as the newest
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }
   int ranks() const { return nodes * gpusPerNode; }
 };
@@ -106,6 +109,7 @@ struct NcclRun {
   int nodes = 1, gpusPerNode = 1;
   NcclForce force;
   int channels = 0;
+  int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
   };

@@ -32,8 +32,19 @@ TEST_CASE("nccl ring: tuning.cc latency and the NICs' bandwidth", "[nccl]") {
   const double S = 1 << 30, f = 2.0 * 15 / 16;
   // Simple: 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us; bandwidth min(360, 8 x 48 = 384) = 360
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, S) == Approx(131.6 + S * f / 360e3));
-  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 / 4
-  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 90e3));
+  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 x 0.5 = 180 (NCCL >= 2.21), capped at llMaxBw 39 on 2 nodes
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 39e3));
+  // one node: 180 capped at 141 (Hopper); before 2.21 360 / 4 = 90
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(1, 8), S)->busbwGBps == Approx(141));
+  auto old = h100(1, 8);
+  old.ncclVersion = 21803;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, old, S)->busbwGBps == Approx(90));
+  // more than 2 nodes: 20.4
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(4, 8), S)->busbwGBps == Approx(20.4));
+  // one node, AllGather, before 2.21: / 3
+  auto old1 = h100(1, 8);
+  old1.ncclVersion = 21803;
+  CHECK(ncclCost("allgather", NcclAlgo::kRing, NcclProto::kLL, old1, S)->busbwGBps == Approx(120));
   // LL128: 14 + 28 x 1.9 + 2 x 4 = 75.2 us; 360 x 0.92
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, S) == Approx(75.2 + S * f / (360 * 0.92e3)));
   // AllGather: 15 steps, 1 between nodes: 8.4 + 14 x 3.4 + 14 = 70 us; factor 15/16
@@ -52,26 +63,31 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   m.ringIntraGBps = 1000;
   m.nvlsGBps = 1000;
   const double f = 2.0 * 15 / 16;
-  // 2 nodes: 2 tree edges per node: busbw = 8 x 48 x f x 2 / 2 = 720 GB/s, above the NICs' 384
+  // 2 nodes: 2 tree edges per node: busbw = 8 x 48 x f x 2 / 2 = 720 GB/s, above the NICs' 384,
+  // times tuning.cc's 0.92 for Tree AllReduce = 662.4
   auto tr = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9);
-  CHECK(tr->busbwGBps == Approx(384 * f));
+  CHECK(tr->busbwGBps == Approx(384 * f * 0.92));
   // latency 8.4 + 2 (7 x 4 + 1 x 14) = 92.4 us
   CHECK(tr->latUs == Approx(92.4));
-  // 8 nodes: 4 edges: 384 x f' x 2 / 4, f' = 2 x 63 / 64; latency 8.4 + 2 (7 x 4 + 3 x 14) = 148.4
+  // 8 nodes: 4 edges: 384 x f' x 2 / 4 x 0.92, f' = 2 x 63 / 64; latency 8.4 + 2 (7 x 4 + 3 x 14) = 148.4
   auto m8 = m;
   m8.nodes = 8;
   auto t8 = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m8, 1e9);
-  CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2));
+  CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2 * 0.92));
   CHECK(t8->latUs == Approx(148.4));
   // NVLSTree capped by NVLS: 2 x (25 + 1 x 14) = 78 us
   m.nvlsGBps = 470;
   auto nt = ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1e9);
   CHECK(nt->busbwGBps == Approx(470));
   CHECK(nt->latUs == Approx(78));
-  // protocols: tree LL = / 3.8, LL128 = x 120/128 on more than one node
-  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(std::min(1000.0, 384 * f) / 3.8));
+  // protocols: tree LL = / 3.8 capped at llMaxBw (39 on 2 nodes), LL128 = x 120/128 on more than one node
+  // (each after the x 0.92)
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(39));
+  m.ringIntraGBps = 100;  // below the cap: 100 x 0.92 / 3.8
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(100 * 0.92 / 3.8));
+  m.ringIntraGBps = 1000;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1e9)->busbwGBps ==
-        Approx(std::min(1000.0, 384 * f) * 120 / 128));
+        Approx(std::min(1000.0, 384 * f) * 0.92 * 120 / 128));
   // NVLS and NVLSTree are Simple only; NVLS only on one node
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kLL, m, 1e9));
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9));
@@ -88,7 +104,7 @@ TEST_CASE("nccl tree: tuning.cc's correction factor at medium sizes", "[nccl]") 
   auto big = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9)->busbwGBps;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(0.5 * big));
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1 << 20)->busbwGBps ==
-        Approx(0.6 * std::min(360.0, 384 * f) * 120 / 128));
+        Approx(0.6 * std::min(360.0, 384 * f) * 0.92 * 120 / 128));
   // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.6
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.6 * big));
   // NVLSTree is not corrected
