@@ -60,6 +60,9 @@ const std::vector<NcclAlgoInfo>& ncclAlgos() {
        "parallel aggregated trees, one rank per node: log2(n) steps", true, ring},
       {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
        "point-to-point sends; per node the off-node bytes over its NICs", true, ring},
+      {NcclAlgo::kLocal, "Local", {"local"},
+       {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "p2pring"}, false, true,
+       false, false, false, "one rank: out of place a device copy of S, in place nothing", true, ring, true},
   };
   return t;
 }
@@ -101,6 +104,7 @@ double ncclBusFactor(const std::string& coll, int n) {
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   const auto& i = ncclAlgoInfo(a);
   if (std::find(i.colls.begin(), i.colls.end(), coll) == i.colls.end()) return false;
+  if (i.oneRank != (m.ranks() == 1)) return false;
   if (i.multiNode && m.nodes < 2) return false;
   if (i.singleNode && m.nodes != 1) return false;
   if (i.needsNvls && (m.nvlsGBps <= 0 || m.gpusPerNode < 2)) return false;
@@ -164,6 +168,10 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, nic * std::max(1.0, R / G));
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
+    case NcclAlgo::kLocal:
+      bw = m.copyGBps;
+      lat = m.copyLatUs;
+      break;
   }
   if (a == NcclAlgo::kTree && ar) bw *= 0.92;  // tuning.cc: Tree AllReduce busBw x .92, before the protocols
   if (p == NcclProto::kLL) {
@@ -187,7 +195,8 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   c.proto = p;
   c.latUs = lat;
   c.busbwGBps = bw;
-  c.timeUs = lat + (f > 0 ? S * f / (bw * 1e3) : 0);
+  c.timeUs = a == NcclAlgo::kLocal ? std::max(m.launchUs, lat + S / (bw * 1e3)) : lat + (f > 0 ? S * f / (bw * 1e3) : 0);
+  if (a == NcclAlgo::kLocal) c.busbwGBps = 0;  // nothing crosses a link
   return c;
 }
 
@@ -303,7 +312,8 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
     p.errPct = (p.modelUs - p.measuredUs) / p.measuredUs * 100;
     p.algo = ch.best.algo;
     p.proto = ch.best.proto;
-    p.noisy = row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
+    // One rank: in place does nothing, out of place copies; their difference is no noise.
+    p.noisy = m.ranks() > 1 && row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
     pts.push_back(p);
   }
   return pts;
@@ -403,8 +413,9 @@ std::vector<double> coordinateSweep(const std::function<double(const std::vector
 
 NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
   if (runs.empty()) throw InputError("calibration needs at least one measured run");
-  bool single = false, multi = false, allreduce = false, nicSeen = false;
+  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false;
   for (const auto& r : runs) {
+    oneRank |= r.nodes * r.gpusPerNode == 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
     allreduce |= r.coll == "allreduce";
@@ -422,6 +433,9 @@ NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, false});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
+  if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
+  if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});
   if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
   auto machineAt = [&](const std::vector<double>& x) {
     NcclMachine m = prior;

@@ -16,6 +16,8 @@
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
 //   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
 //   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs.
+//   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
+//              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.
 // Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
 // else / 3) or / 3.8 (tree), capped at tuning.cc's llMaxBw (141 GB/s on one Hopper node, 39 on 2
 // nodes, 20.4 on more: the Intel x86 rows); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
@@ -32,7 +34,7 @@
 
 namespace fb::model {
 
-enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p };
+enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p, kLocal };
 enum class NcclProto { kLL, kLL128, kSimple };
 
 // tuning.cc's latencies of one algorithm, us: base [LL, LL128, Simple] and per hop by link type.
@@ -53,6 +55,7 @@ struct NcclAlgoInfo {
   std::string phases;                // what it moves, for the docs and --help
   bool simpleOnly = false;           // only the Simple protocol (NVLS, NVLSTree, CollNet, PAT, P2P)
   NcclLat lat{};                     // tuning.cc (2.2x); PAT and P2P take the ring's
+  bool oneRank = false;              // only on a single rank (Local), where every other row does not apply
 };
 const std::vector<NcclAlgoInfo>& ncclAlgos();
 const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a);
@@ -74,6 +77,9 @@ struct NcclMachine {
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
   double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors
   int channels = 0;              // known channel count; 0 = not capped
+  // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
+  // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy.
+  double launchUs = 6, copyLatUs = 3, copyGBps = 2000;
   int ncclVersion = 0;           // NCCL_VERSION_CODE of the run (22203 = 2.22.3); 0 = unknown, taken as the newest
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }
   int ranks() const { return nodes * gpusPerNode; }

@@ -221,3 +221,37 @@ TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nc
   CHECK(pts.back().measuredUs == Approx(24612.6));
   CHECK(std::fabs(pts.back().errPct) < 3);
 }
+
+TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)", "[nccl]") {
+  auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x1-nccl-tests-allreduce-g1.log");
+  auto runs = ncclRunsOf(rd);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].nodes == 1);
+  CHECK(runs[0].gpusPerNode == 1);
+  REQUIRE(runs[0].rows.size() == 28);  // 8 B .. 1 GiB, factor 2
+  CHECK(runs[0].rows.back().timeUs == Approx(508.65));  // out of place
+  CHECK(runs[0].rows.back().inPlaceUs == Approx(0.73));
+  // one rank: only Local applies, busbw 0; defaults: launch 6 us, copy 3 us + S at 2000 GB/s:
+  // 1e9 B: max(6, 3 + 1e9 / 2e6) = 503 us; 1 MB: max(6, 3 + 0.5) = 6 us
+  NcclMachine one;
+  one.gpusPerNode = 1;
+  auto c = ncclChoose("allreduce", one, 1e9);
+  CHECK(c.all.size() == 1);
+  CHECK(c.best.algo == NcclAlgo::kLocal);
+  CHECK(c.best.timeUs == Approx(503));
+  CHECK(ncclChoose("allreduce", one, 1e6).best.timeUs == Approx(6));
+  CHECK(c.best.busbwGBps == 0);
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kLocal, NcclProto::kSimple, h100(1, 8), 1e9));
+  auto fit = ncclCalibrate(NcclMachine{}, runs);
+  auto pts = ncclPredict(fit.machine, runs[0]);
+  REQUIRE(pts.size() == 28);
+  int noisy = 0;
+  for (auto& p : pts) noisy += p.noisy;
+  CHECK(noisy == 0);  // in place does nothing: not noise
+  // 1 GiB out of place: 508.65 us measured, 2111 GB/s algbw: the copy rate the fit finds
+  CHECK(fit.machine.copyGBps == Approx(2111).epsilon(0.1));
+  CHECK(std::fabs(pts.back().errPct) < 5);
+  auto [med, mx] = ncclErrStats(pts, 1 << 20);
+  INFO("median " << med << " max " << mx);
+  CHECK(med < 10);
+}
