@@ -411,8 +411,17 @@ std::vector<double> coordinateSweep(const std::function<double(const std::vector
 }
 }  // namespace
 
-NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
+NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
   if (runs.empty()) throw InputError("calibration needs at least one measured run");
+  // The node's ring rate comes from the node's own runs: with single- and multi-node runs, the
+  // single-node ones are fitted first and their ring rate is kept, since a multi-node Ring run
+  // measures min(node ring, NICs) and cannot say which of the two binds.
+  NcclMachine prior = priorIn;
+  std::vector<NcclRun> singles;
+  for (const auto& r : runs)
+    if (r.nodes == 1 && r.gpusPerNode > 1) singles.push_back(r);
+  const bool twoStage = !singles.empty() && singles.size() < runs.size();
+  if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
   bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false;
   for (const auto& r : runs) {
     oneRank |= r.nodes * r.gpusPerNode == 1;
@@ -427,12 +436,12 @@ NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
-  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, false},
+  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true},
                            {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
                            {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false}};
-  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, false});
+  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
-  if (single) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
   if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
   if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
   if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});
@@ -464,6 +473,7 @@ NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs
   fit.machine.nodes = runs.front().nodes;
   fit.machine.gpusPerNode = runs.front().gpusPerNode;
   for (auto& p : ps) fit.freed.push_back(p.name);
+  if (twoStage) fit.freed.push_back("ringIntraGBps (on the single-node runs)");
   for (const auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);
     fit.points.insert(fit.points.end(), pts.begin(), pts.end());

@@ -143,9 +143,11 @@ struct NcclFitOptions {
   double priorWeight = 0.01;     // pull of the spec priors (per squared log ratio): breaks ties where the data say nothing
 };
 // Calibrates the machine's free parameters to the runs (relative squared log error, Nelder-Mead in
-// log space, bounded). Intra bandwidths are free only when a single-node run is given; the per-NIC
-// rate only when a multi-node run is; both keep a prior pull towards `prior` (the spec defaults),
-// since a 2-node tree run that NVLS caps says nothing about the NICs.
+// log space, bounded). The node's ring rate is free only when a single-node run is given (and is
+// then fitted on the single-node runs alone); the per-NIC rate only when a multi-node run that NVLS
+// cannot cap is (a 2-node default on NVSwitch nodes says nothing about the NICs). Rates and latency
+// scales keep a weak pull towards `prior` (the spec defaults, tuning.cc's latencies) where the data
+// say nothing; LL/LL128 efficiencies are at most 1.
 NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt = {});
 // Model vs measured at every size of a run, with the machine reshaped to the run.
 std::vector<NcclFitPoint> ncclPredict(const NcclMachine& m, const NcclRun& r);
