@@ -91,6 +91,8 @@ std::string machineLine(const NcclFit& f) {
                               m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128);
   std::string freed;
   for (auto& p : f.freed) freed += (freed.empty() ? "" : ", ") + p;
+  if (std::find(f.freed.begin(), f.freed.end(), "copyGBps") != f.freed.end())
+    s += fmt::format(", one rank: max(launch {:.1f} us, {:.1f} us + S / {:.0f} GB/s)", m.launchUs, m.copyLatUs, m.copyGBps);
   return s + " (calibrated: " + freed + "; the others stay at the prior)";
 }
 
