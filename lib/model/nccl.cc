@@ -113,15 +113,16 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   return true;
 }
 
-// tuning.cc's treeCorrectionFactor: trees fall below the model at medium sizes; a static factor per
-// protocol and power of two of size/64 B (64 B .. 128 MiB), 1 above.
+// tuning.cc's treeCorrectionFactor (the same table from NCCL 2.18 to 2.29): trees fall below the model
+// at medium sizes; a static factor per protocol and power of two of size/64 B (64 B .. 256 MiB), 1 above.
 static double treeCorrection(NcclProto p, double S) {
-  static const double k[3][22] = {
-      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
-  const int logSize = S >= 128 ? static_cast<int>(std::floor(std::log2(S / 64))) : 0;
-  return logSize < 22 ? k[static_cast<int>(p)][logSize] : 1.0;
+  static const double k[3][23] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+  if (S < 64) return 1.0;  // log2i(0): no correction
+  const int logSize = static_cast<int>(std::floor(std::log2(S / 64)));
+  return logSize < 23 ? k[static_cast<int>(p)][logSize] : 1.0;
 }
 
 std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {

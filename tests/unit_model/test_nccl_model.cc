@@ -105,8 +105,11 @@ TEST_CASE("nccl tree: tuning.cc's correction factor at medium sizes", "[nccl]") 
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(0.5 * big));
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1 << 20)->busbwGBps ==
         Approx(0.6 * std::min(360.0, 384 * f) * 0.92 * 120 / 128));
-  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.6
-  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.6 * big));
+  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.8, LL128 0.9; 256 MiB: index 22 -> Simple 0.9 (tuning.cc 2.18-2.29)
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.8 * big));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 8 << 20)->busbwGBps ==
+        Approx(0.9 * std::min(360.0, 384 * f) * 0.92 * 120 / 128));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 256 << 20)->busbwGBps == Approx(0.9 * big));
   // NVLSTree is not corrected
   CHECK(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(480));
 }
