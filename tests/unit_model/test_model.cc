@@ -550,6 +550,26 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
   std::filesystem::remove_all(tmp);
 }
 
+TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed", "[tool]") {
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_a2a_" + std::to_string(::getpid()));
+  auto r = tool("project --inter spec:ib-ndr,eff=0.5,lat=10 --nodes 4 --coll alltoall,broadcast --sizes 4M --no-plots -o " +
+                tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  auto table = fb::readCsvTable(tmp + "/projected.csv");
+  REQUIRE(table.size() == 3);  // header + one row per collective
+  std::map<std::string, std::pair<std::string, double>> got;  // coll -> (algo, time)
+  for (std::size_t i = 1; i < table.size(); ++i) got[table[i][2]] = {table[i][8], std::stod(table[i][9])};
+  // 50 GB/s x 0.5 = 25 GB/s: 4e-5 us per byte, 10 us per hop, 4 nodes x 1 rank, 4 MiB
+  // AllToAll pairwise: 3 hops of 1 MiB = 3 x (10 + 41.94304) = 155.829 us
+  CHECK(got["alltoall"].first == "direct");
+  CHECK(got["alltoall"].second == Approx(155.82912).margin(0.001));
+  // Broadcast chain: 4 pieces of 1 MiB, 4 + 4 - 2 = 6 hops = 311.658 us
+  CHECK(got["broadcast"].first == "ring");
+  CHECK(got["broadcast"].second == Approx(311.65824).margin(0.001));
+  std::filesystem::remove_all(tmp);
+}
+
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
   auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +
