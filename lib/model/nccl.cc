@@ -94,11 +94,10 @@ NcclProto parseNcclProto(const std::string& s) {
 std::string ncclProtoName(NcclProto p) { return p == NcclProto::kLL ? "LL" : p == NcclProto::kLL128 ? "LL128" : "Simple"; }
 
 double ncclBusFactor(const std::string& coll, int n) {
-  if (coll == "sendrecv" || coll == "p2pring") return 1;
   if (coll == "reduce") return n > 1 ? 1 : 0;  // nccl-tests' reduce_perf (no descriptor here)
-  auto k = fb::parseCollKind(coll);
+  auto k = fb::parseCollKind(coll);          // sendrecv is p2pring's alias
   if (!k) throw InputError(fmt::format("collective '{}': no bus factor known", coll));
-  return n <= 1 ? 0 : fb::busBwFactor(*k, n);
+  return fb::busBwFactor(*k, std::max(1, n));  // the descriptors' (n-1)/n factors give 0 at one rank
 }
 
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {

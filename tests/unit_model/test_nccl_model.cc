@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "collectives/spec.h"
 #include "model/nccl.h"
 
 using namespace fb::model;
@@ -167,6 +168,13 @@ TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channe
   CHECK_THROWS_AS(parseNcclProto("LL64"), fb::InputError);
   CHECK(ncclBusFactor("alltoall", 16) == Approx(15.0 / 16));
   CHECK(ncclBusFactor("broadcast", 16) == Approx(1));
+  // the descriptors' factors (sendrecv = p2pring's alias); nccl-tests' reduce has none: 1
+  CHECK(ncclBusFactor("sendrecv", 2) == Approx(1));
+  CHECK(ncclBusFactor("p2pring", 1) == Approx(1));
+  CHECK(ncclBusFactor("allreduce", 1) == Approx(0));
+  CHECK(ncclBusFactor("allreduce", 16) == Approx(fb::busBwFactor(fb::CollKind::kAllReduce, 16)));
+  CHECK(ncclBusFactor("reduce", 4) == Approx(1));
+  CHECK_THROWS_AS(ncclBusFactor("gather", 4), fb::InputError);
 }
 
 TEST_CASE("nccl calibration recovers the machine that made the curves", "[nccl]") {
