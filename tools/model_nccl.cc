@@ -1,4 +1,5 @@
 #include "model_nccl.h"
+#include "model_nccl_common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,16 +23,12 @@ namespace fs = std::filesystem;
 using namespace fb::model;
 using fb::InputError;
 
-namespace fb::tools {
-namespace {
+
+namespace fb::tools::ncclcmd {
+
+Args g;
 
 // ---- options shared by the three subcommands ----------------------------------------------------
-
-struct MachineOpts {
-  double nics = 0, nicGBps = 48, ringGBps = 365, nvlsGBps = 480;
-  bool pcie = false, collNet = false;
-  std::string given;  // KEY=VALUE,... applied to every run (algo=ring, proto=simple, channels=24)
-};
 
 void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nics", o.nics, "NICs per node (default: one per GPU, rails)");
@@ -43,7 +40,7 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24)");
 }
 
-void positive(double v, const char* what, bool zeroOk = false) {
+void positive(double v, const char* what, bool zeroOk) {
   if (!(std::isfinite(v) && (v > 0 || (zeroOk && v == 0))))
     throw InputError(fmt::format("{} {}: must be {}", what, v, zeroOk ? ">= 0" : "> 0"));
 }
@@ -94,6 +91,8 @@ std::string machineLine(const NcclFit& f) {
                               m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128);
   std::string freed;
   for (auto& p : f.freed) freed += (freed.empty() ? "" : ", ") + p;
+  if (std::find(f.freed.begin(), f.freed.end(), "copyGBps") != f.freed.end())
+    s += fmt::format(", one rank: max(launch {:.1f} us, {:.1f} us + S / {:.0f} GB/s)", m.launchUs, m.copyLatUs, m.copyGBps);
   return s + " (calibrated: " + freed + "; the others stay at the prior)";
 }
 
@@ -113,6 +112,18 @@ std::string pointsTable(const std::vector<NcclFitPoint>& pts) {
                      pick(p.algo, p.proto), p.noisy ? "noisy: in/out-of-place differ > 20 %, outside the bound" : "");
   return s;
 }
+
+void writeOut(const std::string& dir, const std::string& name, const std::string& text) {
+  fs::create_directories(dir);
+  fb::writeFileAtomic((fs::path(dir) / name).string(), text);
+}
+
+
+}  // namespace fb::tools::ncclcmd
+
+namespace fb::tools {
+namespace {
+using namespace ncclcmd;
 
 // ---- evidence: |error| of predicted (never fitted) points by algorithm and regime ---------------
 
@@ -145,39 +156,6 @@ struct Evidence {
     return j;
   }
 };
-
-struct Band {
-  double pct = -1;      // max |error| of the evidence cell; -1 = none
-  std::string beyond;   // why the projection is outside what validation covered; "" = inside
-};
-
-Band bandOf(const nlohmann::json& ev, NcclAlgo a, double bytes, int nodes) {
-  Band b;
-  const std::string name = ncclAlgoInfo(a).name, reg = regimeOf(bytes);
-  if (!ev.is_object() || !ev.contains("cells")) {
-    b.beyond = "no validation evidence";
-    return b;
-  }
-  int algoMaxNodes = 0;
-  double lo = 0, hi = 0;
-  for (const auto& c : ev["cells"]) {
-    if (c["algo"] != name) continue;
-    algoMaxNodes = std::max(algoMaxNodes, c["max_nodes"].get<int>());
-    double cl = c["min_bytes"], ch = c["max_bytes"];
-    lo = lo == 0 ? cl : std::min(lo, cl);
-    hi = std::max(hi, ch);
-    if (c["regime"] == reg) b.pct = c["max_abs_err_pct"];
-  }
-  std::vector<std::string> why;
-  if (algoMaxNodes == 0) why.push_back(name + " never validated");
-  else {
-    if (nodes > algoMaxNodes) why.push_back(fmt::format("{} nodes > the {} validated for {}", nodes, algoMaxNodes, name));
-    if (bytes < lo || bytes > hi) why.push_back(fmt::format("size outside {}'s validated {}..{}", name, human(lo), human(hi)));
-    if (b.pct < 0) why.push_back(fmt::format("{} not validated at {}", name, reg));
-  }
-  for (auto& w : why) b.beyond += (b.beyond.empty() ? "" : "; ") + w;
-  return b;
-}
 
 // ---- validation of one set ----------------------------------------------------------------------
 
@@ -293,23 +271,8 @@ std::vector<SetSpec> readSets(const std::string& file) {
   return out;
 }
 
-void writeOut(const std::string& dir, const std::string& name, const std::string& text) {
-  fs::create_directories(dir);
-  fb::writeFileAtomic((fs::path(dir) / name).string(), text);
-}
 
-// ---- the subcommands ----------------------------------------------------------------------------
-
-struct Args {
-  CLI::App *fit = nullptr, *val = nullptr, *prj = nullptr;
-  MachineOpts mo;
-  std::vector<std::string> fitRuns, predRuns;
-  std::string setsFile, out, evidence, minBytes = "1M", sizes = "1M,16M,256M,1G,8G";
-  std::vector<std::string> fabrics, colls;
-  std::vector<int> nodes, gpus;
-  double boundMed = 10, boundMax = 20;
-  bool require = false;
-} g;
+// ---- fit and validate ----------------------------------------------------------------------------
 
 int cmdFit() {
   auto runs = loadRuns(g.fitRuns, g.mo.given);
@@ -373,114 +336,8 @@ int cmdValidate() {
   return g.require && missed > 0 ? 1 : 0;
 }
 
-int cmdProject() {
-  if (g.nodes.empty()) throw InputError("project needs --nodes LIST (e.g. 16,64,256,1024)");
-  for (int n : g.nodes)
-    if (n < 1) throw InputError(fmt::format("--nodes {}: must be >= 1", n));
-  for (int x : g.gpus)
-    if (x < 1) throw InputError(fmt::format("--gpus {}: must be >= 1", x));
-  std::vector<double> sizes;
-  {
-    std::stringstream ss(g.sizes);
-    std::string t;
-    while (std::getline(ss, t, ',')) {
-      auto b = fb::parseSize(t);
-      if (b == 0) throw InputError(fmt::format("--sizes {}: a size must be > 0", t));
-      sizes.push_back(static_cast<double>(b));
-    }
-  }
-  std::vector<std::string> colls = g.colls.empty() ? std::vector<std::string>{"allreduce"} : g.colls;
-  for (auto& c : colls) ncclBusFactor(c, 2);  // throws on an unknown collective
-  nlohmann::json ev;
-  if (!g.evidence.empty()) {
-    std::ifstream in(g.evidence);
-    if (!in) throw InputError(fmt::format("--evidence {}: cannot read it", g.evidence));
-    try {
-      in >> ev;
-    } catch (const std::exception& e) {
-      throw InputError(fmt::format("--evidence {}: not JSON ({})", g.evidence, e.what()));
-    }
-  }
-  // Fabrics: NAME=nic=GBPS,nics=R (per-NIC rate and NICs per node); "measured" = the fitted machine.
-  struct Fabric {
-    std::string name;
-    double nic = 0, nics = -1;
-  };
-  std::vector<Fabric> fabrics;
-  for (auto& f : g.fabrics) {
-    auto eq = f.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--fabric {}: expected NAME=nic=GBPS[,nics=R]", f));
-    Fabric x{f.substr(0, eq)};
-    std::stringstream ss(f.substr(eq + 1));
-    std::string kv;
-    while (std::getline(ss, kv, ',')) {
-      auto e2 = kv.find('=');
-      std::string k = kv.substr(0, e2), v = e2 == std::string::npos ? "" : kv.substr(e2 + 1);
-      double d = 0;
-      try {
-        std::size_t used = 0;
-        d = std::stod(v, &used);
-        if (used != v.size()) throw 0;
-      } catch (...) {
-        throw InputError(fmt::format("--fabric {}: '{}' needs a number", f, kv));
-      }
-      if (!(d > 0)) throw InputError(fmt::format("--fabric {}: '{}' must be > 0", f, kv));
-      if (k == "nic") x.nic = d;
-      else if (k == "nics") x.nics = d;
-      else throw InputError(fmt::format("--fabric {}: unknown key '{}' (nic, nics)", f, k));
-    }
-    fabrics.push_back(x);
-  }
-  auto runs = loadRuns(g.fitRuns, g.mo.given);
-  NcclFitOptions fo;
-  fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
-  auto fit = ncclCalibrate(priorOf(g.mo), runs, fo);
-  if (fabrics.empty()) fabrics.push_back({"measured"});
-  std::vector<int> gpus = g.gpus.empty() ? std::vector<int>{runs.front().gpusPerNode} : g.gpus;
-
-  std::string md = "# fabricbench-model nccl project (projections, not measurements)\n\nCalibrated on: ";
-  for (auto& r : runs) md += r.label + " [" + runShape(r) + "]; ";
-  md += "\nMachine: " + machineLine(fit) + ".\n";
-  md += g.evidence.empty() ? "\nNo --evidence file: projections carry no error band (run `nccl validate -o DIR` and pass DIR/nccl-evidence.json).\n"
-                           : "\nError bands: the largest |error| that validation (" + g.evidence +
-                                 ") saw for the same algorithm and size regime on predicted runs.\n";
-  std::string csv = "fabric,nodes,gpus_per_node,coll,bytes,time_us,busbw_gbps,algo,proto,band_pct,beyond_validation\n";
-  for (auto& fab : fabrics) {
-    NcclMachine m = fit.machine;
-    if (fab.nic > 0) m.nicGBps = fab.nic;
-    if (fab.nics > 0) m.nicsPerNode = fab.nics;
-    md += fmt::format("\n## {} (per-NIC {:.1f} GB/s{})\n", fab.name, m.nicGBps,
-                      m.nicsPerNode > 0 ? fmt::format(", {:g} NICs per node", m.nicsPerNode) : ", one NIC per GPU");
-    for (auto& c : colls)
-      for (int G : gpus) {
-        md += fmt::format("\n### {} on N x {} GPUs\n\n| nodes | size | time us | busbw GB/s | band | NCCL pick (model) | beyond validation |\n"
-                          "|---:|---:|---:|---:|---:|---|---|\n",
-                          c, G);
-        for (int N : g.nodes)
-          for (double S : sizes) {
-            m.nodes = N;
-            m.gpusPerNode = G;
-            auto best = ncclChoose(c, m, S).best;
-            double busbw = S * ncclBusFactor(c, N * G) / (best.timeUs * 1e3);
-            auto b = bandOf(ev, best.algo, S, N);
-            md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} | {} | {} |\n", N, human(S), best.timeUs, busbw,
-                              b.pct >= 0 ? fmt::format("±{:.0f} %", b.pct) : "n/a", pick(best.algo, best.proto),
-                              b.beyond.empty() ? "-" : b.beyond);
-            csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{},{},{},\"{}\"\n", fab.name, N, G, c, static_cast<long long>(S),
-                               best.timeUs, busbw, ncclAlgoInfo(best.algo).name, ncclProtoName(best.proto),
-                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", b.beyond);
-          }
-      }
-  }
-  std::fputs(md.c_str(), stdout);
-  if (!g.out.empty()) {
-    writeOut(g.out, "nccl-projection.md", md);
-    writeOut(g.out, "nccl-projected.csv", csv);
-  }
-  return 0;
-}
-
 }  // namespace
+
 
 CLI::App* addNcclCommands(CLI::App& app) {
   auto* n = app.add_subcommand("nccl", "NCCL's algorithms and protocols calibrated on nccl-tests logs: fit, validate, project");
@@ -513,7 +370,7 @@ CLI::App* addNcclCommands(CLI::App& app) {
 int runNcclCommands(CLI::App*) {
   if (*g.fit) return cmdFit();
   if (*g.val) return cmdValidate();
-  if (*g.prj) return cmdProject();
+  if (*g.prj) return ncclcmd::cmdProject();
   return 2;
 }
 

@@ -9,195 +9,6 @@
 #include <fmt/format.h>
 
 namespace fb::model {
-namespace {
-
-bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
-int floorLog2(int n) {
-  int k = 0;
-  while ((2 << k) <= n) ++k;
-  return n >= 1 ? k : 0;
-}
-int ceilLog2(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-Phase hop(double count, double chunk, const Shape& sh, double interScale) {
-  Phase p;
-  p.count = count;
-  p.chunk = chunk;
-  p.intra = sh.perNode > 1;
-  p.inter = sh.nodes > 1;
-  p.interScale = interScale;
-  return p;
-}
-
-}  // namespace
-
-std::string algoName(Algo a) {
-  switch (a) {
-    case Algo::kRing: return "ring";
-    case Algo::kTree: return "tree";
-    case Algo::kHier: return "hier";
-    case Algo::kRecDoubling: return "recursive-doubling";
-    case Algo::kRabenseifner: return "rabenseifner";
-    case Algo::kRecHalving: return "recursive-halving";
-    case Algo::kBruck: return "bruck";
-    case Algo::kOneShot: return "one-shot";
-    case Algo::kDirect: return "direct";
-  }
-  return "?";
-}
-
-Algo parseAlgo(const std::string& s) {
-  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kHier, Algo::kRecDoubling, Algo::kRabenseifner, Algo::kRecHalving,
-                 Algo::kBruck, Algo::kOneShot, Algo::kDirect})
-    if (lower(s) == algoName(a)) return a;
-  throw InputError(fmt::format("unknown algorithm '{}' (ring, tree, hier, recursive-doubling, rabenseifner, "
-                               "recursive-halving, bruck, one-shot, direct)",
-                               s));
-}
-
-std::optional<Algo> algoOfRow(const Sample& s) {
-  for (const auto& [k, v] : s.extra) {
-    if (k != "algorithm" && k != "algo" && k != "host_algo") continue;
-    std::string t = lower(v);
-    if (t.find("rabenseifner") != std::string::npos) return Algo::kRabenseifner;
-    if (t.find("bruck") != std::string::npos) return Algo::kBruck;
-    if (t.find("recursive halving") != std::string::npos || t.find("recursive-halving") != std::string::npos)
-      return Algo::kRecHalving;
-    if (t.find("recursive doubling") != std::string::npos || t.find("recursive-doubling") != std::string::npos)
-      return Algo::kRecDoubling;
-    if (t.find("one-shot") != std::string::npos || t.find("oneshot") != std::string::npos) return Algo::kOneShot;
-    if (t.find("hier") != std::string::npos) return Algo::kHier;
-    if (t.find("tree") != std::string::npos) return Algo::kTree;
-    if (t.find("ring") != std::string::npos) return Algo::kRing;
-    if (t.find("direct") != std::string::npos || t.find("pairwise") != std::string::npos) return Algo::kDirect;
-  }
-  return std::nullopt;
-}
-
-std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& sh, double S) {
-  const int n = sh.ranks();
-  const int N = sh.nodes, G = sh.perNode;
-  const double R = sh.nics();
-  if (n < 1 || N < 1 || G < 1) throw InputError("the shape needs at least 1 node and 1 rank per node");
-  std::vector<Phase> v;
-  if (n == 1) return v;  // nothing to move
-  const bool ar = coll == "allreduce", ag = coll == "allgather", rs = coll == "reducescatter",
-             p2p = coll == "p2pring";
-  if (!ar && !ag && !rs && !p2p)
-    throw InputError(fmt::format("collective '{}': the model knows allreduce, allgather, reducescatter, p2pring", coll));
-  const double ringScale = 1.0 / std::min<double>(R, G);  // R parallel rings over rails (at most one per rank)
-  auto need = [&](bool ok, const char* what) {
-    if (!ok)
-      throw InputError(fmt::format("algorithm {} does not apply to {} on {} node(s) x {} rank(s): {}", algoName(algo),
-                                   coll, N, G, what));
-  };
-  switch (algo) {
-    case Algo::kRing:
-      if (p2p) v.push_back(hop(1, S, sh, ringScale));
-      else v.push_back(hop((ar ? 2.0 : 1.0) * (n - 1), S / n, sh, ringScale));
-      v.back().interShare = p2p ? 1.0 : static_cast<double>(N - 1) / (n - 1);
-      break;
-    case Algo::kDirect:
-      need(p2p, "direct is the P2P exchange");
-      v.push_back(hop(1, S, sh, 1));
-      break;
-    case Algo::kTree: {
-      need(ar, "trees are for AllReduce");
-      // chain inside the node, double binary tree between nodes; algbw = busbw x 0.5
-      double steps = 2.0 * ((G - 1) + ceilLog2(N));
-      Phase p = hop(steps, 0, sh, 1.0 / std::min<double>(R, 1.0 * G));
-      // bytes: 2 S over the slowest link in total, spread as a per-hop chunk
-      p.chunk = steps > 0 ? 2.0 * S / steps : 0;
-      p.interShare = steps > 0 ? 2.0 * ceilLog2(N) / steps : 0;
-      v.push_back(p);
-      break;
-    }
-    case Algo::kHier: {
-      need(N > 1 && G > 1, "hierarchical needs more than one node and more than one rank per node");
-      Phase intra;
-      intra.intra = true;
-      intra.count = G - 1;
-      intra.chunk = S / G;
-      Phase inter;
-      inter.inter = true;
-      inter.chunk = S / (static_cast<double>(G) * N);
-      inter.interScale = G / R;  // G rails share R NICs
-      inter.count = (ar ? 2.0 : 1.0) * (N - 1);
-      if (p2p) {
-        v.push_back(hop(1, S, sh, ringScale));
-        break;
-      }
-      if (ar) {
-        v.push_back(intra);  // ReduceScatter inside the node
-        v.push_back(inter);  // AllReduce per rail
-        v.push_back(intra);  // AllGather inside the node
-      } else {
-        v.push_back(inter);
-        v.push_back(intra);
-      }
-      break;
-    }
-    case Algo::kRecDoubling: {
-      need(ar || ag, "recursive doubling is for AllReduce and AllGather");
-      int k = floorLog2(n);
-      if (ar) {
-        v.push_back(hop(k, S, sh, 1));
-        if (!isPow2(n)) v.push_back(hop(2, S, sh, 1));
-      } else {
-        need(isPow2(n), "recursive-doubling AllGather needs a power-of-two rank count (Bruck otherwise)");
-        for (int r = 0; r < k; ++r) v.push_back(hop(1, S * (1 << r) / n, sh, 1));
-      }
-      break;
-    }
-    case Algo::kRabenseifner: {
-      need(ar, "Rabenseifner is an AllReduce");
-      int k = floorLog2(n);
-      int p2 = 1 << k;
-      for (int twice = 0; twice < 2; ++twice)
-        for (int r = 1; r <= k; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
-      if (p2 != n) v.push_back(hop(2, S, sh, 1));
-      break;
-    }
-    case Algo::kRecHalving: {
-      need(rs, "recursive halving is a ReduceScatter");
-      int k = floorLog2(n);
-      int p2 = 1 << k;
-      if (p2 != n) v.push_back(hop(1, S, sh, 1));
-      for (int r = 1; r <= k; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
-      if (p2 != n) v.push_back(hop(1, S / n, sh, 1));
-      break;
-    }
-    case Algo::kBruck: {
-      need(ag, "Bruck is an AllGather");
-      int k = ceilLog2(n);
-      for (int r = 0; r < k; ++r) {
-        int blocks = std::min(1 << r, n - (1 << r));
-        v.push_back(hop(1, S * blocks / n, sh, 1));
-      }
-      break;
-    }
-    case Algo::kOneShot:
-      need(ar, "one-shot is an AllReduce");
-      v.push_back(hop(1, (n - 1) * S, sh, 1));
-      break;
-  }
-  return v;
-}
-
-std::vector<Algo> candidateAlgos(const std::string& coll, const Shape& sh) {
-  std::vector<Algo> c{Algo::kRing};
-  if (coll == "allreduce") c.push_back(Algo::kTree);
-  if (coll != "p2pring" && sh.nodes > 1 && sh.perNode > 1) c.push_back(Algo::kHier);
-  return c;
-}
 
 StepsBytes linearCost(const std::vector<Phase>& ph, LinkClass cls) {
   StepsBytes r;
@@ -240,7 +51,7 @@ struct Pt {
   std::size_t bytes;
   double t;
   double steps, bytesOnHop;
-  std::string algo;
+  Algo algo;
 };
 
 // Weighted LS on relative error: minimise sum rho((steps a + bytes b - t) / t) with a, b >= 0, rho =
@@ -334,16 +145,17 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
       continue;
     }
     if (r.bytes == 0 || !(r.timeUs > 0)) continue;
-    Algo a = opt.forceAlgo ? *opt.forceAlgo : algoOfRow(r).value_or(s.coll == "p2pring" ? Algo::kRing : Algo::kRing);
+    Algo a = Algo::kRing;
     std::vector<Phase> ph;
     try {
+      a = opt.forceAlgo ? *opt.forceAlgo : algoOfRow(r).value_or(defaultAlgo(s.coll));
       ph = phases(s.coll, a, sh, static_cast<double>(r.bytes));
     } catch (const InputError& e) {
       out.why = e.what();
       return out;
     }
     auto lc = linearCost(ph, cls);
-    pts.push_back({r.bytes, r.timeUs, lc.steps, lc.bytes, algoName(a)});
+    pts.push_back({r.bytes, r.timeUs, lc.steps, lc.bytes, a});
   }
   std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.bytes < b.bytes; });
   if (static_cast<int>(pts.size()) < opt.minPoints) {
@@ -422,7 +234,7 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
   // Knee: size where the last segment's latency and bandwidth terms are equal (bisection in log size).
   {
     const auto& sg = out.segs.back();
-    Algo a = opt.forceAlgo ? *opt.forceAlgo : Algo::kRing;
+    Algo a = opt.forceAlgo ? *opt.forceAlgo : defaultAlgo(s.coll);
     auto diff = [&](double S) {
       auto lc = linearCost(phases(s.coll, a, sh, S), cls);
       return lc.steps * sg.alphaUs - lc.bytes * sg.betaUsPerByte;
@@ -481,11 +293,11 @@ Link linkFromSpec(const Spec& s, double eff, double lat) {
 
 // ---- projection ------------------------------------------------------------------------------
 
+// nccl-tests' busbw / algbw, from the collective's descriptor (lib/collectives).
 double busbwFactor(const std::string& coll, int n) {
-  if (n <= 1) return coll == "p2pring" ? 1 : 0;
-  if (coll == "allreduce") return 2.0 * (n - 1) / n;
-  if (coll == "allgather" || coll == "reducescatter") return static_cast<double>(n - 1) / n;
-  return 1;
+  auto k = fb::parseCollKind(coll);
+  if (!k) throw InputError(fmt::format("collective '{}': no bus factor known", coll));
+  return fb::busBwFactor(*k, std::max(1, n));
 }
 
 double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, const Inputs& in) {

@@ -33,10 +33,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "collectives/spec.h"
 #include "report/import.h"
 #include "report/summary.h"
 
@@ -46,13 +48,6 @@ namespace fb::model {
 using fb::InputError;
 
 enum class Algo { kRing, kTree, kHier, kRecDoubling, kRabenseifner, kRecHalving, kBruck, kOneShot, kDirect };
-std::string algoName(Algo a);
-// "ring", "tree", "hier", "recursive-doubling", "rabenseifner", "recursive-halving", "bruck",
-// "one-shot", "direct"; throws InputError on anything else.
-Algo parseAlgo(const std::string& s);
-// The algorithm a row says it used (extra "algorithm"/"algo" text: "ring (pull ...)", "one-shot LL",
-// "recursive doubling", "Rabenseifner", "Bruck", "recursive halving"); nullopt when it says nothing.
-std::optional<Algo> algoOfRow(const Sample& s);
 
 enum class LinkClass { kIntra, kInter };
 
@@ -73,13 +68,42 @@ struct Shape {
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : perNode; }
 };
 
-// The phases of `algo` for collective `coll` (allreduce, allgather, reducescatter, p2pring) of S bytes.
-// Throws InputError when the algorithm does not exist for that collective or shape (tree for
-// AllGather, hierarchical on one node).
+// One row per algorithm of the model (as lib/collectives has one descriptor per collective): its
+// name and the other spellings a row may use, the collectives it implements and on which shapes,
+// whether a projection or a validation considers it, and its phases. lib/model/algorithms.cc.
+struct AlgoDescriptor {
+  Algo id;
+  std::string_view name;                  // --algo, CSV and table cells: "recursive-doubling"
+  std::vector<std::string_view> aliases;  // other spellings a row's algorithm text may start with
+  std::vector<fb::CollKind> colls;        // collectives it implements
+  // Shape rule: nullptr when the algorithm runs on this shape, else why not (one clause).
+  const char* (*unfit)(fb::CollKind, const Shape&) = nullptr;
+  std::vector<fb::CollKind> projected;    // project() considers it for these (a library's own choice)
+  std::vector<fb::CollKind> hostFormula;  // validate tries it on rows that name no algorithm
+  std::vector<Phase> (*phases)(fb::CollKind, const Shape&, double bytes) = nullptr;
+  std::string_view summary;               // what it moves, for --help and the docs
+};
+const std::vector<AlgoDescriptor>& algoTable();
+const AlgoDescriptor& describeAlgo(Algo a);
+std::string algoName(Algo a);
+// A name or alias (any case); throws InputError listing the names.
+Algo parseAlgo(const std::string& s);
+// The algorithm a row names in its "algorithm"/"algo"/"host_algo" detail: the longest name or alias
+// the text starts with, followed by its end, a space or '(' ("ring (pull ...)", "one-shot LL",
+// "Rabenseifner (...)", "recursive doubling"); nullopt when it names none.
+std::optional<Algo> algoOfRow(const Sample& s);
+// The algorithm assumed for a row of `coll` that names none: the first row of the table implementing it.
+Algo defaultAlgo(const std::string& coll);
+
+// The phases of `algo` for collective `coll` (allreduce, allgather, reducescatter, p2pring, alltoall,
+// broadcast) of S bytes. Throws InputError when the algorithm does not exist for that collective or
+// shape (tree for AllGather, hierarchical on one node).
 std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& shape, double bytes);
 // Algorithms a user's library would consider for this collective and shape (NCCL: ring, tree for
-// AllReduce, hierarchical when N > 1 and G > 1).
+// AllReduce, hierarchical when N > 1 and G > 1; the table's `projected`).
 std::vector<Algo> candidateAlgos(const std::string& coll, const Shape& shape);
+// Formulas a host library may have used for rows that name no algorithm (the table's `hostFormula`).
+std::vector<Algo> hostFormulas(const std::string& coll, const Shape& shape);
 // Single link class: total hops and bytes (t = steps a + bytes b).
 struct StepsBytes {
   double steps = 0, bytes = 0;
@@ -100,7 +124,7 @@ struct FitPoint {
   std::size_t bytes = 0;
   double measuredUs = 0, fittedUs = 0, errPct = 0;  // (fitted - measured) / measured x 100
   int segment = 0;
-  std::string algo;
+  Algo algo = Algo::kRing;
 };
 
 struct HopFit {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <functional>
 #include <map>
@@ -24,26 +25,6 @@ int log2i(int n) {
   return n >= 1 ? k : 0;
 }
 
-// tuning.cc (2.2x): base latency [algo][LL, LL128, Simple] and per-hop latency by link type.
-struct Lat {
-  double base[3], nvl[3], pci[3], net[3];
-};
-const Lat& latOf(NcclAlgo a) {
-  static const Lat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
-  static const Lat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
-  static const Lat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
-  static const Lat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
-  static const Lat cnDirect{{0, 0, 0}, {0, 0, 3.7}, {0, 0, 3.7}, {0, 0, 31}};
-  static const Lat cnChain{{0, 0, 0}, {0, 0, 2.8}, {0, 0, 2.8}, {0, 0, 30}};
-  switch (a) {
-    case NcclAlgo::kTree: return tree;
-    case NcclAlgo::kNvls: return nvls;
-    case NcclAlgo::kNvlsTree: return nvlsTree;
-    case NcclAlgo::kCollNetDirect: return cnDirect;
-    case NcclAlgo::kCollNetChain: return cnChain;
-    default: return ring;  // Ring, PAT and P2P take the ring's per-hop figures
-  }
-}
 // Hopper per-channel maxima (tuning.cc perChMaxRingLL128Bws / perChMaxTreeBws / perChMaxTreeLL128Bws).
 constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128 = 36.7, kPerChTree = 38.7;
 
@@ -53,24 +34,35 @@ double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
 }  // namespace
 
 const std::vector<NcclAlgoInfo>& ncclAlgos() {
+  // tuning.cc (2.2x) latencies: base [LL, LL128, Simple], then per hop over NVLink, PCI, network.
+  static const NcclLat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+  static const NcclLat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
+  static const NcclLat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
+  static const NcclLat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
+  static const NcclLat cnDirect{{0, 0, 0}, {0, 0, 3.7}, {0, 0, 3.7}, {0, 0, 31}};
+  static const NcclLat cnChain{{0, 0, 0}, {0, 0, 2.8}, {0, 0, 2.8}, {0, 0, 30}};
   static const std::vector<NcclAlgoInfo> t = {
       {NcclAlgo::kRing, "Ring", {"ring"}, {"allreduce", "allgather", "reducescatter", "broadcast", "reduce"},
        false, false, false, false, false,
-       "a ring per channel through every rank; AllReduce 2(n-1) steps of S/n, AllGather/ReduceScatter n-1"},
+       "a ring per channel through every rank; AllReduce 2(n-1) steps of S/n, AllGather/ReduceScatter n-1", false, ring},
       {NcclAlgo::kTree, "Tree", {"tree"}, {"allreduce"}, true, false, false, false, false,
-       "chain inside the node, double binary tree between nodes: reduce up, broadcast down, S/2 per tree"},
+       "chain inside the node, double binary tree between nodes: reduce up, broadcast down, S/2 per tree", false, tree},
       {NcclAlgo::kNvls, "NVLS", {"nvls"}, {"allreduce"}, false, true, true, false, false,
-       "NVSwitch multicast and in-switch reduction inside one node"},
+       "NVSwitch multicast and in-switch reduction inside one node", true, nvls},
       {NcclAlgo::kNvlsTree, "NVLSTree", {"nvlstree", "nvls_tree"}, {"allreduce"}, true, false, true, false, false,
-       "NVLS inside each node, a tree between nodes"},
+       "NVLS inside each node, a tree between nodes", true, nvlsTree},
       {NcclAlgo::kCollNetDirect, "CollNetDirect", {"collnetdirect", "collnet_direct", "collnet", "sharp"},
-       {"allreduce"}, true, false, false, true, false, "in-network reduction (SHARP): each node sends and receives S once"},
+       {"allreduce"}, true, false, false, true, false, "in-network reduction (SHARP): each node sends and receives S once",
+       true, cnDirect},
       {NcclAlgo::kCollNetChain, "CollNetChain", {"collnetchain", "collnet_chain"}, {"allreduce"}, true, false, false,
-       true, false, "a chain inside the node into the in-network reduction"},
+       true, false, "a chain inside the node into the in-network reduction", true, cnChain},
       {NcclAlgo::kPat, "PAT", {"pat"}, {"allgather", "reducescatter"}, true, false, false, false, true,
-       "parallel aggregated trees, one rank per node: log2(n) steps"},
+       "parallel aggregated trees, one rank per node: log2(n) steps", true, ring},
       {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
-       "point-to-point sends; per node the off-node bytes over its NICs"},
+       "point-to-point sends; per node the off-node bytes over its NICs", true, ring},
+      {NcclAlgo::kLocal, "Local", {"local"},
+       {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv", "p2pring"}, false, true,
+       false, false, false, "one rank: out of place a device copy of S, in place nothing", true, ring, true},
   };
   return t;
 }
@@ -102,16 +94,16 @@ NcclProto parseNcclProto(const std::string& s) {
 std::string ncclProtoName(NcclProto p) { return p == NcclProto::kLL ? "LL" : p == NcclProto::kLL128 ? "LL128" : "Simple"; }
 
 double ncclBusFactor(const std::string& coll, int n) {
-  if (coll == "sendrecv" || coll == "p2pring") return 1;
   if (coll == "reduce") return n > 1 ? 1 : 0;  // nccl-tests' reduce_perf (no descriptor here)
-  auto k = fb::parseCollKind(coll);
+  auto k = fb::parseCollKind(coll);          // sendrecv is p2pring's alias
   if (!k) throw InputError(fmt::format("collective '{}': no bus factor known", coll));
-  return n <= 1 ? 0 : fb::busBwFactor(*k, n);
+  return fb::busBwFactor(*k, std::max(1, n));  // the descriptors' (n-1)/n factors give 0 at one rank
 }
 
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   const auto& i = ncclAlgoInfo(a);
   if (std::find(i.colls.begin(), i.colls.end(), coll) == i.colls.end()) return false;
+  if (i.oneRank != (m.ranks() == 1)) return false;
   if (i.multiNode && m.nodes < 2) return false;
   if (i.singleNode && m.nodes != 1) return false;
   if (i.needsNvls && (m.nvlsGBps <= 0 || m.gpusPerNode < 2)) return false;
@@ -120,26 +112,26 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   return true;
 }
 
-// tuning.cc's treeCorrectionFactor: trees fall below the model at medium sizes; a static factor per
-// protocol and power of two of size/64 B (64 B .. 128 MiB), 1 above.
+// tuning.cc's treeCorrectionFactor (the same table from NCCL 2.18 to 2.29): trees fall below the model
+// at medium sizes; a static factor per protocol and power of two of size/64 B (64 B .. 256 MiB), 1 above.
 static double treeCorrection(NcclProto p, double S) {
-  static const double k[3][22] = {
-      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
-  const int logSize = S >= 128 ? static_cast<int>(std::floor(std::log2(S / 64))) : 0;
-  return logSize < 22 ? k[static_cast<int>(p)][logSize] : 1.0;
+  static const double k[3][23] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+  if (S < 64) return 1.0;  // log2i(0): no correction
+  const int logSize = static_cast<int>(std::floor(std::log2(S / 64)));
+  return logSize < 23 ? k[static_cast<int>(p)][logSize] : 1.0;
 }
 
 std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
   if (!ncclApplies(a, coll, m)) return std::nullopt;
-  const bool simpleOnly = a == NcclAlgo::kNvls || a == NcclAlgo::kNvlsTree || a == NcclAlgo::kCollNetDirect ||
-                          a == NcclAlgo::kCollNetChain || a == NcclAlgo::kPat || a == NcclAlgo::kP2p;
-  if (simpleOnly && p != NcclProto::kSimple) return std::nullopt;
+  const NcclAlgoInfo& info = ncclAlgoInfo(a);
+  if (info.simpleOnly && p != NcclProto::kSimple) return std::nullopt;
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
   const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
   const int pi = static_cast<int>(p);
-  const Lat& L = latOf(a);
+  const NcclLat& L = info.lat;
   const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;
@@ -176,8 +168,20 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, nic * std::max(1.0, R / G));
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
+    case NcclAlgo::kLocal:
+      bw = m.copyGBps;
+      lat = m.copyLatUs;
+      break;
   }
-  if (p == NcclProto::kLL) bw = bw / (a == NcclAlgo::kRing ? 4.0 : 3.8) * m.effLL;
+  if (a == NcclAlgo::kTree && ar) bw *= 0.92;  // tuning.cc: Tree AllReduce busBw x .92, before the protocols
+  if (p == NcclProto::kLL) {
+    // tuning.cc: Ring LL = busBw x 0.5 since 2.21 (x 1/4 for AllReduce or multi-node, 1/3 otherwise, before).
+    const bool oldLL = m.ncclVersion > 0 && m.ncclVersion < 22100;
+    const double ringLL = oldLL ? (N > 1 || ar || coll == "reduce" ? 0.25 : 1.0 / 3) : 0.5;
+    bw = bw * (a == NcclAlgo::kRing ? ringLL : 1 / 3.8) * m.effLL;
+    // tuning.cc's llMaxBws: one node by GPU (Hopper 141 GB/s), more by CPU (Intel x86: 39 on 2 nodes, 20.4 beyond).
+    bw = std::min(bw, N == 1 ? 141.0 : N == 2 ? 39.0 : 20.4);
+  }
   if (p == NcclProto::kLL128) {
     double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
     bw *= k * m.effLL128;
@@ -191,7 +195,8 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   c.proto = p;
   c.latUs = lat;
   c.busbwGBps = bw;
-  c.timeUs = lat + (f > 0 ? S * f / (bw * 1e3) : 0);
+  c.timeUs = a == NcclAlgo::kLocal ? std::max(m.launchUs, lat + S / (bw * 1e3)) : lat + (f > 0 ? S * f / (bw * 1e3) : 0);
+  if (a == NcclAlgo::kLocal) c.busbwGBps = 0;  // nothing crosses a link
   return c;
 }
 
@@ -220,7 +225,13 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
   std::string k = lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
-  else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+  else if (k == "nccl" || k == "nccl_version") {
+    // "2.18.3" -> 21803
+    int a = 0, b = 0, c = 0;
+    if (std::sscanf(val.c_str(), "%d.%d.%d", &a, &b, &c) < 2 || a < 2 || b < 0 || c < 0)
+      throw InputError(fmt::format("{}={}: expected an NCCL version such as 2.18.3", key, val));
+    r.ncclVersion = a * 10000 + b * 100 + c;
+  } else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
     try {
       r.channels = std::stoi(val);
     } catch (...) {
@@ -265,6 +276,8 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
+        applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
     std::size_t pos = 0;
     while (pos < given.size()) {
@@ -287,6 +300,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   m.nodes = r.nodes;
   m.gpusPerNode = r.gpusPerNode;
   if (r.channels > 0) m.channels = r.channels;
+  m.ncclVersion = r.ncclVersion;
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
@@ -298,7 +312,8 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
     p.errPct = (p.modelUs - p.measuredUs) / p.measuredUs * 100;
     p.algo = ch.best.algo;
     p.proto = ch.best.proto;
-    p.noisy = row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
+    // One rank: in place does nothing, out of place copies; their difference is no noise.
+    p.noisy = m.ranks() > 1 && row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
     pts.push_back(p);
   }
   return pts;
@@ -396,20 +411,40 @@ std::vector<double> coordinateSweep(const std::function<double(const std::vector
 }
 }  // namespace
 
-NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
+NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
   if (runs.empty()) throw InputError("calibration needs at least one measured run");
-  bool single = false, multi = false, allreduce = false;
+  // The node's ring rate comes from the node's own runs: with single- and multi-node runs, the
+  // single-node ones are fitted first and their ring rate is kept, since a multi-node Ring run
+  // measures min(node ring, NICs) and cannot say which of the two binds.
+  NcclMachine prior = priorIn;
+  std::vector<NcclRun> singles;
+  for (const auto& r : runs)
+    if (r.nodes == 1 && r.gpusPerNode > 1) singles.push_back(r);
+  const bool twoStage = !singles.empty() && singles.size() < runs.size();
+  if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
+  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false;
   for (const auto& r : runs) {
+    oneRank |= r.nodes * r.gpusPerNode == 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
     allreduce |= r.coll == "allreduce";
+    // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
+    // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
+    // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
+    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 &&
+                              (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
-  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, false},
-                           {"effLL", &NcclMachine::effLL, 0.1, 1.5, false},
-                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.5, false}};
-  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, false});
-  if (multi) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
-  if (single) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
+  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true},
+                           {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false}};
+  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
+  if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
+  if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
+  if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
+  if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});
   if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
   auto machineAt = [&](const std::vector<double>& x) {
     NcclMachine m = prior;
@@ -438,6 +473,7 @@ NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs
   fit.machine.nodes = runs.front().nodes;
   fit.machine.gpusPerNode = runs.front().gpusPerNode;
   for (auto& p : ps) fit.freed.push_back(p.name);
+  if (twoStage) fit.freed.push_back("ringIntraGBps (on the single-node runs)");
   for (const auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);
     fit.points.insert(fit.points.end(), pts.begin(), pts.end());

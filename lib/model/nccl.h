@@ -16,7 +16,11 @@
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
 //   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
 //   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs.
-// Protocols: LL = busbw / 4 (ring) or / 3.8 (tree); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
+//   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
+//              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.
+// Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
+// else / 3) or / 3.8 (tree), capped at tuning.cc's llMaxBw (141 GB/s on one Hopper node, 39 on 2
+// nodes, 20.4 on more: the Intel x86 rows); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
 // with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
 // efficiency. Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
 // maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
@@ -30,10 +34,16 @@
 
 namespace fb::model {
 
-enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p };
+enum class NcclAlgo { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain, kPat, kP2p, kLocal };
 enum class NcclProto { kLL, kLL128, kSimple };
 
-// One place per NCCL algorithm: name, aliases (NCCL_ALGO spellings), collectives, shapes.
+// tuning.cc's latencies of one algorithm, us: base [LL, LL128, Simple] and per hop by link type.
+struct NcclLat {
+  double base[3], nvl[3], pci[3], net[3];
+};
+
+// One place per NCCL algorithm: name, aliases (NCCL_ALGO spellings), collectives, shapes, protocols,
+// latencies (ncclCost holds the bandwidth of each, by its id).
 struct NcclAlgoInfo {
   NcclAlgo id;
   std::string name;                  // "Ring", "Tree", "NVLS", "NVLSTree", "CollNetDirect", ...
@@ -43,6 +53,9 @@ struct NcclAlgoInfo {
   bool needsNvls = false, needsCollNet = false;
   bool onePerNode = false;           // only with one rank per node (PAT)
   std::string phases;                // what it moves, for the docs and --help
+  bool simpleOnly = false;           // only the Simple protocol (NVLS, NVLSTree, CollNet, PAT, P2P)
+  NcclLat lat{};                     // tuning.cc (2.2x); PAT and P2P take the ring's
+  bool oneRank = false;              // only on a single rank (Local), where every other row does not apply
 };
 const std::vector<NcclAlgoInfo>& ncclAlgos();
 const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a);
@@ -64,6 +77,10 @@ struct NcclMachine {
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
   double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors
   int channels = 0;              // known channel count; 0 = not capped
+  // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
+  // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy.
+  double launchUs = 6, copyLatUs = 3, copyGBps = 2000;
+  int ncclVersion = 0;           // NCCL_VERSION_CODE of the run (22203 = 2.22.3); 0 = unknown, taken as the newest
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }
   int ranks() const { return nodes * gpusPerNode; }
 };
@@ -98,6 +115,7 @@ struct NcclRun {
   int nodes = 1, gpusPerNode = 1;
   NcclForce force;
   int channels = 0;
+  int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
   };
@@ -125,9 +143,11 @@ struct NcclFitOptions {
   double priorWeight = 0.01;     // pull of the spec priors (per squared log ratio): breaks ties where the data say nothing
 };
 // Calibrates the machine's free parameters to the runs (relative squared log error, Nelder-Mead in
-// log space, bounded). Intra bandwidths are free only when a single-node run is given; the per-NIC
-// rate only when a multi-node run is; both keep a prior pull towards `prior` (the spec defaults),
-// since a 2-node tree run that NVLS caps says nothing about the NICs.
+// log space, bounded). The node's ring rate is free only when a single-node run is given (and is
+// then fitted on the single-node runs alone); the per-NIC rate only when a multi-node run that NVLS
+// cannot cap is (a 2-node default on NVSwitch nodes says nothing about the NICs). Rates and latency
+// scales keep a weak pull towards `prior` (the spec defaults, tuning.cc's latencies) where the data
+// say nothing; LL/LL128 efficiencies are at most 1.
 NcclFit ncclCalibrate(const NcclMachine& prior, const std::vector<NcclRun>& runs, const NcclFitOptions& opt = {});
 // Model vs measured at every size of a run, with the machine reshaped to the run.
 std::vector<NcclFitPoint> ncclPredict(const NcclMachine& m, const NcclRun& r);

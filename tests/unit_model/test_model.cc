@@ -148,6 +148,69 @@ TEST_CASE("hierarchical and two-level ring, hand-computed", "[model][formula]") 
   CHECK_THROWS_AS(project("allreduce", Shape{0, 1, 0}, 1e6, in), InputError);
 }
 
+TEST_CASE("alltoall and broadcast in the host model, hand-computed", "[model][formula]") {
+  Inputs in;
+  in.inter = link(10, 1.0);  // 10 us per hop, 1e-3 us per byte
+  Shape sh{4, 1, 0};
+  // AllToAll, 4 ranks, pairwise: 3 hops of S/4 = 1e6 B: 3 x (10 + 1000) = 3030 us
+  CHECK(timeOf("alltoall", Algo::kDirect, sh, 4e6, in) == Approx(3030));
+  auto a2a = project("alltoall", sh, 4e6, in);
+  CHECK(a2a.algo == Algo::kDirect);
+  REQUIRE(a2a.candidates.size() == 1);
+  // busbw = algbw x (n-1)/n: 4e6 B / 3030 us = 1.3201 GB/s x 0.75
+  CHECK(a2a.busbwGBps == Approx(4e6 / 3030 / 1e3 * 0.75));
+  // 2 nodes x 4 ranks, one NIC, step-synchronous: 7 steps of S/8 = 1e6 B; the 4 ranks of a node share
+  // the NIC: each step max(intra 2 + 1e6 x 1e-5, inter 10 + 4 x 1e6 x 1e-3) = 4010 -> 28070 us
+  Inputs two = in;
+  two.intra = link(2, 100.0);
+  two.pipelined = false;
+  CHECK(timeOf("alltoall", Algo::kDirect, Shape{2, 4, 1}, 8e6, two) == Approx(7 * 4010));
+  // Broadcast, 4 ranks, 4 MiB: a chain of P = 4 pieces of 1 MiB: P + n - 2 = 6 hops of 1048576 B
+  CHECK(timeOf("broadcast", Algo::kRing, sh, 4194304, in) == Approx(6 * (10 + 1048.576)));
+  // 1000 B: one piece, 3 hops of 1000 B = 3 x (10 + 1) = 33 us
+  CHECK(timeOf("broadcast", Algo::kRing, sh, 1000, in) == Approx(33));
+  auto bc = project("broadcast", sh, 4194304, in);
+  CHECK(bc.algo == Algo::kRing);
+  CHECK(bc.busbwGBps == Approx(bc.algbwGBps));  // busbw factor 1
+  // rows that name no algorithm: the first row of the table implementing the collective
+  CHECK(defaultAlgo("alltoall") == Algo::kDirect);
+  CHECK(defaultAlgo("broadcast") == Algo::kRing);
+  CHECK(defaultAlgo("allgather") == Algo::kRing);
+  CHECK_THROWS_AS(phases("alltoall", Algo::kRing, sh, 1e6), InputError);
+  CHECK_THROWS_AS(phases("broadcast", Algo::kTree, sh, 1e6), InputError);
+  CHECK_THROWS_AS(phases("gather", Algo::kRing, sh, 1e6), InputError);
+}
+
+TEST_CASE("bus factors come from the collective descriptors", "[model][formula]") {
+  for (auto k : fb::allCollKinds()) {
+    const std::string name(fb::collName(k));
+    for (int n : {1, 2, 3, 8, 64}) {
+      INFO(name << " n=" << n);
+      CHECK(busbwFactor(name, n) == Approx(fb::describe(k).busBwFactor(n)));
+    }
+  }
+  // hand-computed: nccl-tests PERFORMANCE.md
+  CHECK(busbwFactor("allreduce", 8) == Approx(1.75));
+  CHECK(busbwFactor("allgather", 8) == Approx(0.875));
+  CHECK(busbwFactor("alltoall", 4) == Approx(0.75));
+  CHECK(busbwFactor("broadcast", 4) == Approx(1));
+  CHECK(busbwFactor("allreduce", 1) == Approx(0));
+  CHECK(busbwFactor("p2pring", 1) == Approx(1));
+  CHECK_THROWS_AS(busbwFactor("gather", 4), InputError);
+}
+
+TEST_CASE("fit recovers alpha and beta of an exact 3-node AllToAll", "[model][fit]") {
+  const double a = 5, gbps = 2;  // 5 us per hop, 2 GB/s: 2 hops of S/3
+  std::vector<std::pair<std::size_t, double>> pts;
+  for (std::size_t b = 3 << 12; b <= (3u << 24); b *= 2) pts.push_back({b, 2 * (a + b / 3.0 * 1e-3 / gbps)});
+  auto f = fitSeries(series("alltoall", 3, 3, pts));
+  REQUIRE(f.usable);
+  REQUIRE(f.segs.size() == 1);
+  CHECK(f.segs[0].alphaUs == Approx(a).epsilon(1e-6));
+  CHECK(f.segs[0].gbps() == Approx(gbps).epsilon(1e-6));
+  CHECK(f.points.front().algo == Algo::kDirect);
+}
+
 TEST_CASE("fit recovers per-hop alpha and beta from an exact 2-node curve and projects 4 nodes", "[model][fit]") {
   const double a = 80, gbps = 0.118;  // 80 us per hop, 118 MB/s
   std::vector<std::pair<std::size_t, double>> pts;
@@ -344,7 +407,22 @@ TEST_CASE("algorithm named by the row", "[model][algo]") {
   CHECK(*algoOfRow(s) == Algo::kRecDoubling);
   s.extra = {{"algorithm", "Bruck"}};
   CHECK(*algoOfRow(s) == Algo::kBruck);
+  s.extra = {{"algorithm", "recursive-halving"}};
+  CHECK(*algoOfRow(s) == Algo::kRecHalving);
+  s.extra = {{"algorithm", "pairwise"}};
+  CHECK(*algoOfRow(s) == Algo::kDirect);
+  // a name inside other text is not a name: the row's text starts with it or names none
+  s.extra = {{"algorithm", "nvls_tree"}};
+  CHECK_FALSE(algoOfRow(s).has_value());
+  s.extra = {{"algorithm", "ringleader"}};
+  CHECK_FALSE(algoOfRow(s).has_value());
   CHECK_THROWS_AS(parseAlgo("butterfly"), InputError);
+  // every row of the table: its name and aliases parse back to it
+  for (const auto& d : algoTable()) {
+    CHECK(parseAlgo(std::string(d.name)) == d.id);
+    CHECK(algoName(d.id) == d.name);
+    for (auto al : d.aliases) CHECK(parseAlgo(std::string(al)) == d.id);
+  }
 }
 
 // ---- importers on the real nccl-tests 2.19.6 logs from the 2xH200 host ----
@@ -469,6 +547,26 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
     CHECK(r.text.find(c.expect) != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
   }
+  std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed", "[tool]") {
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_a2a_" + std::to_string(::getpid()));
+  auto r = tool("project --inter spec:ib-ndr,eff=0.5,lat=10 --nodes 4 --coll alltoall,broadcast --sizes 4M --no-plots -o " +
+                tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  auto table = fb::readCsvTable(tmp + "/projected.csv");
+  REQUIRE(table.size() == 3);  // header + one row per collective
+  std::map<std::string, std::pair<std::string, double>> got;  // coll -> (algo, time)
+  for (std::size_t i = 1; i < table.size(); ++i) got[table[i][2]] = {table[i][8], std::stod(table[i][9])};
+  // 50 GB/s x 0.5 = 25 GB/s: 4e-5 us per byte, 10 us per hop, 4 nodes x 1 rank, 4 MiB
+  // AllToAll pairwise: 3 hops of 1 MiB = 3 x (10 + 41.94304) = 155.829 us
+  CHECK(got["alltoall"].first == "direct");
+  CHECK(got["alltoall"].second == Approx(155.82912).margin(0.001));
+  // Broadcast chain: 4 pieces of 1 MiB, 4 + 4 - 2 = 6 hops = 311.658 us
+  CHECK(got["broadcast"].first == "ring");
+  CHECK(got["broadcast"].second == Approx(311.65824).margin(0.001));
   std::filesystem::remove_all(tmp);
 }
 

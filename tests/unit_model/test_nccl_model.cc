@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "collectives/spec.h"
 #include "model/nccl.h"
 
 using namespace fb::model;
@@ -32,8 +33,19 @@ TEST_CASE("nccl ring: tuning.cc latency and the NICs' bandwidth", "[nccl]") {
   const double S = 1 << 30, f = 2.0 * 15 / 16;
   // Simple: 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us; bandwidth min(360, 8 x 48 = 384) = 360
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, S) == Approx(131.6 + S * f / 360e3));
-  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 / 4
-  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 90e3));
+  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 x 0.5 = 180 (NCCL >= 2.21), capped at llMaxBw 39 on 2 nodes
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 39e3));
+  // one node: 180 capped at 141 (Hopper); before 2.21 360 / 4 = 90
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(1, 8), S)->busbwGBps == Approx(141));
+  auto old = h100(1, 8);
+  old.ncclVersion = 21803;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, old, S)->busbwGBps == Approx(90));
+  // more than 2 nodes: 20.4
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(4, 8), S)->busbwGBps == Approx(20.4));
+  // one node, AllGather, before 2.21: / 3
+  auto old1 = h100(1, 8);
+  old1.ncclVersion = 21803;
+  CHECK(ncclCost("allgather", NcclAlgo::kRing, NcclProto::kLL, old1, S)->busbwGBps == Approx(120));
   // LL128: 14 + 28 x 1.9 + 2 x 4 = 75.2 us; 360 x 0.92
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, S) == Approx(75.2 + S * f / (360 * 0.92e3)));
   // AllGather: 15 steps, 1 between nodes: 8.4 + 14 x 3.4 + 14 = 70 us; factor 15/16
@@ -52,26 +64,31 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   m.ringIntraGBps = 1000;
   m.nvlsGBps = 1000;
   const double f = 2.0 * 15 / 16;
-  // 2 nodes: 2 tree edges per node: busbw = 8 x 48 x f x 2 / 2 = 720 GB/s, above the NICs' 384
+  // 2 nodes: 2 tree edges per node: busbw = 8 x 48 x f x 2 / 2 = 720 GB/s, above the NICs' 384,
+  // times tuning.cc's 0.92 for Tree AllReduce = 662.4
   auto tr = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9);
-  CHECK(tr->busbwGBps == Approx(384 * f));
+  CHECK(tr->busbwGBps == Approx(384 * f * 0.92));
   // latency 8.4 + 2 (7 x 4 + 1 x 14) = 92.4 us
   CHECK(tr->latUs == Approx(92.4));
-  // 8 nodes: 4 edges: 384 x f' x 2 / 4, f' = 2 x 63 / 64; latency 8.4 + 2 (7 x 4 + 3 x 14) = 148.4
+  // 8 nodes: 4 edges: 384 x f' x 2 / 4 x 0.92, f' = 2 x 63 / 64; latency 8.4 + 2 (7 x 4 + 3 x 14) = 148.4
   auto m8 = m;
   m8.nodes = 8;
   auto t8 = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m8, 1e9);
-  CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2));
+  CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2 * 0.92));
   CHECK(t8->latUs == Approx(148.4));
   // NVLSTree capped by NVLS: 2 x (25 + 1 x 14) = 78 us
   m.nvlsGBps = 470;
   auto nt = ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1e9);
   CHECK(nt->busbwGBps == Approx(470));
   CHECK(nt->latUs == Approx(78));
-  // protocols: tree LL = / 3.8, LL128 = x 120/128 on more than one node
-  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(std::min(1000.0, 384 * f) / 3.8));
+  // protocols: tree LL = / 3.8 capped at llMaxBw (39 on 2 nodes), LL128 = x 120/128 on more than one node
+  // (each after the x 0.92)
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(39));
+  m.ringIntraGBps = 100;  // below the cap: 100 x 0.92 / 3.8
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, m, 1e9)->busbwGBps == Approx(100 * 0.92 / 3.8));
+  m.ringIntraGBps = 1000;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1e9)->busbwGBps ==
-        Approx(std::min(1000.0, 384 * f) * 120 / 128));
+        Approx(std::min(1000.0, 384 * f) * 0.92 * 120 / 128));
   // NVLS and NVLSTree are Simple only; NVLS only on one node
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kLL, m, 1e9));
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9));
@@ -88,9 +105,12 @@ TEST_CASE("nccl tree: tuning.cc's correction factor at medium sizes", "[nccl]") 
   auto big = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1e9)->busbwGBps;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(0.5 * big));
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1 << 20)->busbwGBps ==
-        Approx(0.6 * std::min(360.0, 384 * f) * 120 / 128));
-  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.6
-  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.6 * big));
+        Approx(0.6 * std::min(360.0, 384 * f) * 0.92 * 120 / 128));
+  // 8 MiB: log2(2^23 / 64) = 17 -> Simple 0.8, LL128 0.9; 256 MiB: index 22 -> Simple 0.9 (tuning.cc 2.18-2.29)
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 8 << 20)->busbwGBps == Approx(0.8 * big));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 8 << 20)->busbwGBps ==
+        Approx(0.9 * std::min(360.0, 384 * f) * 0.92 * 120 / 128));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m, 256 << 20)->busbwGBps == Approx(0.9 * big));
   // NVLSTree is not corrected
   CHECK(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1 << 20)->busbwGBps == Approx(480));
 }
@@ -148,6 +168,13 @@ TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channe
   CHECK_THROWS_AS(parseNcclProto("LL64"), fb::InputError);
   CHECK(ncclBusFactor("alltoall", 16) == Approx(15.0 / 16));
   CHECK(ncclBusFactor("broadcast", 16) == Approx(1));
+  // the descriptors' factors (sendrecv = p2pring's alias); nccl-tests' reduce has none: 1
+  CHECK(ncclBusFactor("sendrecv", 2) == Approx(1));
+  CHECK(ncclBusFactor("p2pring", 1) == Approx(1));
+  CHECK(ncclBusFactor("allreduce", 1) == Approx(0));
+  CHECK(ncclBusFactor("allreduce", 16) == Approx(fb::busBwFactor(fb::CollKind::kAllReduce, 16)));
+  CHECK(ncclBusFactor("reduce", 4) == Approx(1));
+  CHECK_THROWS_AS(ncclBusFactor("gather", 4), fb::InputError);
 }
 
 TEST_CASE("nccl calibration recovers the machine that made the curves", "[nccl]") {
@@ -204,4 +231,38 @@ TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nc
   // 8 GiB: 24612.6 us measured (the log's out-of-place time)
   CHECK(pts.back().measuredUs == Approx(24612.6));
   CHECK(std::fabs(pts.back().errPct) < 3);
+}
+
+TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)", "[nccl]") {
+  auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x1-nccl-tests-allreduce-g1.log");
+  auto runs = ncclRunsOf(rd);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].nodes == 1);
+  CHECK(runs[0].gpusPerNode == 1);
+  REQUIRE(runs[0].rows.size() == 28);  // 8 B .. 1 GiB, factor 2
+  CHECK(runs[0].rows.back().timeUs == Approx(508.65));  // out of place
+  CHECK(runs[0].rows.back().inPlaceUs == Approx(0.73));
+  // one rank: only Local applies, busbw 0; defaults: launch 6 us, copy 3 us + S at 2000 GB/s:
+  // 1e9 B: max(6, 3 + 1e9 / 2e6) = 503 us; 1 MB: max(6, 3 + 0.5) = 6 us
+  NcclMachine one;
+  one.gpusPerNode = 1;
+  auto c = ncclChoose("allreduce", one, 1e9);
+  CHECK(c.all.size() == 1);
+  CHECK(c.best.algo == NcclAlgo::kLocal);
+  CHECK(c.best.timeUs == Approx(503));
+  CHECK(ncclChoose("allreduce", one, 1e6).best.timeUs == Approx(6));
+  CHECK(c.best.busbwGBps == 0);
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kLocal, NcclProto::kSimple, h100(1, 8), 1e9));
+  auto fit = ncclCalibrate(NcclMachine{}, runs);
+  auto pts = ncclPredict(fit.machine, runs[0]);
+  REQUIRE(pts.size() == 28);
+  int noisy = 0;
+  for (auto& p : pts) noisy += p.noisy;
+  CHECK(noisy == 0);  // in place does nothing: not noise
+  // 1 GiB out of place: 508.65 us measured, 2111 GB/s algbw: the copy rate the fit finds
+  CHECK(fit.machine.copyGBps == Approx(2111).epsilon(0.1));
+  CHECK(std::fabs(pts.back().errPct) < 5);
+  auto [med, mx] = ncclErrStats(pts, 1 << 20);
+  INFO("median " << med << " max " << mx);
+  CHECK(med < 10);
 }

@@ -1,0 +1,69 @@
+// fabricbench-model's shared pieces: output folders, number formats, option checks, loaded runs and
+// their series, gnuplot, and one setup per subcommand (model_fit.cc, model_validate.cc,
+// model_project.cc; nccl in model_nccl.cc). model_main.cc holds the subcommand table.
+#pragma once
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/model.h"
+#include "report/import.h"
+#include "report/summary.h"
+
+namespace fb::tools {
+
+// Output folders this process created: removed again when the run ends in bad input, so a rejected
+// command leaves no result folder behind.
+void makeOutDir(const std::string& dir);
+void removeCreated();
+
+std::string human(double bytes);  // "1 MiB"
+std::string us(double v);         // "12.34 us", "1.20 ms", "1.000 s"
+std::string bw(double gbps);
+std::string cell(std::string s);  // a Markdown table cell
+std::string csvq(const std::string& f);
+
+// Sizes as everywhere in the suite (fb::parseSize: K, M, G = 1024^k; KB/KiB the same as K).
+double parseBytes(const std::string& t, const char* what);
+// A numeric option given on the command line: finite and within [lo, hi] (open at lo when loOpen).
+void checkRange(const char* opt, double v, double lo, bool loOpen, double hi = HUGE_VAL);
+std::vector<int> parseIntList(const std::string& t, const char* what);
+std::vector<std::string> splitComma(const std::string& t);
+
+struct Loaded {
+  fb::RunData run;
+  std::vector<fb::Series> series;
+};
+Loaded load(const std::string& arg);
+std::string seriesName(const Loaded& l, const fb::Series& s);
+// The series of `l` for collective `coll` (same dtype and placement when given) that matches pattern.
+const fb::Series* findSeries(const Loaded& l, const std::string& pattern, const std::string& coll,
+                             const std::string& dtype, bool inPlace);
+std::string seriesList(const Loaded& l);
+// A fit's segments in one line.
+std::string segText(const std::vector<fb::model::Segment>& segs);
+
+// gnuplot pictures under <out>/plots; skipped (and said why) without gnuplot or with --no-plots.
+struct Plotter {
+  std::string dir;
+  bool enabled = true;
+  bool have = false;
+  std::string terminal = "png";
+  std::vector<std::string> errors, files;
+  std::string skipped;
+  Plotter(const std::string& outDir, bool on);
+  // Returns the png path relative to the report ("plots/x.png") or "" when not drawn.
+  std::string draw(const std::string& name, const std::string& body);
+};
+std::string safeName(std::string s);
+
+// Each subcommand: adds its options to the CLI11 subcommand, returns what runs it after parsing.
+std::function<int()> setupFit(CLI::App& fit);
+std::function<int()> setupValidate(CLI::App& val);
+std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine);
+std::function<int()> setupSpecs(CLI::App&);
+
+}  // namespace fb::tools

@@ -1,0 +1,48 @@
+// fabricbench-model nccl: what its subcommands share (model_nccl.cc: fit, validate and the
+// registration; model_nccl_project.cc: project).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/nccl.h"
+
+namespace fb::tools::ncclcmd {
+
+struct MachineOpts {
+  double nics = 0, nicGBps = 48, ringGBps = 365, nvlsGBps = 480;
+  bool pcie = false, collNet = false;
+  std::string given;  // KEY=VALUE,... applied to every run (algo=ring, proto=simple, channels=24)
+};
+
+void addMachineOptions(CLI::App* c, MachineOpts& o);
+void positive(double v, const char* what, bool zeroOk = false);
+fb::model::NcclMachine priorOf(const MachineOpts& o);
+std::vector<fb::model::NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given);
+std::string human(double b);
+std::string pick(fb::model::NcclAlgo a, fb::model::NcclProto p);
+// Size regimes the evidence is kept by: latency-bound, the middle, bandwidth-bound.
+std::string regimeOf(double bytes);
+std::string machineLine(const fb::model::NcclFit& f);
+std::string runShape(const fb::model::NcclRun& r);
+// Per-size table of one run: measured, model, error, NCCL's pick in the model.
+std::string pointsTable(const std::vector<fb::model::NcclFitPoint>& pts);
+void writeOut(const std::string& dir, const std::string& name, const std::string& text);
+
+// The parsed options of the three subcommands.
+struct Args {
+  CLI::App *fit = nullptr, *val = nullptr, *prj = nullptr;
+  MachineOpts mo;
+  std::vector<std::string> fitRuns, predRuns;
+  std::string setsFile, out, evidence, minBytes = "1M", sizes = "1M,16M,256M,1G,8G";
+  std::vector<std::string> fabrics, colls;
+  std::vector<int> nodes, gpus;
+  double boundMed = 10, boundMax = 20;
+  bool require = false;
+};
+extern Args g;
+
+int cmdProject();
+
+}  // namespace fb::tools::ncclcmd
