@@ -877,9 +877,14 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
                                 o.wide ? 0 : kConsoleWidth).c_str(), tableOut);
       std::fflush(tableOut);
     }
-    // plots/ from table.csv where gnuplot exists, drawn before report.md so that it links them.
+    // plots/ from table.csv where gnuplot exists, drawn before report.md so that it links them
+    // (within a third of the time-out); the other ranks wait, so that all reach the shutdown together.
     if (bs.rank() == 0 && state.hasFiles())
-      if (auto why = drawRunPlots(resultDir); !why.empty()) state.notes.push_back(why);
+      if (auto why = drawRunPlots(resultDir, bs.timeout() / 3); !why.empty()) state.notes.push_back(why);
+    try {
+      bs.barrier();
+    } catch (const std::exception&) {  // a rank lost at the very end: the shutdown deals with it
+    }
     state.end(sum);
     writeBenchmarkOutputs();
     return verdict.exitCode;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -207,7 +208,7 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
   return res;
 }
 
-std::string drawRunPlots(const std::string& dir) {
+std::string drawRunPlots(const std::string& dir, std::chrono::milliseconds budget) {
   std::vector<Sample> rows;
   try {
     rows = loadRunAny(dir + "/table.csv").rows;
@@ -215,7 +216,11 @@ std::string drawRunPlots(const std::string& dir) {
     return std::string("plots not drawn: ") + e.what();
   }
   if (rows.empty()) return "";
-  auto pr = writePlots(groupSeries(rows), dir, std::chrono::seconds(30), false);
+  auto series = groupSeries(rows);
+  std::set<std::pair<std::string, std::string>> groups;  // (collective, dtype): two plots each
+  for (const auto& s : series) groups.insert({s.coll, s.dtype});
+  auto perPlot = std::max(std::chrono::milliseconds(500), budget / static_cast<long>(2 * std::max<std::size_t>(1, groups.size())));
+  auto pr = writePlots(series, dir, perPlot, false);
   if (!pr.skipped.empty()) return "plots not drawn: " + pr.skipped + " (fabricbench-report draws them later)";
   if (!pr.errors.empty())
     return "plots: " + std::to_string(pr.errors.size()) + " failed, first: " + pr.errors.front();

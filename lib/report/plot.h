@@ -34,8 +34,9 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
 
 // A run folder's plots at the end of the run (fabricbench, rank 0): writePlots from its table.csv
 // into <dir>/plots/ (PNG and the .gp script; the HTML report draws its own SVG), so the report.md
-// written after them links them. "" when drawn (or no rows),
-// else one line saying why none were (gnuplot missing, a failure) for the run's notes.
-std::string drawRunPlots(const std::string& dir);
+// written after them links them, within `budget` (gnuplot is stopped after it; a script it stopped
+// runs once more alone, so twice `budget` at worst). "" when drawn (or no rows), else one line
+// saying why none were (gnuplot missing, a failure) for the run's notes.
+std::string drawRunPlots(const std::string& dir, std::chrono::milliseconds budget);
 
 }  // namespace fb
