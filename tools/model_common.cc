@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model_common.h"
 #include "report/import.h"
+#include "report/plot.h"
 #include "report/process.h"
 #include "report/result_sink.h"
 #include "report/summary.h"
@@ -183,6 +184,10 @@ std::string Plotter::draw(const std::string& name, const std::string& body) {
   if (!have) return "";
   fs::path png = fs::path(dir) / (name + ".png"), gp = fs::path(dir) / (name + ".gp");
   std::string s = fmt::format("set terminal {} size 1000,700 noenhanced\nset output '{}'\n", terminal, png.string());
+  // The suite's palette (lib/report/plot.h) in place of gnuplot's default, whose yellow is unreadable.
+  for (std::size_t i = 0; i < plotPalette().size(); ++i)
+    s += fmt::format("set linetype {} lc rgb '{}' lw 1.5\n", i + 1, plotPalette()[i]);
+  s += fmt::format("set linetype cycle {}\n", plotPalette().size());
   s += body;
   {
     std::ofstream o(gp);

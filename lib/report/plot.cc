@@ -13,6 +13,14 @@
 #include "report/series.h"
 
 namespace fb {
+
+const std::vector<std::string>& plotPalette() {
+  // Readable on white (no yellow): Okabe-Ito's dark hues, then Tableau's.
+  static const std::vector<std::string> kPalette{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#56B4E9",
+                                                 "#8C564B", "#7F7F7F", "#9467BD", "#17BECF", "#BCBD22", "#1F4E79"};
+  return kPalette;
+}
+
 namespace {
 
 std::string gpString(const std::string& s) {
@@ -92,15 +100,13 @@ std::string gnuplotScript(const std::vector<const Series*>& group, const std::st
   s += "set grid\nset pointsize 0.8\n";
   std::vector<std::string> plots;
   // One colour per path (run + impl/path): out-of-place solid, in-place dashed of that colour.
-  // A palette readable on white (no yellow): Okabe-Ito's dark hues, then Tableau's.
-  static const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#56B4E9",
-                                   "#8C564B", "#7F7F7F", "#9467BD", "#17BECF", "#BCBD22", "#1F4E79"};
+  const auto& kPalette = plotPalette();
   std::vector<std::string> pathColours;
   auto colourOf = [&](const Series& x) {
     std::string k = x.run + "\x1f" + x.implPath();
     auto it = std::find(pathColours.begin(), pathColours.end(), k);
     std::size_t i = it == pathColours.end() ? (pathColours.push_back(k), pathColours.size() - 1) : it - pathColours.begin();
-    return std::string(kPalette[i % (sizeof kPalette / sizeof kPalette[0])]);
+    return kPalette[i % kPalette.size()];
   };
   std::vector<std::string> nominalDrawn;  // one line per path (in- and out-of-place share it)
   for (std::size_t i = 0; i < group.size(); ++i) {

@@ -37,6 +37,8 @@ PlotResult writePlots(const std::vector<Series>& series, const std::string& outD
 // written after them links them, within `budget` (gnuplot is stopped after it; a script it stopped
 // runs once more alone, so twice `budget` at worst). "" when drawn (or no rows), else one line
 // saying why none were (gnuplot missing, a failure) for the run's notes.
+// The suite's line colours, in order (every plot: runs, HTML report, the model's projections).
+const std::vector<std::string>& plotPalette();
 std::string drawRunPlots(const std::string& dir, std::chrono::milliseconds budget);
 
 }  // namespace fb

@@ -743,6 +743,8 @@ def case_docs(d):
             lo, hi = float(m.group(1)), float(m.group(2))
             check(min(xs) / 1.5 <= lo <= min(xs) and max(xs) <= hi <= max(xs) * 1.5,
                   f"{os.path.basename(g)}: x axis [{lo}:{hi}] for node counts {min(xs):g}-{max(xs):g}")
+        # the suite's palette (no gnuplot default yellow): the first line colour is Okabe-Ito blue
+        check("set linetype 1 lc rgb '#0072B2'" in text, f"{os.path.basename(g)}: not drawn with the suite's palette")
     # issue 37: each results/ folder has a short README saying what, when, command, machine; where
     # the folder has a run.json, the README gives its command line as recorded.
     folders = [f for f in sorted(os.listdir(os.path.join(SRC, "results"))) if os.path.isdir(os.path.join(SRC, "results", f))]

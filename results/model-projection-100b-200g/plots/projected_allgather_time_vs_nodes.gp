@@ -1,22 +1,36 @@
 set terminal pngcairo size 1000,700 noenhanced
 set output 'results/model-projection-100b-200g/plots/projected_allgather_time_vs_nodes.png'
+set linetype 1 lc rgb '#0072B2' lw 1.5
+set linetype 2 lc rgb '#D55E00' lw 1.5
+set linetype 3 lc rgb '#009E73' lw 1.5
+set linetype 4 lc rgb '#CC79A7' lw 1.5
+set linetype 5 lc rgb '#000000' lw 1.5
+set linetype 6 lc rgb '#56B4E9' lw 1.5
+set linetype 7 lc rgb '#8C564B' lw 1.5
+set linetype 8 lc rgb '#7F7F7F' lw 1.5
+set linetype 9 lc rgb '#9467BD' lw 1.5
+set linetype 10 lc rgb '#17BECF' lw 1.5
+set linetype 11 lc rgb '#BCBD22' lw 1.5
+set linetype 12 lc rgb '#1F4E79' lw 1.5
+set linetype cycle 12
 set title 'allgather PROJECTED time vs node count (8 ranks per node)'
-set logscale xy
+set logscale x 2
+set logscale y 10
 set xlabel 'nodes'
 set ylabel 'time per operation (us, projected)'
 set key below
 set grid
 $d0 << EOD
-2 301.8595929179617
-4 362.41167625129503
-8 434.6877179179617
-16 554.8257387512951
-32 782.8947491679618
-64 1232.929254376295
-128 2129.9465069804614
-256 3922.455133282545
-512 7506.709446433586
-1024 14674.836603009107
+2 309.28990675960097
+4 371.4232400929343
+8 444.489906759601
+16 565.0232400929343
+32 793.289906759601
+64 1243.4232400929343
+128 2140.489906759601
+256 3933.0232400929344
+512 7517.289906759602
+1024 14685.423240092934
 EOD
 $d1 << EOD
 2 1594.5138794443196
@@ -43,16 +57,16 @@ $d2 << EOD
 1024 25213.69088209136
 EOD
 $d3 << EOD
-2 306.1998706957395
-4 368.92209291796166
-8 442.2832040290728
-16 562.9637595846284
-32 791.3040373624061
-64 1241.474176251295
-128 2138.5592456957397
-256 3931.1017804179614
-512 7515.373047779072
-1024 14683.508681459629
+2 313.8410178707121
+4 378.249906759601
+8 452.45435120404545
+16 573.5565734262677
+32 802.1076845373788
+64 1252.3832400929346
+128 2149.521017870712
+256 3942.089906759601
+512 7526.3743512040455
+1024 14694.516573426266
 EOD
 $d4 << EOD
 2 1681.8952127776531
@@ -78,4 +92,6 @@ $d5 << EOD
 512 18412.32839320247
 1024 25586.153815424695
 EOD
-plot $d0 using 1:2 with linespoints title 'ib-hdr 23.84 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 23.84 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'
+set xrange [1.7391304347826089:1177.6]
+set xtics ("2" 2, "4" 4, "8" 8, "16" 16, "32" 32, "64" 64, "128" 128, "256" 256, "512" 512, "1024" 1024)
+plot $d0 using 1:2 with linespoints title 'ib-hdr 25 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 25 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'

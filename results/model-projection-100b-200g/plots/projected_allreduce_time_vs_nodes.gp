@@ -1,22 +1,36 @@
 set terminal pngcairo size 1000,700 noenhanced
 set output 'results/model-projection-100b-200g/plots/projected_allreduce_time_vs_nodes.png'
+set linetype 1 lc rgb '#0072B2' lw 1.5
+set linetype 2 lc rgb '#D55E00' lw 1.5
+set linetype 3 lc rgb '#009E73' lw 1.5
+set linetype 4 lc rgb '#CC79A7' lw 1.5
+set linetype 5 lc rgb '#000000' lw 1.5
+set linetype 6 lc rgb '#56B4E9' lw 1.5
+set linetype 7 lc rgb '#8C564B' lw 1.5
+set linetype 8 lc rgb '#7F7F7F' lw 1.5
+set linetype 9 lc rgb '#9467BD' lw 1.5
+set linetype 10 lc rgb '#17BECF' lw 1.5
+set linetype 11 lc rgb '#BCBD22' lw 1.5
+set linetype 12 lc rgb '#1F4E79' lw 1.5
+set linetype cycle 12
 set title 'allreduce PROJECTED time vs node count (8 ranks per node)'
-set logscale xy
+set logscale x 2
+set logscale y 10
 set xlabel 'nodes'
 set ylabel 'time per operation (us, projected)'
 set key below
 set grid
 $d0 << EOD
-2 443.2326088796979
-4 471.232608879698
-8 499.23260887969786
-16 527.2326088796979
-32 555.2326088796979
-64 583.2326088796979
-128 611.2326088796979
-256 639.232608879698
-512 667.2326088796979
-1024 695.232608879698
+2 455.8826088796979
+4 483.88260887969795
+8 511.8826088796979
+16 539.882608879698
+32 567.882608879698
+64 595.882608879698
+128 623.882608879698
+256 651.882608879698
+512 679.882608879698
+1024 707.882608879698
 EOD
 $d1 << EOD
 2 2959.0718844260623
@@ -43,16 +57,16 @@ $d2 << EOD
 1024 11619.626608879698
 EOD
 $d3 << EOD
-2 458.25097974494435
-4 488.59371999080906
-8 516.5937199908091
-16 544.5937199908091
-32 572.5937199908091
-64 600.593719990809
-128 628.593719990809
-256 656.5937199908091
-512 684.593719990809
-1024 712.5937199908091
+2 471.6305121280946
+4 502.08705332414235
+8 530.0870533241424
+16 558.0870533241423
+32 586.0870533241423
+64 614.0870533241424
+128 642.0870533241424
+256 670.0870533241424
+512 698.0870533241423
+1024 726.0870533241424
 EOD
 $d4 << EOD
 2 3133.8345510927293
@@ -78,4 +92,6 @@ $d5 << EOD
 512 12337.280653324144
 1024 12365.280653324144
 EOD
-plot $d0 using 1:2 with linespoints title 'ib-hdr 23.84 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 23.84 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'
+set xrange [1.7391304347826089:1177.6]
+set xtics ("2" 2, "4" 4, "8" 8, "16" 16, "32" 32, "64" 64, "128" 128, "256" 256, "512" 512, "1024" 1024)
+plot $d0 using 1:2 with linespoints title 'ib-hdr 25 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 25 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'

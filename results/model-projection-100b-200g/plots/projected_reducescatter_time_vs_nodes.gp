@@ -1,22 +1,36 @@
 set terminal pngcairo size 1000,700 noenhanced
 set output 'results/model-projection-100b-200g/plots/projected_reducescatter_time_vs_nodes.png'
+set linetype 1 lc rgb '#0072B2' lw 1.5
+set linetype 2 lc rgb '#D55E00' lw 1.5
+set linetype 3 lc rgb '#009E73' lw 1.5
+set linetype 4 lc rgb '#CC79A7' lw 1.5
+set linetype 5 lc rgb '#000000' lw 1.5
+set linetype 6 lc rgb '#56B4E9' lw 1.5
+set linetype 7 lc rgb '#8C564B' lw 1.5
+set linetype 8 lc rgb '#7F7F7F' lw 1.5
+set linetype 9 lc rgb '#9467BD' lw 1.5
+set linetype 10 lc rgb '#17BECF' lw 1.5
+set linetype 11 lc rgb '#BCBD22' lw 1.5
+set linetype 12 lc rgb '#1F4E79' lw 1.5
+set linetype cycle 12
 set title 'reducescatter PROJECTED time vs node count (8 ranks per node)'
-set logscale xy
+set logscale x 2
+set logscale y 10
 set xlabel 'nodes'
 set ylabel 'time per operation (us, projected)'
 set key below
 set grid
 $d0 << EOD
-2 255.20235400878414
-4 315.75443734211746
-8 388.03047900878414
-16 508.1684998421175
-32 736.2375102587841
-64 1186.2720154671174
-128 2083.289268071284
-256 3875.7978943733674
-512 7460.052207524409
-1024 14628.17936409993
+2 263.2801851320009
+4 325.4135184653342
+8 398.4801851320009
+16 519.0135184653342
+32 747.2801851320008
+64 1197.4135184653342
+128 2094.4801851320008
+256 3887.013518465334
+512 7471.280185132002
+1024 14639.413518465333
 EOD
 $d1 << EOD
 2 2351.0087291091404
@@ -43,16 +57,16 @@ $d2 << EOD
 1024 23939.775330390446
 EOD
 $d3 << EOD
-2 259.5426317865619
-4 322.26485400878414
-8 395.6259651198952
-16 516.3065206754509
-32 744.6467984532285
-64 1194.8169373421174
-128 2091.902006786562
-256 3884.444541508784
-512 7468.715808869895
-1024 14636.85144255045
+2 267.831296243112
+4 332.2401851320009
+8 406.4446295764453
+16 527.5468517986676
+32 756.0979629097786
+64 1206.3735184653344
+128 2103.511296243112
+256 3896.0801851320007
+512 7480.364629576446
+1024 14648.506851798666
 EOD
 $d4 << EOD
 2 2397.6121068869184
@@ -78,4 +92,6 @@ $d5 << EOD
 512 17138.41284150156
 1024 24312.23826372378
 EOD
-plot $d0 using 1:2 with linespoints title 'ib-hdr 23.84 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 23.84 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'
+set xrange [1.7391304347826089:1177.6]
+set xtics ("2" 2, "4" 4, "8" 8, "16" 16, "32" 32, "64" 64, "128" 128, "256" 256, "512" 512, "1024" 1024)
+plot $d0 using 1:2 with linespoints title 'ib-hdr 25 MiB', $d1 using 1:2 with linespoints title 'ib-hdr 256 MiB', $d2 using 1:2 with linespoints title 'ib-hdr 1 GiB', $d3 using 1:2 with linespoints title 'roce-200g 25 MiB', $d4 using 1:2 with linespoints title 'roce-200g 256 MiB', $d5 using 1:2 with linespoints title 'roce-200g 1 GiB'
