@@ -78,7 +78,7 @@ TEST_CASE("report.md: % of nominal and its basis per path; medians with spread",
   CHECK(md.find("tcp lo 127.0.0.1 same host (loopback path)") != std::string::npos);
   CHECK(md.find("0.100 [0.080–0.125]") != std::string::npos);  // median [slowest–fastest batch]
   CHECK(md.find("median of") != std::string::npos);
-  CHECK(md.find("gpu, max, median of ≤3") != std::string::npos);
+  CHECK(md.find("rank-clock, max, median of ≤3") != std::string::npos);
   CHECK(fb::nominalGBps(rows) == Approx(0.125));
 }
 
