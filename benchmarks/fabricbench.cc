@@ -38,6 +38,7 @@
 #include "collectives/collective.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/timer_names.h"
 #include "core/units.h"
 #include "harness/runner.h"
 #include "gbench_flags.h"
@@ -313,6 +314,10 @@ void checkResumable(const Options& o, const std::filesystem::path& dir) {
                           "cuda_graph", "rotate_buffers"}) {
     const nlohmann::json& now = current.at(key);
     if (!earlier.contains(key) || earlier[key] == now) continue;
+    // run.json files from before the timer names said gpu/host (core/timer_names.h).
+    if (std::string_view(key) == "timer" && earlier[key].is_string() && now.is_string() &&
+        parseTimerFlag(earlier[key].get<std::string>()) == parseTimerFlag(now.get<std::string>()))
+      continue;
     throw ConfigError(fmt::format("--resume: the earlier run in {} was measured with {} = {}, this one with {} = {} "
                                   "(resume with the same settings, or choose another --run-id)",
                                   dir.string(), key, earlier[key].dump(), key, now.dump()));
@@ -348,9 +353,11 @@ void preflight(const Options& o) {
 
 // What "time" means in this run, for run.json.
 std::string timeDefinition(const RunnerConfig& r) {
-  std::string how = r.timer == Timer::kHost
-                        ? "host clock from after a barrier until the stream is synchronised (nccl-tests' method)"
-                        : "each rank's own batch time (CUDA events on its stream; steady clock on host backends)";
+  std::string how = r.timer == Timer::kNcclTests
+                        ? "--timer nccl-tests: host clock from after a barrier until the stream is synchronised "
+                          "(nccl-tests' method)"
+                        : "--timer rank: each rank's own clock around its batch (CUDA events on its stream on GPU "
+                          "backends, rows rank-events; the steady clock on host backends, rows rank-clock)";
   return fmt::format("per operation: median over {} timed batches of ({}) / iters, combined over ranks by {} (-a {})",
                      r.repeat == 0 ? std::string("3 (auto: fewer once a size's batches took 2 s)") : std::to_string(r.repeat),
                      how, rankTimeName(r.rankTime), static_cast<int>(r.rankTime));
@@ -711,7 +718,7 @@ int runMeasurements(MpiBootstrap& bs, Options& o, int argc, char** argv, RunStat
     std::vector<std::pair<std::string, std::string>> ctx = {
         {"executable", argv[0]}, {"host_name", bs.hostname()}, {"fabricbench_version", FB_VERSION},
         {"num_ranks", std::to_string(bs.size())}, {"run_id", runId}, {"result_dir", resultDir},
-        {"time_definition", "per operation: max over ranks of each rank's timed batch / iterations"}};
+        {"time_definition", timeDefinition(o.runner)}};
     if (!o.gb.out.empty() && o.gb.outFormat != "console") {
       try {
         writeFileAtomic(o.gb.out, o.gb.outFormat == "csv" ? benchmarkCsv(state.named, o.gb)

@@ -14,6 +14,7 @@
 #include "backends.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
+#include "core/timer_names.h"
 #include "core/units.h"
 #include "topology/nccl_attest.h"
 #include "transport/progress.h"
@@ -97,7 +98,7 @@ const Unsupported kUnsupported[] = {
     {"-p,--parallel_init", "each backend sets up its own connections or communicator: there is nothing to choose"},
     {"-z,--blocking", "every backend's timed batch is asynchronous, and the batch ends when the data has arrived"},
     {"-y,--stream_null", "each rank uses its own CUDA stream (the default stream is never used)"},
-    {"-C,--report_cputime", "use --timer host for nccl-tests' host-clock timing"},
+    {"-C,--report_cputime", "use --timer nccl-tests for nccl-tests' host-clock timing"},
     {"-R,--local_register", "each backend registers its buffers as it needs (NCCL, verbs)"},
     {"-J,--output_file", "results go to <results-dir>/<run-id>/ (run.json, table.csv); "
                          "Google Benchmark JSON with --benchmark_out=FILE"},
@@ -200,21 +201,23 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   app.add_flag("--rotate-buffers", o.coll.rotateBuffers,
                "nccl: move each operation's buffers by its size inside a buffer as large as the sweep's "
                "largest size (-e), as nccl-tests does, so no operation finds its data in the GPU's L2 cache "
-               "(on by default with --timer host)");
+               "(the default, with either timer)");
   app.add_flag("--reuse-buffers", reuseBuffers,
-               "nccl: one buffer for every operation (cache-warm below the L2 size; the default with --timer gpu)");
+               "nccl: one buffer for every operation instead (cache-warm below the GPU's L2 size: faster than "
+               "nccl-tests there; the rows say so)");
   app.add_flag("--gpu-staging", o.coll.gpuStaging,
                "tcp/verbs: keep the data in GPU memory and copy it through host memory before and after each "
                "operation (timed; rows labelled 'GPU memory staged via host')");
-  std::string timer = "gpu";
+  std::string timer(kTimerRank);
   int average = -1;
   app.add_option("--timer", timer,
-                 "gpu: each rank times its own batch (CUDA events on its stream; steady clock on host backends); "
-                 "host: nccl-tests' method (barrier, host clock until the stream is synchronised)")
+                 "rank: each rank's own clock around its batch (CUDA events on its stream; the steady clock on host "
+                 "backends); nccl-tests: nccl-tests' host clock (barrier, then until the stream is synchronised). "
+                 "The old names gpu and host mean the same")
       ->capture_default_str();
   app.add_option("-a,--average", average,
                  "how a batch's time is combined over ranks, nccl-tests' codes: 0 rank 0, 1 average, 2 minimum, "
-                 "3 maximum (default: 3 with --timer gpu, 1 with --timer host)");
+                 "3 maximum (default: 3 with --timer rank, 1 with --timer nccl-tests)");
   app.add_option("--repeat", o.runner.repeat,
                  "timed batches per size; the row holds their median, min and max (0 = auto: 3, fewer once a "
                  "size's batches took 2 s; --benchmark_repetitions=N means the same)")
@@ -351,14 +354,15 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   }
   if (o.runner.iters < 1) throw ConfigError(fmt::format("--iters must be >= 1 (got {})", o.runner.iters));
   if (o.runner.warmupIters < 0) throw ConfigError("--warmup must be >= 0");
-  if (timer == "gpu") o.runner.timer = Timer::kGpu;
-  else if (timer == "host") o.runner.timer = Timer::kHost;
-  else throw ConfigError("unknown --timer '" + timer + "' (choose gpu or host)");
-  // nccl-tests' method includes its buffers: --timer host moves them as nccl-tests does unless told not to.
+  auto timerFlag = parseTimerFlag(timer);
+  if (!timerFlag) throw ConfigError("unknown --timer '" + timer + "' (choose rank or nccl-tests)");
+  o.runner.timer = *timerFlag == kTimerNcclTests ? Timer::kNcclTests : Timer::kRank;
+  // Buffers move as nccl-tests moves them (no operation finds its data in the GPU's L2), with
+  // either timer, unless --reuse-buffers asks for one cache-warm buffer.
   if (o.coll.rotateBuffers && reuseBuffers) throw ConfigError("--rotate-buffers and --reuse-buffers exclude each other");
-  if (o.runner.timer == Timer::kHost && !reuseBuffers) o.coll.rotateBuffers = true;
+  o.coll.rotateBuffers = !reuseBuffers;
   o.coll.rotateOps = std::max(o.runner.iters, o.runner.warmupIters);
-  if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kHost ? RankTime::kAvg : RankTime::kMax;
+  if (average == -1) o.runner.rankTime = o.runner.timer == Timer::kNcclTests ? RankTime::kAvg : RankTime::kMax;
   else if (average >= 0 && average <= 3) o.runner.rankTime = static_cast<RankTime>(average);
   else throw ConfigError(fmt::format("-a/--average must be 0 (rank 0), 1 (avg), 2 (min) or 3 (max) (got {})", average));
   if (o.runner.repeat < 0) throw ConfigError(fmt::format("--repeat must be >= 0 (got {})", o.runner.repeat));
@@ -482,7 +486,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;
   // Everything that changes what is measured, normalized, for the cross-rank comparison.
   o.canonical = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
-                            timer, static_cast<int>(o.runner.rankTime), o.runner.repeat, o.runner.perOp,
+                            timerName(o.runner.timer), static_cast<int>(o.runner.rankTime), o.runner.repeat, o.runner.perOp,
                             fmt::format("{}/{}", o.allowSingleRank, fmt::join(o.required, ",")), o.minBytes, o.maxBytes,
                             o.stepFactor, o.stepBytes, o.runner.iters, o.runner.warmupIters, o.runner.checkRounds,
                             fmt::join(colls, ","), fmt::join(o.transports, ","), fmt::join(dtypes, ","), placement,

@@ -78,12 +78,21 @@ def nccl_tests_json(path, stat="avg_us"):
     return out
 
 
-def fabricbench(run):
+# The timer each kind of run must have used (today's row names, and the old ones fabricbench wrote
+# before them: host / gpu), and the buffers: moved as nccl-tests moves them (the default).
+TIMERS = {"host": ("nccl-tests", "host"), "gpu": ("rank-events", "gpu")}
+
+
+def fabricbench(run, kind, problems):
     out = {}
     with open(os.path.join(run, "table.csv")) as f:
         for r in csv.DictReader(f):
             if r["impl"] != "nccl" or r.get("type", "float32") != "float32":
                 continue
+            if r.get("timer") not in TIMERS[kind]:
+                problems.add(f"{run}: rows say timer={r.get('timer')}, expected {TIMERS[kind][0]}")
+            if "cache-warm" in r["extra"]:
+                problems.add(f"{run}: rows reuse one cache-warm buffer (--reuse-buffers?); nccl-tests moves its buffers")
             p50 = float(r["p50_us"]) if r.get("p50_us") else None
             out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"], p50)
     return out
@@ -130,13 +139,14 @@ def main():
         print("vs_nccl_tests: give as many --fb-gpu runs as --fb-host runs", file=sys.stderr)
         return 2
     fbh, fbg, fbw, nth, ntg, ntp, header, missing = [], [], [], [], [], [], [], []
+    problems = set()
     for k in range(rounds):
-        for runs, dst in ((a.fb_host, fbh), (a.fb_gpu, fbg), (a.fb_host_w0, fbw)):
+        for runs, dst, kind in ((a.fb_host, fbh, "host"), (a.fb_gpu, fbg, "gpu"), (a.fb_host_w0, fbw, "host")):
             if not runs:
                 dst.append({})
                 continue
             try:
-                dst.append(fabricbench(runs[k]))
+                dst.append(fabricbench(runs[k], kind, problems))
             except OSError as e:
                 missing.append(str(e))
                 dst.append({})
@@ -165,17 +175,17 @@ def main():
         return None if v is None else (v[i] if isinstance(v, tuple) else v)
 
     comparisons = {
-        "host": ("fabricbench --timer host -a 1 / nccl-tests' time",
+        "host": ("fabricbench --timer nccl-tests -a 1 / nccl-tests' time",
                  lambda key, k: (val(fbh[k], key), nth[k].get(key))),
-        "host_w0": ("fabricbench --timer host -a 1 -w 0 --repeat 1 / nccl-tests' time",
+        "host_w0": ("fabricbench --timer nccl-tests -a 1 -w 0 --repeat 1 / nccl-tests' time",
                     lambda key, k: (val(fbw[k], key), nth[k].get(key))),
-        "gpu": ("fabricbench --timer gpu (events around the batch) / mean of nccl-tests -I 1 per-iteration times",
+        "gpu": ("fabricbench --timer rank (events around the batch) / mean of nccl-tests -I 1 per-iteration times",
                 lambda key, k: (val(fbg[k], key), ntg[k].get(key))),
         "p50": ("fabricbench --per-op p50 (events between operations) / nccl-tests -I 1 per-iteration p50",
                 lambda key, k: (val(fbg[k], key, 3), ntp[k].get(key))),
         "nt_self": ("nccl-tests round k / nccl-tests round 1 (its own repeatability; k >= 2)",
                     lambda key, k: (nth[k].get(key), nth[0].get(key)) if k > 0 else (None, None)),
-        "fb_self": ("fabricbench --timer host round k / round 1 (its own repeatability; k >= 2)",
+        "fb_self": ("fabricbench --timer nccl-tests round k / round 1 (its own repeatability; k >= 2)",
                     lambda key, k: (val(fbh[k], key), val(fbh[0], key)) if k > 0 else (None, None)),
     }
     keys = sorted({k for d in nth for k in d} | {k for d in fbh for k in d},
@@ -228,8 +238,8 @@ def main():
           f"Written by scripts/vs_nccl_tests.py (scripts/gpu-steps/60-vs-nccl-tests.sh). Bound: within "
           f"{REL * 100:.0f} % or {ABS_US} us of the reference time; a ratio marked * is outside it.", "",
           "Command: `" + a.command + "`", "",
-          f"Order: {rounds} rounds, each: fabricbench --timer host -a 1, nccl-tests, fabricbench --timer host -a 1 "
-          "-w 0 --repeat 1, fabricbench --timer gpu --per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
+          f"Order: {rounds} rounds, each: fabricbench --timer nccl-tests -a 1, nccl-tests, fabricbench --timer nccl-tests -a 1 "
+          "-w 0 --repeat 1, fabricbench --timer rank --per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
     md += ["## Fingerprint", ""] + ["- " + x for x in fingerprint_lines(a.fb_host[0])] + \
           ["- nccl-tests: " + x.lstrip("# ") for x in header[:4]] + [""]
     md += ["## Summary: (row, round) pairs within the bound", "",
@@ -242,6 +252,8 @@ def main():
         w = st["worst"]
         ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]}, round {w[2]})" if w else "-"
         md.append(f"| {title} | {frac('all')} | {frac('big')} | {frac('small')} | {ws} |")
+    if problems:  # runs measured another way than nccl-tests: their ratios do not answer the question
+        md += ["", "**Not comparable:** " + "; ".join(sorted(problems)[:8])]
     if missing:
         md += ["", "Missing input: " + "; ".join(missing[:8])]
     md.append("")
@@ -251,7 +263,7 @@ def main():
             if not sub:
                 continue
             md += [f"## {NAMES[coll]}, {'out of place' if pl == 'out' else 'in place'}", "",
-                   "| size | nccl-tests us | fb host us | host ratio | -w 0 --repeat 1 ratio | nccl-tests -I mean us | fb gpu us | gpu ratio "
+                   "| size | nccl-tests us | fb nccl-tests-timer us | ratio | -w 0 --repeat 1 ratio | nccl-tests -I mean us | fb rank-timer us | rank ratio "
                    "| nccl-tests -I p50 us | fb per-op p50 us | p50 ratio | nccl-tests rk/r1 |",
                    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for r in sub:
@@ -264,7 +276,7 @@ def main():
     with open(os.path.join(a.out, "vs-nccl-tests.md"), "w") as f:
         f.write(text)
     print(text)
-    if not stats["host"]["all"][0]:
+    if not stats["host"]["all"][0] or problems:
         return 1
     return 0 if stats["host"]["all"][1] == 0 and stats["gpu"]["all"][1] == 0 else 1
 

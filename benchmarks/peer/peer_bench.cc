@@ -232,6 +232,7 @@ class PeerBench {
     Sample s;
     s.coll = coll;
     s.impl = "cuda";
+    s.timer = "rank-events";  // CUDA events on the stream that does the copy
     s.path = path;
     s.dtype = dtype;
     s.bytes = bytes;

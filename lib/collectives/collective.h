@@ -70,7 +70,7 @@ struct CollectiveOptions {
   std::string path = "auto";       // --path for nccl: auto|training|nvlink|pcie|shm|socket|ib|roce|local
   bool cudaGraph = false;          // --graph: capture the batch in a CUDA graph and replay it
   bool gpuStaging = false;         // --gpu-staging: tcp/verbs data in GPU memory, staged via host
-  bool rotateBuffers = false;      // --rotate-buffers (nccl; implied by --timer host): buffers moved per operation
+  bool rotateBuffers = false;      // nccl: buffers moved per operation as nccl-tests does (on unless --reuse-buffers)
                                    // as nccl-tests moves them (no L2 reuse)
   std::size_t rotateSpan = 0;      // bytes the rotation spans: the sweep's largest size (nccl-tests' -e)
   int rotateOps = 1024;            // the most operations of one batch (-n, -w): positions to allocate

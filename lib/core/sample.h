@@ -24,7 +24,7 @@ struct Sample {
   double timeUs = 0;
   double algBwGBps = 0;   // bytes / time, GB = 1e9 (from the median time)
   double busBwGBps = 0;   // algbw × busbw factor (from the median time)
-  std::string timer = "gpu";     // "gpu": events on the stream (steady clock on host backends); "host": nccl-tests'
+  std::string timer;             // "rank-events", "rank-clock" or "nccl-tests" (core/timer_names.h)
   std::string rankTime = "max";  // how each batch's time is combined over ranks: max, avg, min, rank0
   int repeats = 1;               // timed batches behind this row
   double timeUsMin = -1, timeUsMax = -1;  // fastest / slowest batch (per operation); -1 = unknown (old files)

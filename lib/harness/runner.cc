@@ -12,10 +12,11 @@
 #include "bootstrap/agree.h"
 #include "core/error.h"
 #include "core/stats.h"
+#include "core/timer_names.h"
 
 namespace fb {
 
-std::string_view timerName(Timer t) { return t == Timer::kHost ? "host" : "gpu"; }
+std::string_view timerName(Timer t) { return t == Timer::kNcclTests ? kTimerNcclTests : kTimerRank; }
 
 std::string_view rankTimeName(RankTime r) {
   switch (r) {
@@ -100,7 +101,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     auto t0 = Clock::now();
     double own = timed([&] { return coll.runBatch(cfg_.iters, deadline(cfg_.iters)); });
     double host = std::chrono::duration<double>(Clock::now() - t0).count();
-    double mine = (cfg_.timer == Timer::kHost ? host : own) / iters;
+    double mine = (cfg_.timer == Timer::kNcclTests ? host : own) / iters;
     perOp.push_back(combine(bs_, mine, cfg_.rankTime));
     if (cfg_.repeat == 0) {
       // Auto: stop once this size's batches took the budget (the same verdict on every rank).
@@ -148,7 +149,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.count = shape.paramCount;
   s.nRanks = shape.nRanks;
   s.iters = cfg_.iters;
-  s.timer = std::string(timerName(cfg_.timer));
+  s.timer = rowTimerName(timerName(cfg_.timer), s.impl);  // rank-events, rank-clock or nccl-tests
   s.rankTime = std::string(rankTimeName(cfg_.rankTime));
   s.repeats = static_cast<int>(perOp.size());
   s.timeUs = stats::median(perOp) * 1e6;  // an even count takes the mean of the two middle batches

@@ -3,16 +3,16 @@
 //   → warm-up batch → R × (barrier → timed batch of `iters` ops → combine over ranks)
 //   → [--per-op: one more batch timed op by op] → `checkRounds` verification ops, each with
 //   fresh data (wrong elements summed over ranks)
-// Two timers (--timer):
-//   gpu  (default) each rank's own measurement of its batch: CUDA events on its stream for GPU
-//        backends, the steady clock around the batch for host-driven rings and MPI.
-//   host nccl-tests' method: after the barrier, the host clock runs from before the first
-//        operation is enqueued until the stream is synchronised (the batch returned), on every
-//        backend.
+// Two timers (--timer; core/timer_names.h names them):
+//   rank        (default) each rank's own clock around its batch: CUDA events on its stream for
+//               GPU backends (rows say rank-events), the steady clock around the batch for
+//               host-driven rings and MPI (rows say rank-clock).
+//   nccl-tests  nccl-tests' host clock: after the barrier, from before the first operation is
+//               enqueued until the stream is synchronised (the batch returned), on every backend.
 // Each batch's per-operation time (batch / iters) is combined over ranks as -a says, with
 // nccl-tests' codes: 0 rank 0's time, 1 the average, 2 the minimum, 3 the maximum. The default
-// is 3 (max: the slowest rank, what a synchronous training step sees) with --timer gpu, and 1
-// (nccl-tests' default) with --timer host. The row holds the median of the R batches and the
+// is 3 (max: the slowest rank, what a synchronous training step sees) with --timer rank, and 1
+// (nccl-tests' default) with --timer nccl-tests. The row holds the median of the R batches and the
 // fastest / slowest one. --repeat 0 (the default) means "auto": 3 batches, fewer when the
 // batches of a size have already taken kAutoRepeatBudget in total.
 // Every batch gets a deadline: `timeout` (--timeout/-T) plus what the batch needs at a slow
@@ -34,9 +34,9 @@
 
 namespace fb {
 
-enum class Timer { kGpu, kHost };
+enum class Timer { kRank, kNcclTests };
 enum class RankTime { kRank0 = 0, kAvg = 1, kMin = 2, kMax = 3 };  // nccl-tests' -a codes
-std::string_view timerName(Timer t);
+std::string_view timerName(Timer t);  // the --timer value: "rank", "nccl-tests"
 std::string_view rankTimeName(RankTime r);
 
 constexpr int kAutoRepeat = 3;
@@ -45,7 +45,7 @@ constexpr std::chrono::milliseconds kAutoRepeatBudget{2000};
 struct RunnerConfig {
   int warmupIters = 5;
   int iters = 20;
-  Timer timer = Timer::kGpu;
+  Timer timer = Timer::kRank;
   RankTime rankTime = RankTime::kMax;
   int repeat = 0;      // timed batches per size; 0 = auto (kAutoRepeat, fewer for long batches)
   bool perOp = false;  // one more batch, timed op by op: p50 / p99 columns

@@ -23,9 +23,9 @@ const std::vector<ColumnDoc>& csvColumnDocs() {
       {"time_us", "microseconds",
        "**per operation: the median over the size's timed batches (`repeats`) of the batch time divided by "
        "`iters`**, each batch's time combined over ranks as `rank_time` says. By default each rank times its "
-       "own batch and the slowest rank counts: it decides when a collective is done. `--timer host -a 1` is "
+       "own batch and the slowest rank counts: it decides when a collective is done. `--timer nccl-tests -a 1` is "
        "nccl-tests' figure (host clock from a barrier until the stream is synchronised, averaged over ranks). "
-       "Files written before these columns existed hold one batch, gpu timer, max."},
+       "Files written before these columns existed hold one batch, the rank timer, max."},
       {"algbw_GBps", "GB/s, GB = 10^9 bytes", "`size_bytes / time`"},
       {"busbw_GBps", "GB/s, GB = 10^9 bytes",
        "`algbw × factor` ([reading results](reading-results.md#algbw-and-busbw)); 0 at one rank (no link crossed)"},
@@ -36,7 +36,10 @@ const std::vector<ColumnDoc>& csvColumnDocs() {
       {"extra", "—",
        "backend details as `key=value;key=value` (`\\` escapes `;`, `=` and `\\`); `nominal_basis` says where "
        "the nominal rate comes from (or why there is none)"},
-      {"timer", "—", "`gpu` (CUDA events per rank; steady clock on host backends) or `host` (nccl-tests' host clock)"},
+      {"timer", "—",
+       "`rank-events` (each rank's CUDA events around its batch), `rank-clock` (each rank's steady clock: host "
+       "backends) or `nccl-tests` (nccl-tests' host clock from a barrier); [timers](timers.md). Files that say "
+       "`gpu` or `host` (the old names) read as these"},
       {"rank_time", "—", "how each batch's time was combined over ranks: `max`, `avg`, `min`, `rank0` (nccl-tests' `-a` 3, 1, 2, 0)"},
       {"repeats", "—", "timed batches behind the row (`--repeat`; 3 by default, fewer once a size's batches took 2 s)"},
       {"time_us_min", "microseconds", "the fastest batch, per operation"},

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/timer_names.h"
 #include "core/error.h"
 #include "report/columns.h"
 #include "report/csv.h"
@@ -258,7 +259,7 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
   if (text.empty()) throw Error(source + ": empty file (no header line)");
   auto records = splitCsvRecords(text, source, CsvMode::Strict);
   auto cols = csvColumns();
-  // Tables written before --timer/--repeat end at "extra"; they read as gpu timer, max, 1 batch.
+  // Tables written before --timer/--repeat end at "extra"; they read as the rank timer, max, 1 batch.
   if (records.front().fields.size() == kLegacyColumns &&
       std::equal(cols.begin(), cols.begin() + kLegacyColumns, records.front().fields.begin()))
     cols.resize(kLegacyColumns);
@@ -306,7 +307,7 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
     }
     if (cols.size() > kLegacyColumns) {
       auto opt = [&](std::size_t i, const char* col) { return f[i].empty() ? -1.0 : parseDouble(f[i], col, where); };
-      s.timer = f[16];
+      s.timer = normalizeRowTimer(f[16], s.impl);  // old files: gpu / host
       s.rankTime = f[17];
       s.repeats = parseInt<int>(f[18], "repeats", where);
       s.timeUsMin = opt(19, "time_us_min");
@@ -314,6 +315,7 @@ std::vector<Sample> parseCsv(const std::string& text, const std::string& source)
       s.p50Us = opt(23, "p50_us");
       s.p99Us = opt(24, "p99_us");
     }
+    if (cols.size() == kLegacyColumns) s.timer = normalizeRowTimer("gpu", s.impl);  // before --timer: the rank timer
     if (s.coll.empty() || s.impl.empty())
       throw Error(where + ": empty coll or impl");
     out.push_back(std::move(s));

@@ -164,7 +164,7 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
         throw InputError(fmt::format("{}: line {}: #bytes '{}' is not a positive whole number", source, i + 1, w[0]));
       Sample s;
       s.impl = "perftest";
-      s.timer = "host";
+      s.timer = "rank-clock";  // the client's own clock around its iterations
       s.rankTime = "rank0";  // one client reports
       s.dtype = "bytes";
       s.bytes = bytes;

@@ -587,7 +587,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         s.nRanks = nRanks;
         s.nNodes = nNodes;
         s.timeUs = tm;
-        s.timer = "host";    // nccl-tests: host clock around the launched batch
+        s.timer = "nccl-tests";  // nccl-tests: host clock around the launched batch
         s.rankTime = "avg";  // nccl-tests averages over ranks by default (-a 1)
         // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
         s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/timer_names.h"
 #include "core/error.h"
 #include "report/result_sink.h"
 
@@ -116,7 +117,9 @@ Sample sampleFromJson(const nlohmann::json& j) {
     auto optNum = [&](const char* k) {
       return j.contains(k) && j[k].is_number() ? j[k].get<double>() : -1.0;
     };
-    if (j.contains("timer") && j["timer"].is_string()) s.timer = j["timer"].get<std::string>();
+    // Before --timer every row was the rank timer; before the names rank/nccl-tests it said gpu/host.
+    s.timer = normalizeRowTimer(j.contains("timer") && j["timer"].is_string() ? j["timer"].get<std::string>() : "gpu",
+                                s.impl);
     if (j.contains("rank_time") && j["rank_time"].is_string()) s.rankTime = j["rank_time"].get<std::string>();
     if (j.contains("repeats") && j["repeats"].is_number_integer()) s.repeats = j["repeats"].get<int>();
     s.timeUsMin = optNum("time_us_min");

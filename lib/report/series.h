@@ -68,9 +68,17 @@ std::vector<std::string> patternCandidates(const std::vector<Series>& all, const
 
 // A row whose numbers count: wrong = 0, or -1 (not checked).
 inline bool validRow(const Sample& s) { return s.wrong <= 0; }
-// A row measured by more than one rank. At one rank no link is crossed: its busbw is 0 for every
+// False for a collective row measured by one rank: no link is crossed, its busbw is 0 for every
 // collective ("no link"), and it stays out of plateaus, plateau ratios, per-size busbw ratios and
 // the console headline (rows of old files that gave broadcast or the P2P ring a busbw included).
-inline bool crossesLink(const Sample& s) { return s.nRanks > 1; }
+// fabricbench-peer's rows (one process, copies between GPUs or to the host: peer_copy_*,
+// host_copy, ...) are not collectives and keep theirs.
+inline bool crossesLink(const Sample& s) {
+  if (s.nRanks > 1) return true;
+  const std::string base = s.coll.substr(0, s.coll.find('('));  // "allreduce(prod)", "broadcast(root=2)"
+  for (const char* c : {"allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "p2pring"})
+    if (base == c) return false;
+  return true;
+}
 
 }  // namespace fb

@@ -3,10 +3,12 @@
 # Issue 33: fabricbench beside nccl-tests on this host, interleaved, the same process layout ($NP ranks,
 # one GPU each), 8 B .. 1 GiB, AllReduce / AllGather / ReduceScatter / SendRecv (P2P ring), -n 40 -w 10:
 #   round r = 1 .. ROUNDS (default 2):
-#     fabricbench --timer host -a 1 --rotate-buffers;  nccl-tests (its host clock);
-#     fabricbench --timer host -a 1 --rotate-buffers -w 0 --repeat 1 (nccl-tests' sequence per size: no
+#     fabricbench --timer nccl-tests -a 1;  nccl-tests (its host clock);
+#     fabricbench --timer nccl-tests -a 1 -w 0 --repeat 1 (nccl-tests' sequence per size: no
 #       warm-up batch at the size, one operation at position 0, then one timed batch);
-#     fabricbench --timer gpu --per-op --rotate-buffers;  nccl-tests -I 1 (CUDA events between iterations)
+#     fabricbench --timer rank --per-op;  nccl-tests -I 1 (CUDA events between iterations)
+#   (fabricbench's nccl buffers move as nccl-tests' do by default: no --rotate-buffers needed; every
+#   fabricbench run is checked to say timer nccl-tests / rank-events and buffers "moved by" in its rows)
 # then scripts/vs_nccl_tests.py writes $OUT/results/<stamp>-<host>-vs-nccl-tests/{vs-nccl-tests.md,table.csv}:
 # every size and placement, each round's fabricbench time / nccl-tests time (host clock; batch events
 # vs -I mean; --per-op p50 vs -I p50), nccl-tests' own round-to-round ratio, and the bound (within 2 %
@@ -27,7 +29,7 @@ logs="$OUT/nccl-tests"
 mkdir -p "$logs" "$cmp"
 sweep=(-b 8 -e 1G -f 2 -n 40 -w 10)
 common=(--transport nccl --collective allreduce,allgather,reducescatter,p2pring "${sweep[@]}" --placement both
-        --rotate-buffers --results-dir "$OUT/results" ${SINGLE:-})
+        --results-dir "$OUT/results" ${SINGLE:-})
 ntl=()
 [ "${NP:-1}" -gt 1 ] && ntl=($MPI)
 tests=(all_reduce all_gather reduce_scatter sendrecv)
@@ -37,22 +39,22 @@ fbh=() fbg=() fbw=()
 for r in $(seq 1 "$rounds"); do
   fbh+=("$OUT/results/$stamp-$host-fb-host-r$r") fbg+=("$OUT/results/$stamp-$host-fb-gpu-r$r")
   fbw+=("$OUT/results/$stamp-$host-fb-host-w0-r$r")
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer host -a 1 --run-id "$stamp-$host-fb-host-r$r" \
-    > "$logs/fabricbench-host-r$r.log" 2>&1 || { echo "fabricbench host r$r: exit $?"; rc=1; }
+  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 --run-id "$stamp-$host-fb-host-r$r" \
+    > "$logs/fabricbench-host-r$r.log" 2>&1 || { echo "fabricbench nccl-tests timer r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
     "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 > "$logs/$t-r$r.log" 2>&1 || { echo "$t r$r: exit $?"; rc=1; }
   done
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer host -a 1 -w 0 --repeat 1 --run-id "$stamp-$host-fb-host-w0-r$r" \
-    > "$logs/fabricbench-host-w0-r$r.log" 2>&1 || { echo "fabricbench host -w 0 r$r: exit $?"; rc=1; }
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer gpu --per-op --run-id "$stamp-$host-fb-gpu-r$r" \
-    > "$logs/fabricbench-gpu-r$r.log" 2>&1 || { echo "fabricbench gpu r$r: exit $?"; rc=1; }
+  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 -w 0 --repeat 1 --run-id "$stamp-$host-fb-host-w0-r$r" \
+    > "$logs/fabricbench-host-w0-r$r.log" 2>&1 || { echo "fabricbench nccl-tests timer -w 0 r$r: exit $?"; rc=1; }
+  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer rank --per-op --run-id "$stamp-$host-fb-gpu-r$r" \
+    > "$logs/fabricbench-gpu-r$r.log" 2>&1 || { echo "fabricbench rank timer r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
     rm -f "$logs/$t-I-r$r.json"
     "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 -I 1 -J "$logs/$t-I-r$r.json" > "$logs/$t-I-r$r.log" 2>&1 ||
       { echo "$t -I r$r: exit $?"; rc=1; }
   done
 done
-cmdline="ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer host -a 1 [-w 0 --repeat 1] | --timer gpu --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
+cmdline="ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer nccl-tests -a 1 [-w 0 --repeat 1] | --timer rank --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
 python3 scripts/vs_nccl_tests.py --out "$cmp" --command "$cmdline" --logs "$logs" \
   --fb-host "${fbh[@]}" --fb-gpu "${fbg[@]}" --fb-host-w0 "${fbw[@]}" || rc=$?
 exit $rc

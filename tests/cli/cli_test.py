@@ -360,6 +360,21 @@ def case_never_overwritten(d):
           f"--resume console: {len(table)} rows measured: {p.stdout[-800:]}")
     rj = json.load(open(os.path.join(d, "777.3", "run.json")))
     check(len(rj["rows"]) == 3 and rj.get("finished") is True, f"--resume run.json rows {len(rj['rows'])}")
+    # --resume into a run.json from before the timer names (config timer "gpu", rows "gpu"): the same timer
+    rjp = os.path.join(d, "777.3", "run.json")
+    rj["config"]["timer"] = "gpu"
+    json.dump(rj, open(rjp, "w"))
+    tc = os.path.join(d, "777.3", "table.csv")
+    old_rows = open(tc).read().replace(",rank-clock,", ",gpu,")
+    open(tc, "w").write(old_rows)
+    p = fb(2, TCP + ["-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "0", "--results-dir", d, "--run-id", "777.3",
+                     "--resume", "--progress", "0"])
+    rows = rows_of(os.path.join(d, "777.3"))  # table.csv is appended to: the kept lines keep their old text
+    rj = json.load(open(rjp))                 # run.json is rewritten from the rows as read: today's names
+    check(p.returncode == 0 and sorted(int(r["size_bytes"]) for r in rows) == [8, 64, 512, 4096]
+          and rows[-1]["timer"] == "rank-clock" and {r["timer"] for r in rj["rows"]} == {"rank-clock"},
+          f"--resume of an old-names run: exit {p.returncode}, rows {[(r['size_bytes'], r['timer']) for r in rows]}, "
+          f"run.json {[r['timer'] for r in rj['rows']]}")
     # --overwrite: a fresh folder
     p = fb(2, TCP + ["-b", "16", "-e", "16", "-n", "2", "--results-dir", d, "--run-id", "777.3", "--overwrite", "--progress", "0"])
     rows = rows_of(os.path.join(d, "777.3"))

@@ -60,8 +60,8 @@ def case_repeat(a):
             fail(f"{len(rows)} rows")
         for r in rows:
             check_spread(r, 4, True)
-            if r["timer"] != "gpu" or r["rank_time"] != "max":
-                fail(f"default timer is gpu / max: {r}")
+            if r["timer"] != "rank-clock" or r["rank_time"] != "max":  # host backends: each rank's steady clock
+                fail(f"default timer is rank-clock / max: {r}")
         if meta["config"]["repeat"] != 4 or meta["config"]["per_op"] is not True:
             fail(f"run.json config: {meta['config']}")
         if "p99_us" not in p.stdout or "t_min_us" not in p.stdout:
@@ -90,10 +90,11 @@ def case_repeat(a):
 
 def case_timer(a):
     with tempfile.TemporaryDirectory() as d:
-        for run, extra, timer, rank_time in [("h", ["--timer", "host"], "host", "avg"),
-                                             ("h3", ["--timer", "host", "-a", "3"], "host", "max"),
-                                             ("g0", ["--timer", "gpu", "-a", "0"], "gpu", "rank0"),
-                                             ("g2", ["-a", "2"], "gpu", "min")]:
+        # (the old names host and gpu still parse; host backends' rows never say gpu)
+        for run, extra, flag, timer, rank_time in [("h", ["--timer", "nccl-tests"], "nccl-tests", "nccl-tests", "avg"),
+                                                   ("h3", ["--timer", "host", "-a", "3"], "nccl-tests", "nccl-tests", "max"),
+                                                   ("g0", ["--timer", "gpu", "-a", "0"], "rank", "rank-clock", "rank0"),
+                                                   ("g2", ["-a", "2"], "rank", "rank-clock", "min")]:
             p = mpirun(a, 3, ["--transport", "tcp,mpi", "--repeat", "2", "--results-dir", d, "--run-id", run]
                        + extra + SMALL, timeout=200)
             if p.returncode != 0:
@@ -106,19 +107,26 @@ def case_timer(a):
                     fail(f"{extra}: row says timer={r['timer']} rank_time={r['rank_time']}: {r}")
                 check_spread(r, 2, False)
             c = meta["config"]
-            if c["timer"] != timer or c["rank_time"] != rank_time:
+            # buffers move as nccl-tests moves them with either timer (issue 33), unless --reuse-buffers
+            if c["timer"] != flag or c["rank_time"] != rank_time or c["rotate_buffers"] is not True:
                 fail(f"{extra}: run.json config {c}")
             if f"timer={timer} rank_time={rank_time}" not in p.stdout:
                 fail(f"{extra}: console does not name the timer")
             print(f"  ok: {' '.join(extra)}: 12 rows timer={timer} rank_time={rank_time}")
+        p = mpirun(a, 2, ["--transport", "tcp", "--reuse-buffers", "--results-dir", d, "--run-id", "reuse"] + SMALL,
+                   timeout=200)
+        _, meta = load(d, "reuse")
+        if p.returncode != 0 or meta["config"]["rotate_buffers"] is not False:
+            fail(f"--reuse-buffers: rc {p.returncode}, config rotate_buffers {meta['config'].get('rotate_buffers')}")
         for bad, needle in [(["--timer", "wall"], "unknown --timer 'wall'"), (["-a", "4"], "-a/--average must be"),
+                            (["--rotate-buffers", "--reuse-buffers"], "exclude each other"),
                             (["--repeat", "-1"], "--repeat must be >= 0"),
                             (["--repeat", "2", "--benchmark_repetitions=3"], "disagree")]:
             p = mpirun(a, 2, bad + ["--results-dir", d], timeout=60)
             ours = [l for l in p.stderr.splitlines() if l.startswith("fabricbench: error:")]
             if p.returncode != 2 or len(ours) != 1 or needle not in ours[0]:
                 fail(f"{bad}: rc {p.returncode}, stderr {p.stderr}")
-    print("PASS: --timer host/gpu with -a 0..3 on tcp and mpi at np 3: rows, run.json and console name the "
+    print("PASS: --timer nccl-tests/rank (and the old host/gpu) with -a 0..3 on tcp and mpi at np 3: rows, run.json and console name the "
           "timer and the rank combination; bad values refused")
 
 
@@ -201,7 +209,7 @@ def case_falsepass(a):
 
 
 def case_gpu(a):
-    """GPU parts: --timer gpu/host and --per-op on nccl and cuda (events per operation), % of nominal on
+    """GPU parts: --timer rank/nccl-tests and --per-op on nccl and cuda (events per operation), % of nominal on
     the NVLink path, and --transport auto on a GPU node passing. Exit 77 where no GPU is visible."""
     try:  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected"): one GPU per rank, or skip
         gpus = len([l for l in subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
@@ -220,7 +228,7 @@ def case_gpu(a):
         gpu = [t for t in ("nccl", "cuda") if t in usable]
         e = base_env()
         e["NCCL_NVLS_ENABLE"] = "0"
-        for run, timer, rank_time in [("g", "gpu", "max"), ("h", "host", "avg")]:
+        for run, timer, row_timer, rank_time in [("g", "rank", "rank-events", "max"), ("h", "nccl-tests", "nccl-tests", "avg")]:
             p = mpirun(a, 2, ["--transport", ",".join(gpu), "--timer", timer, "--repeat", "3", "--per-op",
                               "--collective", "all", "-b", "8", "-e", "16M", "-f", "8", "--placement", "out",
                               "-n", "10", "-w", "2", "--results-dir", d, "--run-id", run], timeout=300, environ=e)
@@ -231,23 +239,24 @@ def case_gpu(a):
             if {r["impl"] for r in rows} != set(gpu):
                 fail(f"--timer {timer}: impls {set(r['impl'] for r in rows)}, expected {gpu}")
             for r in rows:
-                if r["timer"] != timer or r["rank_time"] != rank_time or int(r["wrong"]) != 0:
+                if r["timer"] != row_timer or r["rank_time"] != rank_time or int(r["wrong"]) != 0:
                     fail(f"--timer {timer}: {r}")
                 check_spread(r, 3, True)
             nv = [r for r in rows if r["impl"] == "nccl" and "nvlink" in r["path"].lower()]
             if nv and not all(r["pct_nominal"] for r in nv):
                 fail("nccl NVLink rows without % of nominal")
             print(f"  ok: --timer {timer}: {len(rows)} rows on {gpu}, p50/p99 from events, spread of 3 batches")
-        if "nccl" in gpu:  # --rotate-buffers: the rows say so, and the data still check
-            p = mpirun(a, 2, ["--transport", "nccl", "--timer", "host", "--rotate-buffers", "--collective", "all",
-                              "-b", "8", "-e", "16M", "-f", "64", "-n", "10", "--results-dir", d, "--run-id", "rot"],
-                       timeout=300, environ=e)
-            if p.returncode != 0:
-                fail(f"--rotate-buffers: exit {p.returncode}")
-            rows, _ = load(d, "rot")
-            if not rows or any(int(r["wrong"]) != 0 or "rotated over" not in r["extra"] for r in rows):
-                fail("--rotate-buffers rows: wrong elements or no 'buffers=rotated over N copies'")
-            print(f"  ok: --rotate-buffers: {len(rows)} rows, wrong = 0, labelled")
+        if "nccl" in gpu:  # buffers move as nccl-tests moves them by default; the rows say so, the data check
+            for run, extra, want in [("rot", [], "moved by"), ("reuse", ["--reuse-buffers"], "cache-warm")]:
+                p = mpirun(a, 2, ["--transport", "nccl", "--collective", "all", "-b", "8", "-e", "16M", "-f", "64",
+                                  "-n", "10", "--results-dir", d, "--run-id", run] + extra, timeout=300, environ=e)
+                if p.returncode != 0:
+                    fail(f"buffers {extra}: exit {p.returncode}")
+                rows, _ = load(d, run)
+                # 8 B .. 16 MiB: the small sizes have several positions (the 16 MiB row only its own)
+                if not rows or any(int(r["wrong"]) != 0 or want not in r["extra"] for r in rows if int(r["size_bytes"]) < 16 << 20):
+                    fail(f"buffers {extra}: wrong elements or rows without '{want}'")
+                print(f"  ok: buffers {extra or 'default'}: {len(rows)} rows, wrong = 0, labelled '{want}'")
         p = mpirun(a, 2, ["--transport", "auto", "--collective", "allreduce", "-b", "8", "-e", "1M", "-f", "64",
                           "--no-files"], timeout=300, environ=e)
         line = final_line(p.stdout)

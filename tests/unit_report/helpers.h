@@ -54,6 +54,7 @@ inline fb::Sample row(const std::string& coll, const std::string& impl, const st
   s.count = bytes / 4;
   s.nRanks = 4;
   s.nNodes = 1;
+  s.timer = "rank-clock";
   s.iters = 20;
   s.timeUs = timeUs;
   s.algBwGBps = timeUs > 0 ? static_cast<double>(bytes) / (timeUs * 1e3) : 0;

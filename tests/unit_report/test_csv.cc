@@ -39,7 +39,7 @@ std::vector<fb::Sample> awkwardRows() {
   auto a = row("allreduce", "tcp", "tcp eth0, 10.0.0.1 \"bonded\"", 1048576, 123.456789012345, 17.0123456789);
   a.extra = {{"channels", "2"}, {"gid", "fe80::1;x=y"}, {"note", "back\\slash, \"quoted\""}};
   a.pctNominal = 87.5;
-  a.timer = "host";
+  a.timer = "nccl-tests";
   a.rankTime = "avg";
   a.repeats = 3;
   a.timeUsMin = 120.25;
@@ -93,15 +93,15 @@ TEST_CASE("csv: spread columns (busbw of the slowest/fastest batch) and legacy t
   CHECK(s.busBwMin() == Approx(1.0));   // the slowest batch: twice the median time
   CHECK(s.busBwMax() == Approx(2.5));   // the fastest: 10/8 of the median busbw
   std::string line = fb::csvLine(s);
-  CHECK(line.find(",gpu,max,3,8,20,1,2.5,,") != std::string::npos);
-  // A table written before --timer/--repeat (16 columns) still reads: gpu timer, max, 1 batch.
+  CHECK(line.find(",rank-clock,max,3,8,20,1,2.5,,") != std::string::npos);
+  // A table written before --timer/--repeat (16 columns) still reads: the rank timer, max, 1 batch.
   std::string legacy =
       "size_bytes,count,type,coll,impl,path,placement,nranks,nnodes,iters,time_us,algbw_GBps,busbw_GBps,wrong,"
       "pct_nominal,extra\n1024,256,float32,allreduce,tcp,lo,out,2,1,20,10.5,0.1,0.1,0,,\n";
   auto back = fb::parseCsv(legacy, "legacy");
   REQUIRE(back.size() == 1);
   CHECK(back[0].timeUs == 10.5);
-  CHECK(back[0].timer == "gpu");
+  CHECK(back[0].timer == "rank-clock");  // tcp: the steady clock, no GPU
   CHECK(back[0].repeats == 1);
   CHECK(back[0].timeUsMin == -1);
   CHECK(back[0].busBwMin() == -1);
@@ -130,6 +130,31 @@ TEST_CASE("csv: NCCL attestation columns come from extra; 25-column tables still
   auto old = fb::parseCsv(h25 + "\n" + l25 + "\n", "old");
   REQUIRE(old.size() == 1);
   CHECK(old[0].timeUs == 10);
+}
+
+TEST_CASE("csv: timer names: old files' gpu and host read as rank-events / rank-clock and nccl-tests", "[csv][timer]") {
+  // Rows as the old names wrote them: the rank timer said gpu on every backend, nccl-tests' said host.
+  std::string header;
+  for (auto& c : fb::csvColumns()) header += (header.empty() ? "" : ",") + c;
+  std::string text = header + "\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"nccl", "gpu"}, {"cuda", "gpu"}, {"tcp", "gpu"}, {"mpi", "gpu"}, {"nccl", "host"}, {"tcp", "host"}};
+  for (const auto& [impl, timer] : cases) {
+    auto s = row("allreduce", impl, "p", 1024, 10, 0.1);
+    s.timer = timer;
+    text += fb::csvLine(s) + "\n";
+  }
+  auto back = fb::parseCsv(text, "old-names");
+  REQUIRE(back.size() == cases.size());
+  const std::vector<std::string> want = {"rank-events", "rank-events", "rank-clock", "rank-clock", "nccl-tests",
+                                         "nccl-tests"};
+  int wrong = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) wrong += back[i].timer != want[i];
+  CHECK(wrong == 0);
+  // Today's names read as written.
+  auto s = row("allreduce", "tcp", "p", 1024, 10, 0.1);
+  s.timer = "nccl-tests";
+  CHECK(fb::parseCsv(header + "\n" + fb::csvLine(s) + "\n", "new")[0].timer == "nccl-tests");
 }
 
 TEST_CASE("csv: line quoting follows RFC 4180", "[csv]") {

@@ -78,7 +78,7 @@ TEST_CASE("report.md: % of nominal and its basis per path; medians with spread",
   CHECK(md.find("tcp lo 127.0.0.1 same host (loopback path)") != std::string::npos);
   CHECK(md.find("0.100 [0.080–0.125]") != std::string::npos);  // median [slowest–fastest batch]
   CHECK(md.find("median of") != std::string::npos);
-  CHECK(md.find("gpu, max, median of ≤3") != std::string::npos);
+  CHECK(md.find("rank-clock, max, median of ≤3") != std::string::npos);
   CHECK(fb::nominalGBps(rows) == Approx(0.125));
 }
 
@@ -216,6 +216,14 @@ TEST_CASE("single rank: no busbw, no plateau, no ratio, no headline", "[summary]
   CHECK(std::isnan(fb::plateauBusBw(series[1].rows)));  // nccl, 1 rank
   CHECK(fb::plateauBusBw(series[2].rows) == 3.0);
   CHECK(fb::plateauWarning(series[0].rows).empty());
+  // fabricbench-peer's rows are one process too, but copies over a link, not collectives: kept.
+  auto peer = row("peer_copy_sweep", "cuda", "GPU0->GPU1 sm-write", 1u << 20, 5.0, 200.0);
+  peer.nRanks = 1;
+  CHECK(fb::crossesLink(peer));
+  CHECK(fb::plateauBusBw({peer}) == 200.0);
+  auto op = row("allreduce(prod)", "mpi", "sm", 1u << 20, 5.0, 0);
+  op.nRanks = 1;
+  CHECK_FALSE(fb::crossesLink(op));
   // The headline leaves both 1-rank series out and says so.
   std::string h = fb::consoleHeadline(rows);
   INFO(h);

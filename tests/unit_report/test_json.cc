@@ -51,7 +51,7 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
 
   auto a = row("allreduce", "tcp", "lo", 1024, 10.5, 0.15);
   a.extra = {{"k", "v"}};
-  a.timer = "host";
+  a.timer = "nccl-tests";
   a.rankTime = "avg";
   a.repeats = 5;
   a.timeUsMin = 10.25;
@@ -82,7 +82,17 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
   CHECK(back.bytes == a.bytes);
   CHECK(back.timeUs == a.timeUs);
   CHECK(back.extra == a.extra);
-  CHECK(back.timer == "host");
+  CHECK(back.timer == "nccl-tests");
+  // run.json rows with the old names, or none (before --timer): today's names, by backend.
+  auto old = j["rows"][0];
+  old["timer"] = "gpu";
+  CHECK(fb::sampleFromJson(old).timer == "rank-clock");  // tcp
+  old["impl"] = "nccl";
+  CHECK(fb::sampleFromJson(old).timer == "rank-events");
+  old["timer"] = "host";
+  CHECK(fb::sampleFromJson(old).timer == "nccl-tests");
+  old.erase("timer");
+  CHECK(fb::sampleFromJson(old).timer == "rank-events");
   CHECK(back.rankTime == "avg");
   CHECK(back.repeats == 5);
   CHECK(back.timeUsMin == 10.25);
@@ -142,7 +152,7 @@ TEST_CASE("console --wide: header explains time and busbw; sub-header on path ch
   };
   std::string afterOne = readAll();
   CHECK(afterOne.find("median over the timed batches") != std::string::npos);
-  CHECK(afterOne.find("timer=gpu rank_time=max repeats=1") != std::string::npos);
+  CHECK(afterOne.find("timer=rank-clock rank_time=max repeats=1") != std::string::npos);
   CHECK(afterOne.find("2(n-1)/n") != std::string::npos);
   CHECK(afterOne.find("GB = 1e9") != std::string::npos);
   CHECK(afterOne.find("10.25") != std::string::npos);

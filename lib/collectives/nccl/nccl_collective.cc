@@ -173,8 +173,8 @@ class NcclCollective : public Collective {
     dropGraphs();
     shape_ = shape;
     const std::size_t elt = dtypeSize(shape.dtype);
-    // --rotate-buffers (and --timer host): nccl-tests' startColl moves operation i's send and
-    // receive pointers by shift = S * (i % steps), S = max(send, receive bytes), steps = maxbytes / S
+    // Buffers moved (the default; --reuse-buffers keeps one): nccl-tests' startColl moves operation
+    // i's send and receive pointers by shift = S * (i % steps), S = max(send, receive bytes), steps = maxbytes / S
     // with maxbytes its -e, so consecutive operations do not find their data in the GPU's L2 (60 MB
     // on H200). The same here, with the sweep's largest size as maxbytes (at least S; 1 GiB when the
     // sweep gives none, --counts), so a sweep to -e 16M is as cache-warm as nccl-tests' -e 16M.
@@ -215,10 +215,10 @@ class NcclCollective : public Collective {
     attest();
     path_.details.emplace_back(
         "buffers", steps_ > 1 ? fmt::format("moved by {} B per operation, position i % {} of a batch's operation i, "
-                                            "as nccl-tests with -e {} (--rotate-buffers)", shiftBytes_, steps_,
-                                            shiftBytes_ * steps_)
-                              : std::string("one copy reused by every operation: cache-warm when it fits in the "
-                                            "GPU's L2 (--rotate-buffers moves it as nccl-tests does)"));
+                                            "as nccl-tests with -e {}", shiftBytes_, steps_, shiftBytes_ * steps_)
+        : opts_.rotateBuffers ? std::string("one position: the size is the sweep's largest, as in nccl-tests")
+                              : std::string("one copy reused by every operation (--reuse-buffers): cache-warm when "
+                                            "it fits in the GPU's L2"));
     path_.details.emplace_back("buffer_alloc", ncclMem_ ? "ncclMemAlloc (as nccl-tests)" : "cudaMalloc");
   }
 
