@@ -185,15 +185,22 @@ def case_kill(a):
         if proc.returncode == 0:
             fail("job exited 0 after a rank was killed")
         text = out + err
-        # Open MPI's mpirun and fabricbench name the rank; MPICH's hydra names the process id.
-        if "rank 2" not in text.replace("\n", " ") and f"PID {pids[2]} " not in text:
-            fail(f"no message names the lost peer (rank 2, pid {pids[2]})")
+        # Open MPI's mpirun and fabricbench name the rank; MPICH's hydra names the process id of the
+        # first process that ended badly, which can be a survivor that saw the loss first, and it
+        # SIGKILLs the rest at once: then nothing names rank 2, and the case is skipped (not passed).
+        named = "rank 2" in text.replace("\n", " ") or f"PID {pids[2]} " in text
+        hydra = os.path.basename(a.mpirun) == "mpirun-compat"
         rows = read_rows(os.path.join(d, "t"))
         if len(rows) < 5:
             fail(f"only {len(rows)} rows survived")
         for r in rows:
             if int(r["wrong"]) != 0:
                 fail(f"row before the kill has wrong elements: {r}")
+    if not named and hydra:
+        print(f"SKIP: hydra named another process than the killed rank 2 (pid {pids[2]}); the other checks passed")
+        sys.exit(77)
+    if not named:
+        fail(f"no message names the lost peer (rank 2, pid {pids[2]})")
     print(f"PASS: killed rank 2; job exited {proc.returncode} after {took:.1f} s naming rank 2 (or its pid); "
           f"{len(rows)} finished rows intact")
 

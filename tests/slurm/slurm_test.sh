@@ -49,6 +49,10 @@ FAILED=0
 SKIPPED=""
 cleanup() {
   local rc=$?
+  # an exit that neither failed nor skipped on purpose (a script error, set -u) is a failure
+  if [ "$rc" != 0 ] && [ "$FAILED" = 0 ] && [ -z "$SKIPPED" ]; then
+    say "FAIL: the test stopped early (exit $rc)"; FAILED=1
+  fi
   if [ "$FAILED" != 0 ] || [ "$rc" != 0 ]; then
     for f in "$WORK"/*.out; do [ -e "$f" ] && { echo "==== job log $f"; tail -n 60 "$f"; }; done
     for f in "$DIR"/log/slurmctld.log "$DIR"/log/slurmd-n*.log; do [ -e "$f" ] && { echo "==== $f"; tail -n 15 "$f"; }; done
@@ -153,7 +157,7 @@ case "$CASE" in
     ;;
 
   sbatch-srun-pmi2)
-    ldd "$BIN" | grep -q libmpich || skip "$BIN is not linked against MPICH (this case runs from the MPICH build, build-mpich/)"
+    ldd "$BIN" | grep -q libmpich || { SKIPPED="$BIN is not linked against MPICH (this case runs from the MPICH build, build-mpich/)"; exit 77; }
     export FB_LAUNCHER=srun FB_MPI_LAUNCH=pmi2 FB_SIZES="-b 8 -e 4M -f 32" FB_ITERS=5 FB_WARMUP=2 FB_TRANSPORTS=tcp,mpi
     sbatch_wait slurm/allreduce.sbatch
     [ "$JRC" = 0 ] || fail "job exited $JRC"
@@ -390,3 +394,4 @@ import json,sys; j=json.load(open(sys.argv[1])); h=sorted(x['hostname'] for x in
 
   *) echo "unknown case $CASE"; FAILED=1 ;;
 esac
+exit 0  # the case ran to its end: FAILED holds its verdict (cleanup reports it)
