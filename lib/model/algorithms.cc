@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "collectives/host_algorithms.h"
+#include "core/text.h"
 #include "model/model.h"
 
 namespace fb::model {
@@ -24,10 +25,6 @@ int ceilLog2(int n) {
   int k = 0;
   while ((1 << k) < n) ++k;
   return k;
-}
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 Phase hop(double count, double chunk, const Shape& sh, double interScale) {
@@ -202,7 +199,7 @@ const AlgoDescriptor& describeAlgo(Algo a) {
 std::string algoName(Algo a) { return std::string(describeAlgo(a).name); }
 
 Algo parseAlgo(const std::string& s) {
-  const std::string l = lower(s);
+  const std::string l = text::lower(s);
   std::string names;
   for (const auto& d : algoTable()) {
     if (l == d.name) return d.id;
@@ -216,7 +213,7 @@ Algo parseAlgo(const std::string& s) {
 std::optional<Algo> algoOfRow(const Sample& s) {
   for (const auto& [k, v] : s.extra) {
     if (k != "algorithm" && k != "algo" && k != "host_algo") continue;
-    const std::string t = lower(v);
+    const std::string t = text::lower(v);
     std::optional<Algo> best;
     std::size_t bestLen = 0;
     for (const auto& d : algoTable()) {

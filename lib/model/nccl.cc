@@ -11,14 +11,11 @@
 #include <fmt/format.h>
 
 #include "collectives/spec.h"
+#include "core/text.h"
 
 namespace fb::model {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 int log2i(int n) {
   int k = 0;
   while ((2 << k) <= n) ++k;
@@ -74,7 +71,7 @@ const NcclAlgoInfo& ncclAlgoInfo(NcclAlgo a) {
 }
 
 NcclAlgo parseNcclAlgo(const std::string& s) {
-  std::string l = lower(s);
+  std::string l = text::lower(s);
   for (const auto& i : ncclAlgos())
     for (const auto& al : i.aliases)
       if (l == al) return i.id;
@@ -84,7 +81,7 @@ NcclAlgo parseNcclAlgo(const std::string& s) {
 }
 
 NcclProto parseNcclProto(const std::string& s) {
-  std::string l = lower(s);
+  std::string l = text::lower(s);
   if (l == "ll") return NcclProto::kLL;
   if (l == "ll128") return NcclProto::kLL128;
   if (l == "simple") return NcclProto::kSimple;
@@ -222,7 +219,7 @@ NcclChoice ncclChoose(const std::string& coll, const NcclMachine& m, double S, c
 
 namespace {
 void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
-  std::string k = lower(key);
+  std::string k = text::lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
   else if (k == "nccl" || k == "nccl_version") {

@@ -27,8 +27,6 @@ std::vector<std::string> words(const std::string& s) {
   return w;
 }
 
-bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
 bool toDouble(const std::string& s, double& v) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -92,7 +90,7 @@ bool isNumberStart(const std::string& l) {
 }  // namespace
 
 InputKind sniffInput(const std::string& text) {
-  if (startsWith(text, "size_bytes,count,")) return InputKind::kTableCsv;
+  if (text::startsWith(text, "size_bytes,count,")) return InputKind::kTableCsv;
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
       (text.find("out-of-place") != std::string::npos &&
@@ -123,11 +121,11 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
       auto w = words(t.substr(c + 1));
       if (!w.empty()) device = w[0];
     }
-    if (startsWith(t, "Link type")) {
+    if (text::startsWith(t, "Link type")) {
       auto w = words(t.substr(t.find(':') + 1));
       if (!w.empty()) linkType = w[0];
     }
-    if (startsWith(t, "#bytes")) {
+    if (text::startsWith(t, "#bytes")) {
       // Column names may contain spaces ("99% percentile[usec]"): split on runs of 2+ spaces or tabs.
       header.clear();
       std::string cur;
@@ -153,7 +151,7 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
       auto w = words(l);
       auto col = [&](const std::string& prefix) -> int {
         for (std::size_t k = 0; k < header.size(); ++k)
-          if (startsWith(header[k], prefix)) return static_cast<int>(k);
+          if (text::startsWith(header[k], prefix)) return static_cast<int>(k);
         return -1;
       };
       if (w.size() < header.size())
