@@ -61,6 +61,13 @@ ncclRedOp_t ncclOp(ReduceOp op) {
   return ncclSum;
 }
 
+// This node's PCIe tree (GPUs, RDMA NICs, their bridges), read from sysfs once per process as
+// topo::localTopology() is: every size's attestation compares against it.
+const doctor::PcieMap& localPcieMap() {
+  static const doctor::PcieMap map = doctor::readPcieMap(doctor::Machine("/"));
+  return map;
+}
+
 // nvidia-smi index of CUDA device `dev` (matched by PCI bus id; CUDA's order may differ).
 const topo::GpuInfo* smiGpuFor(int dev) {
   const auto& t = topo::localTopology();
@@ -506,7 +513,7 @@ class NcclCollective : public Collective {
       // names what any rank found.
       const char* gdrLevel = std::getenv("NCCL_NET_GDR_LEVEL");
       std::string mine;
-      for (const auto& w : doctor::ncclPlacementWarnings(att, "", doctor::readPcieMap(doctor::Machine("/")),
+      for (const auto& w : doctor::ncclPlacementWarnings(att, "", localPcieMap(),
                                                          bs_.nodeCount(), gdrLevel ? gdrLevel : ""))
         mine += w + "\n";
       std::vector<std::string> seen;
