@@ -36,9 +36,14 @@ endfunction()
 function(fb_cuda_detect_gpus out names)
   set(caps "")
   set(gpu_names "")
-  set(smi "${FB_NVIDIA_SMI}")  # -DFB_NVIDIA_SMI=<program>: another nvidia-smi (the tests' fake one)
+  # -DFB_NVIDIA_SMI=<program>: another nvidia-smi (the tests' fake one). find_program gets a
+  # variable of its own: it skips the search when its variable is already set, even to "".
+  set(smi "${FB_NVIDIA_SMI}")
   if(NOT smi)
-    find_program(smi nvidia-smi PATHS /usr/bin /usr/local/cuda/bin NO_CACHE)
+    find_program(fb_smi_found nvidia-smi PATHS /usr/bin /usr/local/cuda/bin NO_CACHE)
+    if(fb_smi_found)
+      set(smi "${fb_smi_found}")
+    endif()
   endif()
   if(smi)
     execute_process(COMMAND ${smi} --query-gpu=compute_cap,name --format=csv,noheader

@@ -143,7 +143,7 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
       colls += (colls.empty() ? "" : ",") + i["coll"].get<std::string>();
       ok = ok && i["ranks"] == e.ranks && i["nodes"] == e.nodes && i["gpu"] == e.gpu && r.runJson["ranks"] == e.ranks;
       for (auto& s : r.rows) {
-        ok = ok && s.nRanks == e.ranks && s.nNodes == e.nodes && s.coll == i["coll"];
+        ok = ok && s.nRanks == e.ranks && s.nNodes == e.nodes && s.coll == i["coll"].get<std::string>();
         double alg = std::stod(extra(s, "printed_algbw")), bus = std::stod(extra(s, "printed_busbw"));
         double f = busFactor(s.coll, e.ranks);
         ++rowsChecked;
