@@ -8,6 +8,7 @@
 #include "bootstrap/mpi_bootstrap.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "model/host_choice.h"
 #if defined(FB_BUILD_VERBS)
 #include "transport/verbs/verbs_transport.h"
 #endif
@@ -47,8 +48,10 @@ CollFactory openRing(Bootstrap& bs, const Options& o, const std::string& name) {
     throw UnavailableError(name + ": --gpu-staging needs a CUDA build");
 #endif
   }
-  return [transport, staging](const CollRequest& r) {
-    return Support{makeRingCollective(r.kind, transport, staging), ""};
+  // On more than one node the cost model chooses the algorithm (lib/model/host_choice.h).
+  auto ranker = model::hostRankerFor(*transport, bs);
+  return [transport, staging, ranker](const CollRequest& r) {
+    return Support{makeRingCollective(r.kind, transport, staging, ranker), ""};
   };
 }
 

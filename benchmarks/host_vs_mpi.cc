@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/units.h"
+#include "model/host_choice.h"
 
 using namespace fb;
 
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
       auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
       std::shared_ptr<Transport> t = makeTransport(transport, bs, topt);
       const int n = bs.size();
+      auto ranker = model::hostRankerFor(*t, bs);
       auto dl = [] { return Deadline::in(std::chrono::seconds(120)); };
       std::string progress = "?";
       for (auto& [key, v] : t->path().details)
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
       }
       std::int64_t wrongAll = 0;
       for (CollKind k : kinds) {
-        auto host = makeRingCollective(k, t);
+        auto host = makeRingCollective(k, t, nullptr, ranker);
         auto mpi = makeMpiCollective(k);
         for (std::size_t bytes : sizes) {
           CollShape shape = makeShape(k, DataType::kFloat32, bytes, n, false);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/timer_names.h"
 #include "core/units.h"
+#include "model/host_choice.h"
 #include "topology/nccl_attest.h"
 #include "transport/progress.h"
 
@@ -481,6 +482,7 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     }
   }
   validateHostAlgoEnv();  // FB_HOST_ALGO, FB_PROGRESS: refused here, before any communication
+  model::validateHostLinksEnv();
   validateProgressEnv();
   // Staging through host memory replaces GPUDirect: the NIC sees host memory only.
   if (o.coll.gpuStaging) o.coll.transport.gpuDirect = false;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "collectives/host_algorithms.h"
 #include "collectives/spec.h"
 #include "transport/transport.h"
 
@@ -96,8 +97,11 @@ class DeviceStaging {
 
 // Host-memory ring algorithms over any Transport (tcp, verbs). Implemented in ring.cc.
 // With `staging`, the data live in GPU memory and are staged through host memory (above).
+// `ranker` (host_algorithms.h; the cost model's, lib/model/host_choice.h) chooses the algorithm
+// on more than one node; null: the defaults.
 std::unique_ptr<Collective> makeRingCollective(CollKind kind, std::shared_ptr<Transport> transport,
-                                               std::shared_ptr<DeviceStaging> staging = nullptr);
+                                               std::shared_ptr<DeviceStaging> staging = nullptr,
+                                               std::shared_ptr<const HostRanker> ranker = nullptr);
 
 // Reference row through MPI's own collectives (MPI_Allreduce, MPI_Allgather,
 // MPI_Reduce_scatter_block, MPI_Sendrecv ring) on MPI_COMM_WORLD. Implemented in mpi_native.cc.

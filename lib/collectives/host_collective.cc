@@ -137,11 +137,12 @@ void HostCollective::runStaged(Deadline deadline) {
 
 // The one place that says which host implementation runs which collective.
 std::unique_ptr<Collective> makeRingCollective(CollKind kind, std::shared_ptr<Transport> transport,
-                                               std::shared_ptr<DeviceStaging> staging) {
+                                               std::shared_ptr<DeviceStaging> staging,
+                                               std::shared_ptr<const HostRanker> ranker) {
   switch (kind) {
     case CollKind::kAllToAll: return makeHostAllToAll(std::move(transport), std::move(staging));
     case CollKind::kBroadcast: return makeHostBroadcast(std::move(transport), std::move(staging));
-    default: return makeHostRing(kind, std::move(transport), std::move(staging));
+    default: return makeHostRing(kind, std::move(transport), std::move(staging), std::move(ranker));
   }
 }
 

@@ -101,6 +101,7 @@ std::unique_ptr<Collective> makeHostBroadcast(std::shared_ptr<Transport> transpo
                                               std::shared_ptr<DeviceStaging> staging);
 // The ring algorithms of ring.cc (AllReduce, AllGather, ReduceScatter, P2P ring).
 std::unique_ptr<Collective> makeHostRing(CollKind kind, std::shared_ptr<Transport> transport,
-                                         std::shared_ptr<DeviceStaging> staging);
+                                         std::shared_ptr<DeviceStaging> staging,
+                                         std::shared_ptr<const HostRanker> ranker = nullptr);
 
 }  // namespace fb

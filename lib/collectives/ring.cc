@@ -36,18 +36,22 @@ namespace {
 
 class RingCollective final : public HostCollective {
  public:
-  RingCollective(CollKind kind, std::shared_ptr<Transport> t, std::shared_ptr<DeviceStaging> staging)
-      : HostCollective(std::move(t), std::move(staging)), kind_(kind) {}
+  RingCollective(CollKind kind, std::shared_ptr<Transport> t, std::shared_ptr<DeviceStaging> staging,
+                 std::shared_ptr<const HostRanker> ranker)
+      : HostCollective(std::move(t), std::move(staging)), kind_(kind), ranker_(std::move(ranker)) {}
 
   PathInfo path() const override {
     PathInfo p = HostCollective::path();
-    p.details.emplace_back("algorithm", std::string(hostAlgoName(algo_)));
+    p.details.emplace_back("algorithm", hostChoiceName(choice_));
     return p;
   }
 
   void prepare(const CollShape& shape) override {
-    // The size-chosen algorithms sum; another operator (-o) runs the ring, which has them all.
-    algo_ = shape.op == ReduceOp::kSum ? chooseHostAlgo(kind_, shape.bytes, shape.nRanks) : HostAlgo::kRing;
+    placement_ = HostPlacement{t_->nodeOf(), shape.nRanks};
+    if (static_cast<int>(placement_.nodeOf.size()) != shape.nRanks) placement_.nodeOf.clear();
+    // The chosen algorithms sum; another operator (-o) runs the ring, which has them all.
+    choice_ = shape.op == ReduceOp::kSum ? chooseHostAlgo(kind_, shape.bytes, placement_, ranker_.get()) : HostChoice{};
+    algo_ = choice_.algo;
     HostCollective::prepare(shape);
   }
 
@@ -56,7 +60,7 @@ class RingCollective final : public HostCollective {
     const std::size_t elt = dtypeSize(s.dtype);
     Scratch sc;
     if (algo_ != HostAlgo::kRing) {
-      HostScratch need = hostAlgoScratch(algo_, s);
+      HostScratch need = hostAlgoScratch(choice_, s, placement_);
       return {need.recv, need.acc};
     }
     switch (kind_) {
@@ -116,7 +120,7 @@ class RingCollective final : public HostCollective {
     std::byte* in = sendPtr_;
     std::byte* out = recvPtr_;
     if (algo_ != HostAlgo::kRing) {
-      runHostAlgo(algo_, HostOp{*t_, s_, in, out, tmp_.data(), work_[0].data(), deadline});
+      runHostAlgo(choice_, HostOp{*t_, s_, in, out, tmp_.data(), work_[0].data(), deadline, &placement_});
       return;
     }
     switch (kind_) {
@@ -188,7 +192,10 @@ class RingCollective final : public HostCollective {
     int step;
   };
   CollKind kind_;
-  HostAlgo algo_ = HostAlgo::kRing;  // chosen per shape in prepare()
+  HostAlgo algo_ = HostAlgo::kRing;  // chosen per shape in prepare() (choice_.algo)
+  HostChoice choice_;
+  HostPlacement placement_;
+  std::shared_ptr<const HostRanker> ranker_;
   std::vector<Piece> recvs_;         // forwardingAllGather's requests, kept between operations
   std::vector<Request> sends_;
 };
@@ -196,8 +203,9 @@ class RingCollective final : public HostCollective {
 }  // namespace
 
 std::unique_ptr<Collective> makeHostRing(CollKind kind, std::shared_ptr<Transport> transport,
-                                         std::shared_ptr<DeviceStaging> staging) {
-  return std::make_unique<RingCollective>(kind, std::move(transport), std::move(staging));
+                                         std::shared_ptr<DeviceStaging> staging,
+                                         std::shared_ptr<const HostRanker> ranker) {
+  return std::make_unique<RingCollective>(kind, std::move(transport), std::move(staging), std::move(ranker));
 }
 
 }  // namespace fb

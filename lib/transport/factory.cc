@@ -10,7 +10,8 @@
 
 namespace fb {
 
-std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bs, const TransportOptions& o) {
+namespace {
+std::unique_ptr<Transport> create(std::string_view name, Bootstrap& bs, const TransportOptions& o) {
   if (name == "tcp") return tcp::createTransport(bs, o);
   if (name == "verbs") {
 #if FB_BUILD_VERBS
@@ -20,6 +21,14 @@ std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bs, c
 #endif
   }
   throw ConfigError("unknown transport '" + std::string(name) + "'");
+}
+}  // namespace
+
+std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bs, const TransportOptions& o) {
+  nodesFromEnv(bs.size());  // a malformed FB_HOST_NODES fails before any connection
+  auto t = create(name, bs, o);
+  t->setNodeOf(nodePlacement(bs));
+  return t;
 }
 
 BackendStatus probeTransport(std::string_view name, const TransportOptions& o) {

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,11 +78,23 @@ class Transport {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // The node of every rank (0.., numbered in order of first appearance), for node-aware host
+  // algorithms; empty = all on one node. makeTransport sets it (nodePlacement).
+  const std::vector<int>& nodeOf() const { return nodeOf_; }
+  void setNodeOf(std::vector<int> v) { nodeOf_ = std::move(v); }
 
  protected:
   Transport(int rank, int size) : rank_(rank), size_(size) {}
   int rank_, size_;
+  std::vector<int> nodeOf_;
 };
+
+// Every rank's node, from the bootstrap's hostnames (collective), or from FB_HOST_NODES: one label
+// per rank, comma-separated ("0,0,1,1,2"; tests and experiments simulate a placement on one host).
+// Throws ConfigError when FB_HOST_NODES does not name exactly one node per rank.
+std::vector<int> nodePlacement(Bootstrap& bs);
+// FB_HOST_NODES alone: checks it for n ranks (nullopt when unset).
+std::optional<std::vector<int>> nodesFromEnv(int nRanks);
 
 // Options any backend may read; each backend ignores what is not its own.
 struct TransportOptions {

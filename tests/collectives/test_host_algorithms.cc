@@ -30,15 +30,17 @@ const Case kCases[] = {
 
 // Runs every case at `n` ranks over one transport; returns wrong elements per case key, and the
 // algorithm each row named (must be the forced one).
+template <std::size_t K = std::size(kCases)>
 std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<std::size_t>& counts,
-                                           std::map<std::string, std::string>* named) {
+                                           std::map<std::string, std::string>* named,
+                                           const Case (&cases)[K] = kCases) {
   std::mutex mu;
   std::map<std::string, std::int64_t> wrong;
   runRanks(n, [&](Bootstrap& bs) {
     TransportOptions opts;
     opts.tcpInterface = "lo";
     std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
-    for (const Case& c : kCases) {
+    for (const Case& c : cases) {
       for (bool inPlace : {false, true}) {
         if (inPlace && c.kind == CollKind::kP2PRing) continue;
         for (std::size_t count : counts) {
@@ -69,7 +71,10 @@ std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<
 }
 
 std::string expectedName(const std::string& algo) {
-  static const std::map<std::string, std::string> full{{"rd", "recursive-doubling"}, {"rh", "recursive-halving"}};
+  static const std::map<std::string, std::string> full{
+      {"rd", "recursive-doubling"}, {"rh", "recursive-halving"}, {"hier", "hierarchical (ring)"},
+      {"hier-ring", "hierarchical (ring)"}, {"hier-rd", "hierarchical (recursive-doubling)"},
+      {"hier-rabenseifner", "hierarchical (rabenseifner)"}};
   auto it = full.find(algo);
   return it == full.end() ? algo : it->second;
 }
@@ -93,6 +98,111 @@ TEST_CASE("every host algorithm is exact at np 1..7, odd and uneven counts, both
       CHECK(named[key] == expectedName(c.algo));
     }
   }
+}
+
+// The hierarchical schedules, forced, with ranks placed on simulated nodes (FB_HOST_NODES): even
+// (3x2, 2x3), uneven (1 + 2, 2 + 3, 1 + 1 + 3), interleaved (0,1,0,1: no node's ranks contiguous) and
+// one node (the leader alone does everything).
+const Case kHierCases[] = {
+    {CollKind::kAllReduce, "hier-ring"}, {CollKind::kAllReduce, "hier-rd"},
+    {CollKind::kAllReduce, "hier-rabenseifner"}, {CollKind::kAllGather, "hier"},
+    {CollKind::kReduceScatter, "hier"},
+};
+
+TEST_CASE("hierarchical schedules are exact at even, uneven and interleaved placements", "[collectives][tcp]") {
+  const std::pair<int, const char*> placements[] = {
+      {6, "a,a,b,b,c,c"}, {6, "a,a,a,b,b,b"}, {3, "a,b,b"}, {5, "a,a,b,b,b"}, {5, "x,y,z,z,z"},
+      {4, "a,b,a,b"},     {3, "a,a,a"},       {4, "a,b,c,d"}, {2, "a,b"}};
+  for (auto [n, nodes] : placements) {
+    ::setenv("FB_HOST_NODES", nodes, 1);
+    std::vector<std::size_t> counts{0, 1, static_cast<std::size_t>(n + 1), 4099};
+    if (n == 6 || n == 5) counts.push_back(300007);  // beyond one 1 MiB piece, not divisible by n
+    std::map<std::string, std::string> named;
+    auto wrong = runAll(n, DataType::kFloat32, counts, &named, kHierCases);
+    ::unsetenv("FB_HOST_NODES");
+    REQUIRE(wrong.size() == std::size(kHierCases) * 2 * counts.size());
+    for (auto& [key, w] : wrong) {
+      CAPTURE(n, nodes, key);
+      CHECK(w == 0);
+    }
+    for (const Case& c : kHierCases) {
+      std::string key = std::string(collName(c.kind)) + "/" + c.algo + "/in/count=1";
+      CAPTURE(n, nodes, key);
+      CHECK(named[key] == expectedName(c.algo));
+    }
+  }
+}
+
+TEST_CASE("hierarchical: 16-bit and 64-bit types, a corrupted element is counted", "[collectives][tcp]") {
+  ::setenv("FB_HOST_NODES", "0,0,1,1,1", 1);
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt32}) {
+    auto wrong = runAll(5, t, {13, 1001}, nullptr, kHierCases);
+    REQUIRE(!wrong.empty());
+    for (auto& [key, w] : wrong) {
+      CAPTURE(dtypeName(t), key);
+      CHECK(w == 0);
+    }
+  }
+  for (const char* algo : {"allreduce=hier-ring", "allreduce=hier-rd", "allgather=hier", "reducescatter=hier"}) {
+    ::setenv("FB_HOST_ALGO", algo, 1);
+    std::mutex mu;
+    std::int64_t wrong = 0;
+    CollKind kind = *parseCollKind(std::string(algo).substr(0, std::string(algo).find('=')));
+    runRanks(5, [&](Bootstrap& bs) {
+      TransportOptions opts;
+      opts.tcpInterface = "lo";
+      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      auto coll = makeRingCollective(kind, tr);
+      coll->prepare(makeShape(kind, DataType::kFloat32, 5 * 4 * 101, 5, false));
+      if (bs.rank() == 3) coll->corruptNextCheck(5);
+      std::int64_t w = coll->check(2, Deadline::in(std::chrono::seconds(60)));
+      std::lock_guard<std::mutex> lk(mu);
+      wrong += w;
+    });
+    ::unsetenv("FB_HOST_ALGO");
+    CAPTURE(algo);
+    CHECK(wrong == 1);
+  }
+  ::unsetenv("FB_HOST_NODES");
+}
+
+TEST_CASE("placement: FB_HOST_NODES numbers nodes by first appearance; a wrong length is a ConfigError",
+          "[collectives]") {
+  ::setenv("FB_HOST_NODES", "b,a,b,c", 1);
+  auto v = nodesFromEnv(4);
+  REQUIRE(v);
+  CHECK(*v == std::vector<int>{0, 1, 0, 2});
+  HostPlacement p{*v, 4};
+  CHECK(p.nodes() == 3);
+  CHECK(p.maxPerNode() == 2);
+  CHECK(p.members() == std::vector<std::vector<int>>{{0, 2}, {1}, {3}});
+  CHECK(p.maxRingCrossings() == 2);  // rank 0 -> 1 and rank 2 -> 3 leave node b
+  CHECK(HostPlacement{{0, 0, 1, 1}, 4}.maxRingCrossings() == 1);
+  CHECK_THROWS_AS(nodesFromEnv(3), ConfigError);
+  ::setenv("FB_HOST_NODES", "a,,b", 1);
+  CHECK_THROWS_AS(nodesFromEnv(3), ConfigError);
+  ::unsetenv("FB_HOST_NODES");
+  CHECK(!nodesFromEnv(3));
+  // Without a ranker: one node keeps the size table, several nodes with several ranks go hierarchical,
+  // one rank per node keeps the table; FB_HOST_ALGO wins over both.
+  HostPlacement one{{0, 0, 0, 0}, 4}, two{{0, 0, 1, 1}, 4}, flat{{0, 1, 2}, 3};
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 4096, one, nullptr) == HostChoice{HostAlgo::kBruck, HostAlgo::kRing});
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 4096, two, nullptr) == HostChoice{HostAlgo::kHier, HostAlgo::kRing});
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, 4096, flat, nullptr).algo == HostAlgo::kRecursiveDoubling);
+  CHECK(chooseHostAlgo(CollKind::kP2PRing, 4096, two, nullptr).algo == HostAlgo::kRing);
+  HostRanker r = [](CollKind, std::size_t, const HostPlacement&) -> std::optional<HostChoice> {
+    return HostChoice{HostAlgo::kRing, HostAlgo::kRing};
+  };
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 4096, two, &r).algo == HostAlgo::kRing);
+  CHECK(chooseHostAlgo(CollKind::kAllGather, 4096, one, &r).algo == HostAlgo::kBruck);  // one node: the table
+  ::setenv("FB_HOST_ALGO", "allreduce=hier-rd", 1);
+  CHECK(chooseHostAlgo(CollKind::kAllReduce, 4096, two, &r) ==
+        HostChoice{HostAlgo::kHier, HostAlgo::kRecursiveDoubling});
+  ::setenv("FB_HOST_ALGO", "allgather=hier-rd", 1);
+  CHECK_THROWS_AS(validateHostAlgoEnv(), ConfigError);
+  ::setenv("FB_HOST_ALGO", "hier-bruck", 1);
+  CHECK_THROWS_AS(validateHostAlgoEnv(), ConfigError);
+  ::unsetenv("FB_HOST_ALGO");
 }
 
 TEST_CASE("host algorithms are exact for 16-bit types", "[collectives][tcp]") {
