@@ -91,6 +91,56 @@ def case_correct(a):
           f"({', '.join(sorted(OUT_OF_PLACE_ONLY))} out only) x counts {counts}), wrong=0")
 
 
+def case_nodes(a):
+    """Simulated multi-node placements (FB_HOST_NODES) on one host: the node-aware choice and the
+    hierarchical schedules forced, even (3x2, 2x3), uneven (1 + 2, 2 + 3) and interleaved, element by
+    element against the same data as the mpi rows."""
+    placements = [  # (np, nodes, FB_HOST_ALGO or "" for the model's choice)
+        (6, "a,a,b,b,c,c", ""), (6, "a,a,b,b,c,c", "hier"), (6, "a,a,a,b,b,b", "allreduce=hier-rd,allgather=hier"),
+        (3, "a,b,b", "hier"), (3, "a,b,b", ""), (5, "a,a,b,b,b", "allreduce=hier-rabenseifner,reducescatter=hier"),
+        (4, "a,b,a,b", "hier"), (4, "a,a,b,b", "")]
+    colls = ["allreduce", "allgather", "reducescatter", "p2pring"]
+    dtypes = ["float32", "float16"]
+    for n, nodes, algo in placements:
+        counts = [1, n + 1, 300007]  # 300007 float32: beyond one 1 MiB piece
+        with tempfile.TemporaryDirectory() as d:
+            extra = ["-x", f"FB_HOST_NODES={nodes}"] + (["-x", f"FB_HOST_ALGO={algo}"] if algo else [])
+            cmd = [a.mpirun, "-q", "--oversubscribe", "-np", str(n)] + extra + [
+                a.fabricbench, "--transport", "tcp,mpi", "--collective", ",".join(colls), "--dtype", ",".join(dtypes),
+                "--counts", ",".join(map(str, counts)), "--placement", "both", "-n", "1", "-w", "1", "-c", "1",
+                "--results-dir", d, "--run-id", "t", "--tcp-if", "lo"]
+            print("$", " ".join(cmd), flush=True)
+            p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=550)
+            if p.returncode != 0:
+                print(p.stdout[-3000:], p.stderr[-3000:])
+                fail(f"np {n} nodes {nodes} FB_HOST_ALGO={algo!r}: exit code {p.returncode}")
+            rows = read_rows(os.path.join(d, "t"))
+            expected = 2 * sum(1 if c in OUT_OF_PLACE_ONLY else 2 for c in colls) * len(dtypes) * len(counts)
+            if len(rows) != expected:
+                fail(f"np {n} nodes {nodes}: {len(rows)} rows, expected {expected}")
+            algos = {}
+            for r in rows:
+                if int(r["wrong"]) != 0:
+                    fail(f"np {n} nodes {nodes} FB_HOST_ALGO={algo!r}: wrong elements: {r}")
+                if r["impl"] == "tcp":
+                    named = [x.split("=", 1)[1] for x in r["extra"].split(";") if x.startswith("algorithm=")]
+                    if len(named) != 1:
+                        fail(f"tcp row names no algorithm: {r}")
+                    algos.setdefault(r["coll"], set()).add(named[0])
+            forced = dict(x.split("=") for x in algo.split(",")) if "=" in algo else (
+                {c: algo for c in ("allreduce", "allgather", "reducescatter")} if algo else {})
+            for coll, name in forced.items():
+                want = {"hier": "hierarchical (ring)", "hier-rd": "hierarchical (recursive-doubling)",
+                        "hier-rabenseifner": "hierarchical (rabenseifner)"}[name]
+                # plain "hier": the model picks the leaders' inner algorithm
+                ok = all(x.startswith("hierarchical (") for x in algos.get(coll, {"none"})) if name == "hier" else (
+                    algos.get(coll) == {want})
+                if not ok:
+                    fail(f"np {n} nodes {nodes}: {coll} ran {algos.get(coll)}, forced {name}")
+            print(f"PASS: np={n} nodes={nodes} FB_HOST_ALGO={algo!r}: {len(rows)} rows wrong=0, tcp chose "
+                  + "; ".join(f"{c}: {sorted(v)}" for c, v in algos.items()), flush=True)
+
+
 def case_corrupt(a):
     with tempfile.TemporaryDirectory() as d:
         p = mpirun(a, 3, ["--transport", "tcp,mpi", "--collective", "allreduce,allgather", "--counts", "1000",
@@ -332,7 +382,7 @@ def case_inject(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["correct", "corrupt", "badinput", "kill", "inject", "ops", "inject_gpu"])
+    ap.add_argument("case", choices=["correct", "nodes", "corrupt", "badinput", "kill", "inject", "ops", "inject_gpu"])
     ap.add_argument("--fabricbench", required=True)
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--np", type=int, default=2)
