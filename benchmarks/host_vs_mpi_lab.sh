@@ -14,7 +14,8 @@
 # FACTOR (2), RUNS (3), ROUNDS (3), PAIRS (3), BATCH_MS (3), COLLS (allreduce,allgather,
 # reducescatter,p2pring), BUILD (build), OUT (new folder under /tmp), TBF_BURST (default about 2 ms of
 # the rate, at least 128kb: scripts/model-lab-runs.sh says why), FB_PROGRESS (block: the lab's ranks
-# share the machine's cores), TABLE_ONLY (1: tables from OUT's files only).
+# share the machine's cores), OMPI_MCA_btl_tcp_links (2, as slurm/fabricbench.env), TABLE_ONLY (1:
+# tables from OUT's files only).
 # Needs root (exit 77 without, or where the lab cannot run); 2 = bad input; 1 = a job failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,9 @@ if [[ ${TABLE_ONLY:-0} != 1 ]]; then
   [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the lab uses network namespaces and tc)"; exit 77; }
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+  # As slurm/fabricbench.env and the lab's other jobs: one connection per peer gives Open MPI half the
+  # shaped link both ways (tests/slurm/accept_lab.sh), so two.
+  export OMPI_MCA_btl_tcp_links=${OMPI_MCA_btl_tcp_links:-2}
   export FB_PROGRESS=${FB_PROGRESS:-block} FB_TCP_CC=system
   export FBLAB_NODES=$maxn
   cleanup() { "$LAB/lab_down.sh" >/dev/null 2>&1 || echo "host_vs_mpi_lab.sh: lab_down.sh failed" >&2; }
