@@ -70,12 +70,15 @@ print(max(128, 2 ** round(math.log2(rate * 0.002 / 1024))), end="kb")' "$rate")}
         n=${s%x*} g=${s#*x}
         f=$OUT/$rate/$s.run$run.txt
         echo "# $rate $s run $run of $RUNS ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
-        timeout 3000 srun --mpi=pmix -N "$n" --ntasks-per-node="$g" --ntasks=$((n * g)) "$BIN" --transport tcp \
-          --tcp-if eth0 --collective "$COLLS" -b "$MIN" -e "$MAX" -f "$FACTOR" --rounds "$ROUNDS" --pairs "$PAIRS" \
-          --batch-ms "$BATCH_MS" > "$f" 2> "$f.err" || {
-          echo "host_vs_mpi_lab.sh: $rate $s run $run failed (see $f, $f.err)" >&2
-          exit 1
-        }
+        # A second try when a job fails: under load Open MPI's tcp btl sometimes fails to connect
+        # ("connect() ... Operation now in progress") and the job dies; said in the output.
+        for try in 1 2; do
+          timeout 3000 srun --mpi=pmix -N "$n" --ntasks-per-node="$g" --ntasks=$((n * g)) "$BIN" --transport tcp \
+            --tcp-if eth0 --collective "$COLLS" -b "$MIN" -e "$MAX" -f "$FACTOR" --rounds "$ROUNDS" --pairs "$PAIRS" \
+            --batch-ms "$BATCH_MS" > "$f" 2> "$f.err" && break
+          echo "# $rate $s run $run: try $try failed ($(grep -m1 -iE 'error|fail' "$f.err" | cut -c1-120))"
+          [ "$try" = 2 ] && { echo "host_vs_mpi_lab.sh: $rate $s run $run failed twice (see $f, $f.err)" >&2; exit 1; }
+        done
       done
     done
   done
