@@ -87,3 +87,31 @@ TEST_CASE("host choice: FB_HOST_LINKS overrides the rates; bad values are Config
   ::unsetenv("FB_HOST_LINKS");
   CHECK(model::hostLinks(-1).inter.segs.at(0).gbps() == Approx(1.25));  // unknown: 10 GbE
 }
+
+// Not a check: prints the choice per shape and size at 1 Gbit/s and 500 Mbit/s (the lab's rates);
+// run with `host_choice_test "[.table]"`.
+TEST_CASE("host choice: the table of choices on the lab's shapes", "[.table]") {
+  ::unsetenv("FB_HOST_LINKS");
+  for (double gbps : {0.125, 0.0625}) {
+    auto r = model::hostRanker(model::hostLinks(gbps));
+    for (CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter}) {
+      for (auto [N, G] : {std::pair{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}, {4, 2}}) {
+        std::string line, last;
+        std::size_t from = 0;
+        auto flush = [&](std::size_t to) {
+          if (!last.empty()) line += last + " " + std::to_string(from >> 10) + "K-" + std::to_string(to >> 10) + "K; ";
+        };
+        for (std::size_t b = 4 << 10; b <= (64u << 20); b *= 2) {
+          std::string name = hostChoiceName(*(*r)(k, b, shape(N, G)));
+          if (name != last) {
+            flush(b / 2);
+            last = name;
+            from = b;
+          }
+        }
+        flush(64u << 20);
+        std::printf("%.4g GB/s %s %dx%d: %s\n", gbps, std::string(collName(k)).c_str(), N, G, line.c_str());
+      }
+    }
+  }
+}
