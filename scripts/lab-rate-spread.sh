@@ -6,14 +6,14 @@
 # max per configuration, and the tbf drops. Run it on a lab that is up (tests/slurm/lab_up.sh with
 # FBLAB_RATE), or it brings one up and down itself.
 #
-#   flock /work/locks/lab scripts/lab-rate-spread.sh 1gbit "2 3" "bbr cubic" 3
-# Arguments: RATE, NODE COUNTS ("2 3"), CONGESTION CONTROLS ("bbr cubic"; set in every node's
+#   flock /work/locks/lab scripts/lab-rate-spread.sh 1gbit "2 3" "bbr reno" 3
+# Arguments: RATE, NODE COUNTS ("2 3"), CONGESTION CONTROLS ("bbr"; each must be in net.ipv4.tcp_allowed_congestion_control to be set in a node's
 # namespace for the run), REPS (3). SECS (5) per trial. Needs root (exit 77 without); 2 = bad input.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=$HERE/../tests/slurm
-RATE=${1:-1gbit} COUNTS=${2:-"2 3"} CCS=${3:-"bbr cubic"} REPS=${4:-3} SECS=${SECS:-5}
-[[ $RATE =~ ^([0-9.]+)([kmg]?)bit$ ]] || { echo "lab-rate-spread: bad rate '$RATE'" >&2; exit 2; }
+SRATE=${1:-1gbit} COUNTS=${2:-"2 3"} CCS=${3:-"bbr"} REPS=${4:-3} SECS=${SECS:-5}
+[[ $SRATE =~ ^([0-9.]+)([kmg]?)bit$ ]] || { echo "lab-rate-spread: bad rate '$SRATE'" >&2; exit 2; }
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "lab-rate-spread: bad REPS '$REPS'" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v iperf3 >/dev/null || { echo "SKIP: no iperf3"; exit 77; }
@@ -22,7 +22,7 @@ for c in $COUNTS; do [[ $c =~ ^[2-9]$ ]] || { echo "lab-rate-spread: bad node co
 source "$LAB/lab_common.sh"
 owned=0
 if ! ip netns pids "$P-n$maxn" >/dev/null 2>&1; then
-  FBLAB_NODES=$maxn FBLAB_RATE=$RATE TBF_BURST=${TBF_BURST:-256kb} "$LAB/lab_up.sh" >/dev/null || exit 1
+  FBLAB_NODES=$maxn FBLAB_RATE=$SRATE TBF_BURST=${TBF_BURST:-256kb} "$LAB/lab_up.sh" >/dev/null || exit 1
   owned=1
 fi
 cleanup() { pkill_ours; [ "$owned" = 1 ] && FBLAB_NODES=$maxn "$LAB/lab_down.sh" >/dev/null 2>&1; }
@@ -31,11 +31,11 @@ pkill_ours() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; pids=(); }
 trap cleanup EXIT
 W=$(mktemp -d /tmp/lab-rate-spread.XXXXXX)
 goodput=$(python3 -c "
-import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(float(m.group(1))*{'':1,'k':1e3,'m':1e6,'g':1e9}[m.group(2)]*1448/1514)" "$RATE")
+import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(float(m.group(1))*{'':1,'k':1e3,'m':1e6,'g':1e9}[m.group(2)]*1448/1514)" "$SRATE")
 drops() { local s=0 i d; for i in $(seq 1 "$maxn"); do
   d=$(ip netns exec "$P-n$i" tc -s qdisc show dev eth0 | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -1); s=$((s + ${d:-0}))
   d=$(tc -s qdisc show dev "${P}h-n$i" | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -1); s=$((s + ${d:-0})); done; echo "$s"; }
-echo "# lab-rate-spread: $RATE (TCP goodput $(python3 -c "print(f'{$goodput/1e9:.3f}')") Gbit/s), $SECS s per trial, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# lab-rate-spread: $SRATE (TCP goodput $(python3 -c "print(f'{$goodput/1e9:.3f}')") Gbit/s), $SECS s per trial, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| nodes | cc | trial | flows Gbit/s | share of goodput (min-max) | tbf drops |"
 echo "|---|---|---|---|---|---|"
 for cc in $CCS; do
