@@ -43,7 +43,7 @@ std::size_t sizeFlag(const std::string& flag, const std::string& text) {
 }  // namespace
 
 std::string versionText() {
-  auto orNot = [](const char* v, const char* why) { return *v ? std::string(v) : std::string(why); };
+  auto orNot = [](const char* v, const std::string& why) { return *v ? std::string(v) : why; };
 #if defined(OMPI_MAJOR_VERSION)
   std::string mpi = fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
 #elif defined(MPICH_VERSION)
@@ -68,10 +68,10 @@ std::string versionText() {
       "  rdma-core  {}\n"
       "  compiler   {}\n",
       FB_VERSION, orNot(FB_GIT_REV_CONFIGURED, "unknown (not built from a git checkout)"),
-      orNot(FB_BUILD_NCCL_VERSION, "not built (CUDA toolkit or NCCL not found)"),
-      orNot(FB_BUILD_CUDA_VERSION, "not built (nvcc not found)"),
+      orNot(FB_BUILD_NCCL_VERSION, std::string("not built (") + FB_BUILD_NCCL_WHY + ")"),
+      orNot(FB_BUILD_CUDA_VERSION, std::string("not built (") + FB_BUILD_CUDA_WHY + ")"),
       orNot(FB_BUILD_CUDA_ARCH, "none (built without CUDA)"), mpi,
-      rdma.empty() ? std::string("not built (libibverbs not found)") : rdma, FB_CXX_COMPILER);
+      rdma.empty() ? std::string("not built (") + FB_BUILD_VERBS_WHY + ")" : rdma, FB_CXX_COMPILER);
 }
 
 const std::vector<std::string>& knownTransports() {

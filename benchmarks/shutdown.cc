@@ -48,7 +48,9 @@ std::map<std::string, std::string> envOf(const std::string& pid) {
   return env;
 }
 
-JobKey jobKeyOf(const std::map<std::string, std::string>& env) {
+// `parent` is the process's parent pid: MPICH's hydra gives no job id, so its ranks on one host
+// are known by their common parent, the hydra_pmi_proxy.
+JobKey jobKeyOf(const std::map<std::string, std::string>& env, long parent) {
   auto get = [&](const char* k) {
     auto it = env.find(k);
     return it == env.end() ? std::string() : it->second;
@@ -64,17 +66,30 @@ JobKey jobKeyOf(const std::map<std::string, std::string>& env) {
   } else if (!get("SLURM_JOB_ID").empty() && !get("SLURM_PROCID").empty()) {
     j.key = "slurm:" + get("SLURM_JOB_ID") + "." + get("SLURM_STEP_ID");
     rank = get("SLURM_PROCID");
+  } else if (!get("PMI_RANK").empty() && (!get("PMI_FD").empty() || !get("PMI_PORT").empty())) {
+    j.key = "hydra:" + std::to_string(parent);
+    rank = get("PMI_RANK");
   }
   j.rank = rank.empty() ? -1 : std::atoi(rank.c_str());
   return j;
 }
 
-char procState(const std::string& pid) {
+// /proc/<pid>/stat after the command name: state, then the parent pid.
+struct ProcStat {
+  char state = '?';
+  long parent = -1;
+};
+
+ProcStat procStat(const std::string& pid) {
   std::ifstream f("/proc/" + pid + "/stat");
   std::string line;
   std::getline(f, line);
+  ProcStat s;
   auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+  if (close == std::string::npos) return s;
+  std::istringstream rest(line.substr(close + 1));
+  rest >> s.state >> s.parent;
+  return s;
 }
 
 // `phase` names what did not finish; `after` is appended to the line; the process ends with `code`.
@@ -90,7 +105,7 @@ char procState(const std::string& pid) {
     auto eq = kv.find('=');
     if (eq != std::string::npos) myEnv.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  JobKey me = jobKeyOf(myEnv);
+  JobKey me = jobKeyOf(myEnv, static_cast<long>(::getppid()));
   // The other ranks of this job on this host, and their state.
   std::vector<std::string> stopped, running;
   int lowestRunning = me.rank;
@@ -100,9 +115,10 @@ char procState(const std::string& pid) {
         std::string pid = de->d_name;
         if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
         if (std::atol(pid.c_str()) == static_cast<long>(::getpid())) continue;
-        JobKey j = jobKeyOf(envOf(pid));
+        ProcStat ps = procStat(pid);
+        JobKey j = jobKeyOf(envOf(pid), ps.parent);
         if (j.key != me.key || j.rank < 0 || j.rank == me.rank) continue;
-        char st = procState(pid);
+        char st = ps.state;
         std::string who = "rank " + std::to_string(j.rank) + " (pid " + pid + ")";
         if (st == 'T' || st == 't') {
           stopped.push_back(who);
