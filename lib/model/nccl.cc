@@ -181,7 +181,7 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   }
   if (p == NcclProto::kLL128) {
     double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
-    bw *= k * m.effLL128;
+    bw *= k * (a == NcclAlgo::kTree ? m.effTreeLL128 : m.effLL128);
     if (m.channels > 0) bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128));
   }
   if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree);
@@ -435,7 +435,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
   std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true},
                            {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
-                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false}};
+                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
+                           {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}};
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});

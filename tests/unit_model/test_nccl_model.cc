@@ -89,6 +89,14 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   m.ringIntraGBps = 1000;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1e9)->busbwGBps ==
         Approx(std::min(1000.0, 384 * f) * 0.92 * 120 / 128));
+  // LL128 efficiency per algorithm, as tuning.cc gives LL128 its own factor and per-channel cap on rings and
+  // trees: the tree's is effTreeLL128 alone. f = 1.875: min(1000, 384 x 1.875 = 720) x 0.92 x 120/128 x 0.8 =
+  // 496.8 GB/s; the ring's 1000 x 0.92 x 0.5 = 460, capped by the NICs first: min(1000, 384) x 0.92 x 0.5 = 176.64
+  auto eff = m;
+  eff.effTreeLL128 = 0.8;
+  eff.effLL128 = 0.5;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, eff, 1e9)->busbwGBps == Approx(496.8));
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, eff, 1e9)->busbwGBps == Approx(176.64));
   // NVLS and NVLSTree are Simple only; NVLS only on one node
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kLL, m, 1e9));
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9));
