@@ -128,7 +128,9 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
   const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
   const int pi = static_cast<int>(p);
-  const NcclLat& L = info.lat;
+  NcclLat L = info.lat;
+  // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
+  if (a == NcclAlgo::kTree && m.ncclVersion >= 21900 && m.ncclVersion < 22300) L.nvl[2] = L.pci[2] = L.net[2] = 28;
   const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;

@@ -26,6 +26,8 @@
 // Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
 // maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
+// Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
+// before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
 #pragma once
 #include <optional>
 #include <string>

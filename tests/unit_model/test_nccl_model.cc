@@ -76,6 +76,19 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   auto t8 = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m8, 1e9);
   CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2 * 0.92));
   CHECK(t8->latUs == Approx(148.4));
+  // NCCL 2.19-2.22's tuning.cc: Tree Simple at 28 us a hop (NVLink, PCI, network): 8.4 + 2 (7 x 28 + 1 x 28)
+  // = 456.4 us; 2.23 went back to 4 / 14 (92.4 above), and LL128 is the same in every release: 14 + 2 (7 x 1.25
+  // + 1 x 8.5) = 48.5
+  auto v22 = m;
+  v22.ncclVersion = 22203;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(456.4));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, v22, 1e9)->latUs == Approx(48.5));
+  v22.ncclVersion = 21903;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(456.4));
+  v22.ncclVersion = 22304;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(92.4));
+  v22.ncclVersion = 21803;  // 2.18's own table (base 0, PCI 6) is not modelled: taken as 2.23's
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(92.4));
   // NVLSTree capped by NVLS: 2 x (25 + 1 x 14) = 78 us
   m.nvlsGBps = 470;
   auto nt = ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1e9);
