@@ -90,6 +90,8 @@ std::string machineLine(const NcclFit& f) {
                               "LL eff {:.2f}, LL128 eff {:.2f} ring / {:.2f} tree",
                               m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
                               m.effTreeLL128);
+  if (std::find(f.freed.begin(), f.freed.end(), "latDirectScale") != f.freed.end())
+    s += fmt::format(", intra-node latency x{:.2f} between GPUs of one process (P2P/direct pointer)", m.latDirectScale);
   std::string freed;
   for (auto& p : f.freed) freed += (freed.empty() ? "" : ", ") + p;
   if (std::find(f.freed.begin(), f.freed.end(), "copyGBps") != f.freed.end())

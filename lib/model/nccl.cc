@@ -131,7 +131,8 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   NcclLat L = info.lat;
   // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
   if (a == NcclAlgo::kTree && m.ncclVersion >= 21900 && m.ncclVersion < 22300) L.nvl[2] = L.pci[2] = L.net[2] = 28;
-  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
+  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * (m.directP2p ? m.latDirectScale : m.latIntraScale),
+               he = L.net[pi] * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;
   switch (a) {
@@ -275,6 +276,16 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      // Same-process GPUs: the INFO's "via P2P/direct pointer"; without transports, nccl-tests' -g N (one thread).
+      bool anyTransport = false, direct = false;
+      if (nt.contains("transports") && nt["transports"].is_array())
+        for (const auto& t : nt["transports"])
+          if (t.is_string()) {
+            anyTransport = true;
+            direct |= t.get<std::string>() == "P2P/direct";
+          }
+      const int nGpus = nt.contains("ngpus") && nt["ngpus"].is_number_integer() ? nt["ngpus"].get<int>() : 1;
+      r.directP2p = r.gpusPerNode > 1 && (anyTransport ? direct : nGpus > 1);
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
@@ -300,6 +311,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   m.gpusPerNode = r.gpusPerNode;
   if (r.channels > 0) m.channels = r.channels;
   m.ncclVersion = r.ncclVersion;
+  m.directP2p = r.directP2p;
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
@@ -421,9 +433,12 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     if (r.nodes == 1 && r.gpusPerNode > 1) singles.push_back(r);
   const bool twoStage = !singles.empty() && singles.size() < runs.size();
   if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
-  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false;
+  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
+       separate = false;
   for (const auto& r : runs) {
     oneRank |= r.nodes * r.gpusPerNode == 1;
+    direct |= r.directP2p;
+    separate |= !r.directP2p && r.gpusPerNode > 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
     allreduce |= r.coll == "allreduce";
@@ -435,10 +450,12 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
-  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true},
-                           {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+  std::vector<Param> ps;
+  if (separate || !direct) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});
+  ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
                            {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
-                           {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}};
+                           {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+  if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});

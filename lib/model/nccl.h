@@ -78,6 +78,10 @@ struct NcclMachine {
   bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
   bool collNet = false;          // SHARP / CollNet available
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
+  // GPUs of one process reach each other "via P2P/direct pointer" (NCCL's INFO), those of separate processes
+  // via P2P/CUMEM or IPC: their intra-node hops are calibrated apart (latDirectScale for the former).
+  bool directP2p = false;
+  double latDirectScale = 1;
   double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors (rings)
   double effTreeLL128 = 1;                    // x tuning.cc's tree LL128 factor (its own factor and cap there)
   int channels = 0;              // known channel count; 0 = not capped
@@ -120,6 +124,7 @@ struct NcclRun {
   NcclForce force;
   int channels = 0;
   int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
+  bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
   };

@@ -287,3 +287,29 @@ TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)
   INFO("median " << med << " max " << mx);
   CHECK(med < 10);
 }
+
+TEST_CASE("nccl: intra-node hops between GPUs of one process (P2P/direct pointer) calibrated apart", "[nccl]") {
+  // 1 x 8 Ring Simple AllReduce, 14 NVLink hops of 3.4 us: separate processes (P2P/CUMEM) x latIntraScale 1:
+  // 8.4 + 14 x 3.4 = 56 us; one process (P2P/direct pointer) x latDirectScale 2: 8.4 + 14 x 3.4 x 2 = 103.6 us
+  auto m = h100(1, 8);
+  m.latDirectScale = 2;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, 1e6)->latUs == Approx(56));
+  m.directP2p = true;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, 1e6)->latUs == Approx(103.6));
+  // the network hops keep latNetScale: 2 x 8 Ring LL128, 28 NVLink hops x 1.9 x 2 + 2 x 4.0: 14 + 106.4 + 8 = 128.4
+  auto m2 = h100(2, 8);
+  m2.directP2p = true;
+  m2.latDirectScale = 2;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m2, 1e6)->latUs == Approx(128.4));
+  // from the logs: Snellius' one process -g 4 says "via P2P/direct pointer", its 2-node run (a process per
+  // GPU) "via P2P/CUMEM"; without INFO lines, -g 2 in one thread (set D) is taken as one process, -g 1 not
+  auto runOf = [](const std::string& f) {
+    auto r = ncclRunsOf(fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests/" + f));
+    REQUIRE(r.size() == 1);
+    return r[0];
+  };
+  CHECK(runOf("h100-snellius-1n-g4-all_gather.log").directP2p);
+  CHECK_FALSE(runOf("h100-snellius-2n-g4-all_gather.log").directP2p);
+  CHECK(runOf("dgxh100-cnh-2x2.log").directP2p);
+  CHECK_FALSE(runOf("h100-ib400-gjaion-2x8.log:coll=allreduce").directP2p);
+}
