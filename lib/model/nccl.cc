@@ -453,8 +453,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   std::vector<Param> ps;
   if (separate || !direct) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});
   ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
-                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
-                           {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+                       {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
+                       {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
   if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
