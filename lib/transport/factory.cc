@@ -1,5 +1,5 @@
 // The Transport backends compiled into this build (the backends that speak Transport: tcp and
-// verbs). The list of all backends, with MPI and the GPU ones, is benchmarks/backends.cc.
+// verbs). The list of all backends, with MPI and the GPU ones, is lib/app/backends.cc.
 #include "core/config.h"
 #include "core/error.h"
 #include "transport/tcp/tcp_transport.h"

@@ -6,7 +6,7 @@
 // (lib/collectives/host_*.cc) drive: tcp/ and verbs/ only. The GPU helpers that the cuda and nccl
 // collectives use (peer memory, NCCL communicators) move no data through this interface and live
 // in lib/gpu/{cuda,nccl} (targets fb_gpu_cuda, fb_gpu_nccl). fabricbench's --transport flag keeps
-// its nccl-tests-like meaning, "which implementation produces the rows" (benchmarks/backends.h).
+// its nccl-tests-like meaning, "which implementation produces the rows" (lib/app/backends.h).
 //
 // Contract:
 //  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op

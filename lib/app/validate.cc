@@ -1,4 +1,4 @@
-#include "validate.h"
+#include "app/validate.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "doctor_main.h"
+#include "app/doctor_command.h"
 
 #include <filesystem>
 

@@ -21,7 +21,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/collective.h"
-#include "options.h"
+#include "app/options.h"
 #include "report/fingerprint.h"
 #include "transport/transport.h"
 
@@ -41,7 +41,7 @@ struct BackendEntry {
   std::function<BackendStatus(Bootstrap&, const Options&)> probe;
   std::function<std::vector<std::string>(Bootstrap&, const Options&)> variants;
   std::function<CollFactory(Bootstrap&, const Options&, const std::string& variant)> open;
-  std::function<void(FingerprintOptions&, const Options&)> fingerprint;  // (library versions: doctor_main linkedVersions)
+  std::function<void(FingerprintOptions&, const Options&)> fingerprint;  // (library versions: doctor_command.h linkedVersions)
   std::function<std::string(const Options&)> listDetails;  // extra --list section ("" = none)
   std::function<void(CLI::App&, Options&)> addOptions;
   std::function<void(Options&)> validate;  // throws ConfigError

@@ -1,4 +1,4 @@
-#include "accept_main.h"
+#include "app/accept_command.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -17,7 +17,7 @@
 #include "accept/accept.h"
 #include "bootstrap/agree.h"
 #include "core/error.h"
-#include "doctor_main.h"
+#include "app/doctor_command.h"
 #include "report/process.h"
 #include "report/result_sink.h"
 #include "report/run_folder.h"

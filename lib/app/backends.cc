@@ -1,5 +1,5 @@
 // The backend table (see backends.h). The only place in the program with per-backend #ifs.
-#include "backends.h"
+#include "app/backends.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
