@@ -2,40 +2,15 @@
 
 #include <filesystem>
 
-#include "bootstrap/mpi_bootstrap.h"
-#include "core/config.h"
+#include "app/backends.h"
 #include "doctor/run.h"
-#if defined(FB_BUILD_VERBS)
-#include "transport/verbs/gpudirect.h"
-#endif
-#if defined(FB_BUILD_NCCL_COLL)
-#include <nccl.h>
-#endif
-#if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
-#include <cuda_runtime_api.h>
-#define FB_DOCTOR_CUDA 1
-#endif
-#if defined(FB_BUILD_CUDA_COLL)
-#include "gpu/cuda/p2p_check.h"
-#endif
 
 namespace fb {
 
 std::map<std::string, std::string> linkedVersions() {
   std::map<std::string, std::string> v;
-  v["mpi"] = mpiLibraryVersion();
-#if defined(FB_BUILD_NCCL_COLL)
-  int nv = 0;
-  if (ncclGetVersion(&nv) == ncclSuccess)
-    v["nccl"] = std::to_string(nv / 10000) + "." + std::to_string((nv / 100) % 100) + "." + std::to_string(nv % 100);
-#endif
-#if defined(FB_DOCTOR_CUDA)
-  int drv = 0, rt = 0;
-  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
-    v["cuda_driver"] = std::to_string(drv / 1000) + "." + std::to_string((drv % 1000) / 10);
-  if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
-    v["cuda_runtime"] = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
-#endif
+  for (const auto& e : backendTable())
+    if (e.built && e.versions) e.versions(v);
   return v;
 }
 
@@ -48,25 +23,8 @@ void addVersionsToFingerprint(const std::map<std::string, std::string>& v, nlohm
 int runDoctorCommand(Bootstrap& bs, const Options& o, const std::string& runId, const std::string& commandLine) {
   doctor::Hooks hooks;
   hooks.versions = linkedVersions();
-#if defined(FB_BUILD_CUDA_COLL)
-  hooks.p2p = [] {
-    doctor::Hooks::P2P out;
-    auto rep = cudaipc::checkLocalPairs(cudaipc::p2pOptionsFromEnv());
-    if (rep.gpus < 2) return out;  // nothing ran
-    out.ran = true;
-    out.ok = rep.ok;
-    out.summary = rep.summary;
-    for (const auto& p : rep.pairs)
-      if (!p.ok && p.message.find("cudaDeviceCanAccessPeer = 0") == std::string::npos) out.brokenPairs.push_back(p.message);
-    return out;
-  };
-#endif
-#if defined(FB_BUILD_VERBS) && FB_HAVE_CUDA
-  hooks.dmabuf = [](const std::string& dev) {
-    auto s = verbs::probeGpuDirect(dev);
-    return std::make_pair(s.possible && s.via == "dma-buf", s.why);
-  };
-#endif
+  for (const auto& e : backendTable())
+    if (e.built && e.doctorHooks) e.doctorHooks(hooks);
   doctor::RunOptions ro;
   ro.runId = runId;
   ro.commandLine = commandLine;

@@ -236,6 +236,7 @@ int finishRun(Run& run, std::size_t ran, const std::string& executable) {
   vin.gpus = gpusOnNodes(fps);
   vin.required = o.required;
   vin.attestRequired = o.coll.require;
+  vin.gpuBackends = gpuBackendNames();
   Verdict verdict = judgeRun(vin);
   RunSummary sum;
   sum.ok = verdict.ok;
