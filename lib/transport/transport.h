@@ -1,12 +1,13 @@
 // Data plane between ranks (gloo's Pair + UnboundBuffer, merged). One Transport per process
-// and communicator-sized group; created collectively through makeTransport() (every rank calls
-// it at the same point, it exchanges addresses through the Bootstrap and connects).
+// and communicator-sized group; created collectively by its backend's createTransport() (every
+// rank calls it at the same point, it exchanges addresses through the Bootstrap and connects;
+// fabricbench reaches it through its backend table entry, lib/app/backends.h openTransport).
 //
 // Naming: in the code a "transport" is this class, a host data plane that the ring collectives
 // (lib/collectives/host_*.cc) drive: tcp/ and verbs/ only. The GPU helpers that the cuda and nccl
 // collectives use (peer memory, NCCL communicators) move no data through this interface and live
 // in lib/gpu/{cuda,nccl} (targets fb_gpu_cuda, fb_gpu_nccl). fabricbench's --transport flag keeps
-// its nccl-tests-like meaning, "which implementation produces the rows" (benchmarks/backends.h).
+// its nccl-tests-like meaning, "which implementation produces the rows" (lib/app/backends.h).
 //
 // Contract:
 //  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op
@@ -100,11 +101,5 @@ struct BackendStatus {
   bool usable = false;
   std::string reason;  // why not usable, or what it found
 };
-
-// Collective over bootstrap: every rank calls with the same name. Throws ConfigError for an
-// unknown name, UnavailableError when the backend is not built or finds no hardware.
-std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bootstrap,
-                                         const TransportOptions& options);
-BackendStatus probeTransport(std::string_view name, const TransportOptions& options);
 
 }  // namespace fb

@@ -12,6 +12,7 @@
 #include "collectives/collective.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
+#include "transport/tcp/tcp_transport.h"
 
 using namespace fb;
 
@@ -37,7 +38,7 @@ std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<
   runRanks(n, [&](Bootstrap& bs) {
     TransportOptions opts;
     opts.tcpInterface = "lo";
-    std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+    std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
     for (const Case& c : kCases) {
       for (bool inPlace : {false, true}) {
         if (inPlace && c.kind == CollKind::kP2PRing) continue;
@@ -116,7 +117,7 @@ TEST_CASE("a corrupted element is counted on the algorithm path", "[collectives]
     runRanks(3, [&](Bootstrap& bs) {
       TransportOptions opts;
       opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
       auto coll = makeRingCollective(kind, tr);
       coll->prepare(makeShape(kind, DataType::kFloat32, 3 * 4 * 101, 3, false));
       if (bs.rank() == 1) coll->corruptNextCheck(5);
@@ -176,7 +177,7 @@ TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path s
     runRanks(4, [&](Bootstrap& bs) {
       TransportOptions opts;
       opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
       std::int64_t w = 0;
       for (CollKind k : allCollKinds()) {
         auto coll = makeRingCollective(k, tr);
@@ -201,7 +202,7 @@ TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path s
                            [&](Bootstrap& bs) {
                              TransportOptions opts;
                              opts.tcpInterface = "lo";
-                             makeTransport("tcp", bs, opts);
+                             tcp::createTransport(bs, opts);
                            }),
                   ConfigError);
   ::unsetenv("FB_PROGRESS");

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bootstrap/bootstrap.h"
-#include "options.h"
+#include "app/options.h"
 
 namespace fb {
 

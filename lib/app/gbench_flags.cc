@@ -1,4 +1,4 @@
-#include "gbench_flags.h"
+#include "app/gbench_flags.h"
 
 #include <algorithm>
 #include <charconv>

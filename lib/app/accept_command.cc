@@ -1,4 +1,4 @@
-#include "accept_main.h"
+#include "app/accept_command.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -17,7 +17,8 @@
 #include "accept/accept.h"
 #include "bootstrap/agree.h"
 #include "core/error.h"
-#include "doctor_main.h"
+#include "app/backends.h"
+#include "app/doctor_command.h"
 #include "report/process.h"
 #include "report/result_sink.h"
 #include "report/run_folder.h"
@@ -414,7 +415,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
       try {
         agree(bs, path + " pair test", [&] {
           if (path == "mpi") link = std::make_unique<MpiLink>();
-          else link = std::make_unique<TransportLink>(makeTransport(path, bs, o.coll.transport));
+          else link = std::make_unique<TransportLink>(openTransport(path, bs, o.coll.transport));
           link->registerMemory(buf.s.data(), buf.s.size());
           link->registerMemory(buf.r.data(), buf.r.size());
         });

@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "options.h"
+#include "app/options.h"
 
 namespace fb {
 

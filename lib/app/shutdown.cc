@@ -1,4 +1,4 @@
-#include "shutdown.h"
+#include "app/shutdown.h"
 
 #include <dirent.h>
 #include <pthread.h>

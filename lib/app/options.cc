@@ -1,4 +1,4 @@
-#include "options.h"
+#include "app/options.h"
 
 #include <mpi.h>
 
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/config.h"
-#include "backends.h"
+#include "app/backends.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
 #include "core/timer_names.h"

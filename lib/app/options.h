@@ -8,7 +8,7 @@
 
 #include "collectives/collective.h"
 #include "collectives/spec.h"
-#include "gbench_flags.h"
+#include "app/gbench_flags.h"
 #include "harness/runner.h"
 
 namespace fb {
@@ -46,7 +46,7 @@ struct Options {
   bool allowSingleRank = false;          // --allow-single-rank: a 1-rank run measures no fabric
   bool wide = false;                     // --wide: the console's full rows, one per placement
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
-  bool accept = false;                   // --accept: acceptance of the allocation (benchmarks/accept_main.h)
+  bool accept = false;                   // --accept: acceptance of the allocation (app/accept_command.h)
   struct Accept {                        // --accept-* (doc/acceptance.md)
     std::vector<std::string> paths{"tcp", "mpi", "verbs"};  // --accept-paths: pair-test paths
     std::string expectFile;              // --expect FILE

@@ -1,4 +1,4 @@
-#include "validate.h"
+#include "app/validate.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -15,12 +15,11 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/units.h"
-#include "transport/tcp/tcp_transport.h"
+#include "app/backends.h"
 
 namespace fb {
 namespace {
 
-bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 std::size_t rowsPerBackend(const Options& o) {
   std::size_t perSize = 0;
@@ -116,12 +115,8 @@ void validateOnThisRank(const Options& o, int nranks, int rank, const std::strin
   // Google Benchmark's flags (the filter's regular expression included) are checked by
   // takeBenchmarkFlags (gbench_flags.cc) while parsing.
   // Backend settings that can be checked without opening anything.
-  if (has(o.transports, "tcp")) tcp::checkOptions(o.coll.transport, hostname);
-  if (!o.coll.transport.verbsDevice.empty() && has(o.transports, "verbs") &&
-      !std::filesystem::exists("/sys/class/infiniband/" + o.coll.transport.verbsDevice))
-    throw ConfigError("--ib-dev '" + o.coll.transport.verbsDevice + "': no such RDMA device on " + hostname +
-                      " (see --list)");
-  if (o.coll.transport.verbsPort < 0) throw ConfigError("--ib-port must be >= 1");
+  for (const auto& e : backendTable())
+    if (e.checkOnThisRank) e.checkOnThisRank(o, hostname);
   if (rank == 0 && o.writeFiles && !o.list) checkResultFolder(o);
 }
 

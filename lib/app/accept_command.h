@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bootstrap/mpi_bootstrap.h"
-#include "options.h"
+#include "app/options.h"
 
 namespace fb {
 
