@@ -1,5 +1,5 @@
 // Running a helper program (nvidia-smi, ethtool, git, gnuplot) with a deadline. Used by the
-// fingerprint and the plots; nothing here waits without a time-out.
+// machine inventory, the fingerprint and the plots; nothing here waits without a time-out.
 #pragma once
 #include <chrono>
 #include <string>
