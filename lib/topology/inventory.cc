@@ -196,6 +196,15 @@ std::vector<RdmaDeviceFacts> readRdma(const Machine& m) {
         p.gids.push_back({i, g, m.line(pd + "gid_attrs/types/" + std::to_string(i)),
                           m.line(pd + "gid_attrs/ndevs/" + std::to_string(i))});
       }
+      for (const auto& c : m.list(pd + "counters")) {
+        std::string v = m.line(pd + "counters/" + c);
+        try {
+          std::size_t pos = 0;
+          long long n = std::stoll(v, &pos);
+          if (pos == v.size()) p.counters[c] = n;
+        } catch (...) {
+        }
+      }
       d.ports.push_back(std::move(p));
     }
     out.push_back(std::move(d));

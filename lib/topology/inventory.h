@@ -8,6 +8,7 @@
 // Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses.
 #pragma once
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct RdmaPortFacts {
   std::string state, physState, rate, linkLayer;  // "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand"
   std::string netdev;  // gid_attrs/ndevs/0, else the device's first netdev, else ""
   std::vector<RdmaGid> gids;  // populated entries, by index
+  std::map<std::string, long long> counters;  // ports/<p>/counters/<name> that read as integers
   bool active() const { return state.find("ACTIVE") != std::string::npos; }
 };
 struct RdmaDeviceFacts {

@@ -216,7 +216,7 @@ TEST_CASE("inventory RDMA: devices, ports and GID tables of the roce_ok and roce
   CHECK(readRdma(fixture("h200x2")).empty());  // no RDMA device
 }
 
-TEST_CASE("inventory RDMA: a port without gid_attrs/ndevs takes its device's first netdev", "[inventory]") {
+TEST_CASE("inventory RDMA: netdev fallback, numeric port order, port counters", "[inventory]") {
   namespace fs = std::filesystem;
   fs::path root = fs::temp_directory_path() / ("fb-inv-" + std::to_string(::getpid()));
   auto put = [&](const std::string& rel, const std::string& text) {
@@ -228,6 +228,9 @@ TEST_CASE("inventory RDMA: a port without gid_attrs/ndevs takes its device's fir
   put("sys/class/infiniband/rxe0/ports/2/state", "1: DOWN");
   put("sys/class/infiniband/rxe0/device/net/enp1s0/mtu", "1500");
   put("sys/class/infiniband/rxe0/device/net/dummy0/mtu", "1500");
+  put("sys/class/infiniband/rxe0/ports/1/counters/symbol_error", "0");
+  put("sys/class/infiniband/rxe0/ports/1/counters/link_downed", "3");
+  put("sys/class/infiniband/rxe0/ports/1/counters/port_xmit_data", "18446744073709551615x");  // not a number: left out
   auto devs = readRdma(Machine(root.string()));
   fs::remove_all(root);
   REQUIRE(devs.size() == 1);
@@ -237,6 +240,9 @@ TEST_CASE("inventory RDMA: a port without gid_attrs/ndevs takes its device's fir
   for (const auto& p : devs[0].ports) order.push_back(p.port);
   CHECK(order == std::vector<int>{1, 2, 10});
   CHECK(devs[0].ports[0].netdev == "dummy0");
+  // the error counters acceptance compares before and after a run
+  CHECK(devs[0].ports[0].counters == std::map<std::string, long long>{{"link_downed", 3}, {"symbol_error", 0}});
+  CHECK(devs[0].ports[1].counters.empty());
 }
 
 TEST_CASE("inventory GPUs: the nvidia-smi fallback on a fixture says so and reads every field", "[inventory]") {
