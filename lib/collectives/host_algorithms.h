@@ -13,7 +13,7 @@
 // one sends its vector to the odd one, which reduces and takes part as new rank i; ranks >= 2 rem
 // take part as new rank r - rem. At the end each odd rank hands the even one its result.
 //
-// The default switch points (hostAlgoTable in host_algorithms.cc) come from measurements on
+// The default switch points (defaultAlgo in host_algorithms.cc) come from measurements on
 // loopback TCP (benchmarks/host_vs_mpi.sh); FB_HOST_ALGO overrides them:
 //   FB_HOST_ALGO=ring                       every collective uses the ring
 //   FB_HOST_ALGO=allreduce=rd,allgather=ring  per collective; others keep the default

@@ -1,4 +1,4 @@
-#include "doctor/machine.h"
+#include "topology/machine.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -13,15 +13,12 @@
 #include <sstream>
 
 #include "core/text.h"
-#include "report/process.h"
+#include "core/process.h"
 
 extern char** environ;
 
-namespace fb::doctor {
+namespace fb::topo {
 namespace fs = std::filesystem;
-
-namespace {
-}  // namespace
 
 Machine::Machine(std::string root) : root_(std::move(root)) {
   if (root_.empty()) root_ = "/";
@@ -195,4 +192,4 @@ unsigned Machine::uid() const {
   return u.empty() ? 1000u : static_cast<unsigned>(std::stoul(u));
 }
 
-}  // namespace fb::doctor
+}  // namespace fb::topo

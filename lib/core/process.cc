@@ -1,4 +1,4 @@
-#include "report/process.h"
+#include "core/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

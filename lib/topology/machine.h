@@ -1,4 +1,5 @@
-// What the doctor reads, behind one interface so a recorded tree can replace the machine.
+// The machine as the inventory (inventory.h) and the doctor read it, behind one interface so a
+// recorded tree can replace the machine.
 //
 // Machine("/") is this node: files from /sys, /proc, /dev; commands run with a time-out; the
 // process environment; statvfs; getifaddrs. Machine(<dir>) is a fixture: files under <dir>, and
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace fb::doctor {
+namespace fb::topo {
 
 struct Command {
   bool found = false;  // the tool exists
@@ -68,4 +69,4 @@ class Machine {
   std::map<std::string, std::string> env_;
 };
 
-}  // namespace fb::doctor
+}  // namespace fb::topo
