@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "app/backends.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
         kinds.push_back(*k);
       }
       auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
-      std::shared_ptr<Transport> t = makeTransport(transport, bs, topt);
+      std::shared_ptr<Transport> t = openTransport(transport, bs, topt);
       const int n = bs.size();
       auto ranker = model::hostRankerFor(*t, bs);
       auto dl = [] { return Deadline::in(std::chrono::seconds(120)); };

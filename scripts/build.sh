@@ -19,5 +19,13 @@ if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null 2>&
   # paths relative to the checkout, so build/ and build-mpich/ (and other checkouts) share entries
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
-cmake --preset "$preset" >/dev/null
+# A bad value that CMakeLists.txt checks (NCCL_ROOT, CMAKE_CUDA_ARCHITECTURES, ...) fails the configure
+# with one "fabricbench:" line; CMake itself exits 1 then, this script 2 as the suite does.
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+if ! cmake --preset "$preset" >/dev/null 2>"$log"; then
+  cat "$log" >&2
+  if grep -q "fabricbench:" "$log"; then exit 2; fi
+  exit 1
+fi
+cat "$log" >&2
 cmake --build --preset "$preset" -j"$(nproc)"

@@ -19,6 +19,9 @@ export B=build-gpu OUT=$out
 # rank and pass --allow-single-rank ($SINGLE).
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 NP=$(( NGPU >= 2 ? 2 : 1 ))
+# The GPU model in run ids (h100, h200, a100, b200, ...; "gpu" when nvidia-smi names none of them).
+FB_GPU_MODEL=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oiE '[ABHL][0-9]{2,3}' | head -1 | tr 'A-Z' 'a-z')
+export FB_GPU_MODEL=${FB_GPU_MODEL:-gpu}
 export NGPU NP SINGLE=$([ "$NP" = 1 ] && echo --allow-single-rank)
 export MPI="mpirun -np $NP --bind-to none -x NCCL_NVLS_ENABLE=0"
 { nvidia-smi; nvidia-smi topo -m; } > "$out/nvidia-smi.txt" 2>&1

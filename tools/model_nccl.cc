@@ -87,8 +87,11 @@ std::string regimeOf(double bytes) { return bytes < (1 << 20) ? "<1MiB" : bytes 
 std::string machineLine(const NcclFit& f) {
   const auto& m = f.machine;
   std::string s = fmt::format("per-NIC {:.1f} GB/s, node ring {:.0f} GB/s, NVLS {:.0f} GB/s, latency x{:.2f} intra / x{:.2f} net, "
-                              "LL eff {:.2f}, LL128 eff {:.2f}",
-                              m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128);
+                              "LL eff {:.2f}, LL128 eff {:.2f} ring / {:.2f} tree",
+                              m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
+                              m.effTreeLL128);
+  if (std::find(f.freed.begin(), f.freed.end(), "latDirectScale") != f.freed.end())
+    s += fmt::format(", intra-node latency x{:.2f} between GPUs of one process (P2P/direct pointer)", m.latDirectScale);
   std::string freed;
   for (auto& p : f.freed) freed += (freed.empty() ? "" : ", ") + p;
   if (std::find(f.freed.begin(), f.freed.end(), "copyGBps") != f.freed.end())

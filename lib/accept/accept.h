@@ -1,6 +1,6 @@
 // fabricbench --accept: the pure parts of acceptance (no communication here, so the tests can
 // drive them with synthetic matrices): the all-pairs schedule, the verdict over a pair matrix,
-// the expectation file, sha256 for the evidence file. benchmarks/accept_main.cc measures.
+// the expectation file, sha256 for the evidence file. lib/app/accept_command.cc measures.
 #pragma once
 #include <cmath>
 #include <cstddef>

@@ -102,24 +102,14 @@ Override parseOverride() {
   return o;
 }
 
-// Default switch points (S = the row's size in bytes), from host_vs_mpi runs on this project's
-// 2-core machine under the load of other builds (loopback TCP; np 3 and 4 oversubscribed), each
-// algorithm forced with FB_HOST_ALGO against the same MPI reference:
-//  * allreduce: recursive doubling beat Rabenseifner up to 64 KiB (np 4, 4 KiB: 44 vs 82 us;
-//    np 3, 16 KiB: 25 vs 33 us) and lost above (np 4, 256 KiB: 452 vs 365 us); from 1 MiB the
-//    ring was ahead where the rank count is not a power of two (np 3, 1 MiB: ring 0.57 x MPI,
-//    Rabenseifner with its fold 1.9 x MPI: the fold moves the whole vector twice more).
-//  * allgather: Bruck below 256 KiB; above, the ring was as fast or faster at np 3 (1 MiB: ring
-//    0.37 x MPI, Bruck 0.67 x MPI; 256 KiB-4 MiB: ring 0.38-0.58, Bruck 0.43-0.65), but from 4
-//    ranks Bruck stays ahead up to 8 MiB (np 4, 3 alternated launches each, median, with the tcp
-//    transport's 64-byte header: 2/4/8 MiB Bruck 0.80/0.89/0.91 x MPI, ring 0.86/1.02/0.96;
-//    16 MiB both 0.99).
-//  * reducescatter: recursive halving up to 512 KiB, the ring above (np 3 and 4 from 4 MiB: ring
-//    0.58-0.97 x MPI, recursive halving 0.52-1.05 x MPI, with the ring's spread smaller); at a
-//    power-of-two count from 4 ranks (no fold) up to 2 MiB (np 4, same runs: 1/2 MiB recursive
-//    halving 0.64/0.64, ring 0.68/0.72; 4 MiB 0.71 against 0.58).
-//  * allreduce at np 4, same runs: the ring ahead of Rabenseifner from 1 MiB (1/2/4 MiB: ring
-//    0.57/0.68/0.68, Rabenseifner 0.62/0.74/0.80).
+// Default switch points (S = the row's size in bytes): where each algorithm was fastest against
+// the MPI reference on loopback TCP, np 2-4 (benchmarks/host_vs_mpi.sh with FB_HOST_ALGO; the
+// figures are in the history of this file's commits):
+//  * allreduce: recursive doubling up to 64 KiB, Rabenseifner up to 512 KiB, then the ring (the
+//    non-power-of-two fold moves the whole vector twice more).
+//  * allgather: Bruck below 256 KiB, and up to 8 MiB from 4 ranks; the ring above.
+//  * reducescatter: recursive halving up to 512 KiB (2 MiB at a power-of-two count from 4 ranks,
+//    no fold), the ring above.
 HostAlgo defaultAlgo(CollKind k, std::size_t bytes, int n) {
   constexpr std::size_t KiB = 1024;
   switch (k) {

@@ -27,7 +27,7 @@ constexpr const char* kTopoSource = "nvidia-smi topo -m";
 
 void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
   GpuList gl = gpuList(m);
-  const std::string qsrc = "nvidia-smi --query-gpu=index,name,pci.bus_id,mig.mode.current";
+  const std::string qsrc = gl.source("nvidia-smi --query-gpu=index,name,pci.bus_id,mig.mode.current");
   if (!gl.ok || gl.gpus.empty()) {
     for (const char* id : {"gpu.topology", "gpu.p2p", "gpu.geforce", "gpu.mig"})
       add(r, id, Verdict::kSkip, gl.why, qsrc);
@@ -65,7 +65,7 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
         qsrc, "nvidia-smi -i <gpu> -mig 0 (as root, GPU idle; may need a GPU reset)");
 
   // ---- link class of every pair
-  auto topo = m.run({"nvidia-smi", "topo", "-m"});
+  auto topo = topo::gpuTopoMatrix(m, std::chrono::seconds(10));
   if (n < 2) {
     add(r, "gpu.topology", Verdict::kPass, "1 GPU (" + names[0] + "): no GPU pair", kTopoSource);
   } else if (!topo.ok) {
@@ -98,7 +98,7 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
     add(r, "gpu.p2p", Verdict::kPass, "1 GPU: no pair to check", "nvidia-smi topo -p2p r");
     return;
   }
-  auto p2p = m.run({"nvidia-smi", "topo", "-p2p", "r"});
+  auto p2p = topo::gpuP2pReadMatrix(m, std::chrono::seconds(10));
   std::vector<std::string> advertised, notAdvertised;
   if (p2p.ok) {
     auto mat = topo::parseTopoMatrix(p2p.out);
@@ -149,7 +149,7 @@ void checkGpuNicAffinity(const Machine& m, NodeReport& r) {
         "/sys/class/infiniband");
     return;
   }
-  auto topo = m.run({"nvidia-smi", "topo", "-m"});
+  auto topo = topo::gpuTopoMatrix(m, std::chrono::seconds(10));
   if (!topo.ok) {
     add(r, id, Verdict::kSkip, "nvidia-smi topo -m failed: " + topo.error, kTopoSource);
     return;

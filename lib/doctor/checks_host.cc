@@ -134,7 +134,7 @@ void checkSoftware(const Machine& m, const Hooks& h, NodeReport& r) {
     };
     GpuList gl = gpuList(m);
     std::string drv = gl.driver;
-    std::string dsrc = "nvidia-smi --query-gpu=driver_version";
+    std::string dsrc = gl.nvml ? "NVML nvmlSystemGetDriverVersion" : "nvidia-smi --query-gpu=driver_version";
     if (drv.empty()) {
       std::string p = m.line("/proc/driver/nvidia/version");
       static const std::regex k(R"(Kernel Module\s+(?:for \S+\s+)?([0-9.]+))");
@@ -173,7 +173,9 @@ void checkSoftware(const Machine& m, const Hooks& h, NodeReport& r) {
   {
     std::string src = "environment vs getifaddrs (interfaces: up, IPv4) and /sys/class/infiniband (HCAs, port state)";
     auto ifs = m.interfaces();
-    auto hcas = rdmaDevices(m);
+    const auto rdma = topo::readRdma(m);
+    std::vector<std::string> hcas;
+    for (const auto& h : rdma) hcas.push_back(h.name);
     std::vector<std::string> bad, ok;
     auto matchIf = [&](const std::string& var, const std::string& value, bool ncclSyntax) {
       std::string v = value;
@@ -225,13 +227,13 @@ void checkSoftware(const Machine& m, const Hooks& h, NodeReport& r) {
           int port = item.find(':') == std::string::npos ? 0 : std::atoi(item.c_str() + item.find(':') + 1);
           std::vector<std::string> hits;
           bool active = false;
-          for (const auto& hname : hcas) {
+          for (const auto& h : rdma) {
+            const std::string& hname = h.name;
             if (exact ? hname != dev : !startsWith(hname, dev)) continue;
-            for (const auto& p : m.list("/sys/class/infiniband/" + hname + "/ports")) {
-              if (port && std::to_string(port) != p) continue;
-              std::string st = m.line("/sys/class/infiniband/" + hname + "/ports/" + p + "/state");
-              hits.push_back(hname + "/" + p + " " + st);
-              active = active || st.find("ACTIVE") != std::string::npos;
+            for (const auto& p : h.ports) {
+              if (port && port != p.port) continue;
+              hits.push_back(hname + "/" + std::to_string(p.port) + " " + p.state);
+              active = active || p.active();
             }
           }
           if (hits.empty())

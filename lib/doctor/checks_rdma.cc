@@ -9,43 +9,35 @@ using namespace util;
 
 namespace {
 
+struct Gid {
+  int index;
+  std::string gid, type, netdev;
+};
+
 struct Port {
   std::string dev;
   int port = 0;
   std::string state, phys, rate, linkLayer, netdev;
+  std::vector<Gid> gids;
   bool ethernet() const { return linkLayer == "Ethernet"; }
   std::string name() const { return dev + "/" + std::to_string(port); }
 };
 
-std::vector<Port> ports(const Machine& m) {
+std::vector<Port> ports(const std::vector<topo::RdmaDeviceFacts>& devs) {
   std::vector<Port> out;
-  for (const auto& dev : rdmaDevices(m)) {
-    std::string base = "/sys/class/infiniband/" + dev + "/ports/";
-    std::vector<int> nums;
-    for (const auto& p : m.list(base)) {
-      try {
-        nums.push_back(std::stoi(p));
-      } catch (...) {
-      }
-    }
-    std::sort(nums.begin(), nums.end());
-    for (int n : nums) {
+  for (const auto& d : devs)
+    for (const auto& f : d.ports) {
       Port p;
-      p.dev = dev;
-      p.port = n;
-      std::string d = base + std::to_string(n) + "/";
-      p.state = m.line(d + "state");
-      p.phys = m.line(d + "phys_state");
-      p.rate = m.line(d + "rate");
-      p.linkLayer = m.line(d + "link_layer");
-      p.netdev = m.line(d + "gid_attrs/ndevs/0");
-      if (p.netdev.empty()) {
-        auto nd = m.list("/sys/class/infiniband/" + dev + "/device/net");
-        if (!nd.empty()) p.netdev = nd[0];
-      }
+      p.dev = d.name;
+      p.port = f.port;
+      p.state = f.state;
+      p.phys = f.physState;
+      p.rate = f.rate;
+      p.linkLayer = f.linkLayer;
+      p.netdev = f.netdev;
+      for (const auto& g : f.gids) p.gids.push_back({g.index, g.gid, g.type, g.netdev});
       out.push_back(p);
     }
-  }
   return out;
 }
 
@@ -68,11 +60,6 @@ std::map<std::string, std::map<int, std::pair<int, int>>> parseDevinfo(const std
   return out;
 }
 
-struct Gid {
-  int index;
-  std::string gid, type, netdev;
-};
-
 // ::ffff:a.b.c.d as sysfs writes it: 0000:0000:0000:0000:0000:ffff:AABB:CCDD
 std::string mappedIpv4(const std::string& g) {
   if (!startsWith(g, "0000:0000:0000:0000:0000:ffff:") || g.size() < 39) return "";
@@ -91,32 +78,13 @@ bool routable(const std::string& ip) {
   return !ip.empty() && !startsWith(ip, "0.") && !startsWith(ip, "127.") && !startsWith(ip, "169.254.");
 }
 
-std::vector<Gid> gids(const Machine& m, const Port& p) {
-  std::vector<Gid> out;
-  std::string base = "/sys/class/infiniband/" + p.dev + "/ports/" + std::to_string(p.port) + "/";
-  std::vector<int> idx;
-  for (const auto& e : m.list(base + "gids")) {
-    try {
-      idx.push_back(std::stoi(e));
-    } catch (...) {
-    }
-  }
-  std::sort(idx.begin(), idx.end());
-  for (int i : idx) {
-    std::string g = m.line(base + "gids/" + std::to_string(i));
-    if (g.empty() || g == "0000:0000:0000:0000:0000:0000:0000:0000") continue;
-    out.push_back({i, g, m.line(base + "gid_attrs/types/" + std::to_string(i)),
-                   m.line(base + "gid_attrs/ndevs/" + std::to_string(i))});
-  }
-  return out;
-}
-
 const char* kNoDevice = "no RDMA device (/sys/class/infiniband is empty or absent)";
 
 }  // namespace
 
 void checkRdma(const Machine& m, NodeReport& r) {
-  auto ps = ports(m);
+  const auto devs = topo::readRdma(m);
+  auto ps = ports(devs);
   if (ps.empty()) {
     for (const char* id : {"rdma.port", "rdma.mtu", "rdma.gid", "rdma.flow_control", "rdma.firmware"})
       add(r, id, Verdict::kSkip, kNoDevice, "/sys/class/infiniband");
@@ -196,7 +164,7 @@ void checkRdma(const Machine& m, NodeReport& r) {
         ib.push_back(p.name());
         continue;
       }
-      auto gs = gids(m, p);
+      const auto& gs = p.gids;
       // the rule of fabricbench's verbs backend (and NCCL's auto choice): the first RoCEv2 GID on a
       // routable IPv4 address, else the first RoCEv2 GID on a global IPv6 address
       const Gid* best = nullptr;
@@ -326,16 +294,17 @@ void checkRdma(const Machine& m, NodeReport& r) {
   {
     std::string src = "/sys/class/infiniband/*/{fw_ver,hca_type,board_id}";
     std::vector<std::string> all, old;
-    for (const auto& dev : rdmaDevices(m)) {
-      std::string fw = m.line("/sys/class/infiniband/" + dev + "/fw_ver");
-      std::string type = m.line("/sys/class/infiniband/" + dev + "/hca_type");
-      std::string board = m.line("/sys/class/infiniband/" + dev + "/board_id");
+    for (const auto& d : devs) {
+      const std::string& dev = d.name;
+      const std::string& fw = d.fwVer;
+      const std::string& type = d.hcaType;
+      const std::string& board = d.boardId;
       std::string t = dev + " " + (type.empty() ? "" : type + " ") + "fw " + (fw.empty() ? "(none reported)" : fw) +
                       (board.empty() ? "" : " (" + board + ")");
       all.push_back(t);
       r.facts["fw." + dev] = fw;
       r.factSources["fw." + dev] = "/sys/class/infiniband/" + dev + "/fw_ver";
-      // ConnectX-6 firmware is 20.x (6 Dx: 22.x, 6 Lx: 26.x); the seed guide's minimum is 20.31.1014.
+      // ConnectX-6 firmware is 20.x (6 Dx: 22.x, 6 Lx: 26.x); 20.31.1014 is the minimum doc/doctor.md gives.
       bool cx6 = startsWith(fw, "20.") || type == "MT4123" || type == "MT4124";
       if (cx6 && startsWith(fw, "20.") && compareVersions(fw, "20.31.1014") < 0) old.push_back(t);
     }

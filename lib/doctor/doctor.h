@@ -1,5 +1,5 @@
-// fabricbench --doctor: the fabric pitfalls of the seed guide (../../README.md "Doctor"), one small
-// check per pitfall. Each check reads the machine through a Machine (machine.h), so recorded
+// fabricbench --doctor: the fabric pitfalls listed in doc/doctor.md, one small check per
+// pitfall. Each check reads the machine through a Machine (topology/machine.h), so recorded
 // fixtures (tests/data/doctor) replace the node in tests, and returns Findings:
 //   {id, verdict pass/warn/fail/skip, evidence (what was seen), source (how it was read), fix}.
 // checkNode() runs every local check on one node; aggregate() (rank 0) adds the checks that need
@@ -14,9 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "doctor/machine.h"
+#include "topology/machine.h"
 
 namespace fb::doctor {
+
+// The doctor reads the node through the machine inventory's Machine (lib/topology).
+using topo::Command;
+using topo::Interface;
+using topo::Machine;
 
 enum class Verdict { kPass, kWarn, kFail, kSkip };
 const char* verdictName(Verdict v);

@@ -52,14 +52,13 @@ PcieMap readPcieMap(const Machine& m) {
     PciPlace p = placeOf(m, dir);
     if (!p.hostBridge.empty()) map.gpus[p.bdf] = p;
   }
-  for (const auto& dev : rdmaDevices(m)) {
-    PciPlace p = placeOf(m, "/sys/class/infiniband/" + dev + "/device");
-    if (!p.hostBridge.empty()) map.nics[dev] = p;  // rxe, siw: no PCI function of their own
-    for (const auto& port : m.list("/sys/class/infiniband/" + dev + "/ports")) {
-      std::string base = "/sys/class/infiniband/" + dev + "/ports/" + port;
-      if (m.line(base + "/state").find("ACTIVE") == std::string::npos) continue;
-      std::string ll = m.line(base + "/link_layer");
-      map.activeRdmaPorts.push_back(dev + " port " + port + (ll.empty() ? "" : " (" + ll + ")"));
+  for (const auto& d : topo::readRdma(m)) {
+    PciPlace p = placeOf(m, "/sys/class/infiniband/" + d.name + "/device");
+    if (!p.hostBridge.empty()) map.nics[d.name] = p;  // rxe, siw: no PCI function of their own
+    for (const auto& port : d.ports) {
+      if (!port.active()) continue;
+      const std::string& ll = port.linkLayer;
+      map.activeRdmaPorts.push_back(d.name + " port " + std::to_string(port.port) + (ll.empty() ? "" : " (" + ll + ")"));
     }
   }
   if (m.exists("/sys/module/nvidia_peermem")) {

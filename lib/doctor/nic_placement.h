@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "doctor/machine.h"
+#include "topology/machine.h"
 #include "topology/nccl_attest.h"
 
 namespace fb::doctor {
+
+using topo::Machine;
 
 struct PciPlace {
   std::string bdf;                   // "0000:18:00.0"

@@ -19,16 +19,12 @@ namespace {
 // Active RDMA ports: "mlx5_0/1 (ACTIVE, 200 Gb/sec (4X HDR), InfiniBand)".
 std::vector<std::string> activePorts(const Machine& m, std::vector<std::string>& inactive) {
   std::vector<std::string> out;
-  for (const auto& dev : rdmaDevices(m)) {
-    std::string base = "/sys/class/infiniband/" + dev + "/ports/";
-    for (const auto& p : m.list(base)) {
-      std::string d = base + p + "/";
-      std::string state = m.line(d + "state");
-      std::string txt = dev + "/" + p + " (" + state + ", " + m.line(d + "rate") + ", " + m.line(d + "link_layer") + ")";
-      if (state.find("ACTIVE") != std::string::npos) out.push_back(txt);
+  for (const auto& d : topo::readRdma(m))
+    for (const auto& p : d.ports) {
+      std::string txt = d.name + "/" + std::to_string(p.port) + " (" + p.state + ", " + p.rate + ", " + p.linkLayer + ")";
+      if (p.active()) out.push_back(txt);
       else inactive.push_back(txt);
     }
-  }
   return out;
 }
 
@@ -39,7 +35,7 @@ void checkRequired(const Machine& m, const Hooks& h, const std::vector<std::stri
     std::string id = "require." + item;
     if (item == "gpu" || item == "cuda" || item == "nccl") {
       GpuList gl = gpuList(m);
-      const std::string src = "nvidia-smi --query-gpu (the GPUs this node's driver lists)";
+      const std::string src = gl.source("nvidia-smi --query-gpu") + " (the GPUs this node's driver lists)";
       if (!gl.ok || gl.gpus.empty()) {
         add(r, id, Verdict::kFail, "--require " + item + ": no GPU on this node (" + (gl.why.empty() ? "none listed" : gl.why) + ")",
             src, "run on nodes with GPUs (Slurm: --gres=gpu:N), or drop --require " + item);

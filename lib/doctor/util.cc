@@ -31,36 +31,34 @@ int compareVersions(const std::string& a, const std::string& b) {
 
 GpuList gpuList(const Machine& m) {
   GpuList g;
-  auto c = m.run({"nvidia-smi", "--query-gpu=index,name,pci.bus_id,mig.mode.current,driver_version",
-                  "--format=csv,noheader"});
-  g.tool = c.found;
-  if (!c.found) {
+  topo::GpuInventory inv = topo::readGpus(m, topo::GpuSource::kAuto, std::chrono::seconds(10));
+  g.nvml = inv.source == "nvml";
+  g.tool = g.nvml || inv.smiFound;
+  if (!g.tool) {
     g.why = "nvidia-smi not found (no NVIDIA driver tools on this node)";
     return g;
   }
-  if (!c.ok) {
-    std::string t = trim(c.out);
-    g.why = "nvidia-smi failed (" + c.error + (t.empty() ? "" : ": " + t.substr(0, 120)) + ")";
+  if (!g.nvml && !inv.smiOk) {
+    std::string t = trim(inv.smiOut);
+    g.why = "nvidia-smi failed (" + inv.smiError + (t.empty() ? "" : ": " + t.substr(0, 120)) + ")";
     if (t.find("No devices were found") != std::string::npos) g.why = "nvidia-smi: No devices were found";
     return g;
   }
   g.ok = true;
-  for (const auto& l : lines(c.out)) {
-    auto f = split(l, ',');
-    if (f.size() < 5) continue;
+  for (const auto& f : inv.gpus) {
     Gpu x;
     try {
-      x.index = std::stoi(f[0]);
+      x.index = std::stoi(f.index);
     } catch (...) {
       continue;
     }
-    x.name = f[1];
-    x.busId = f[2];
-    x.mig = f[3];
-    g.driver = f[4];
+    x.name = f.name;
+    x.busId = f.busId;
+    x.mig = f.migMode;
+    g.driver = f.driverVersion;
     g.gpus.push_back(x);
   }
-  if (g.gpus.empty()) g.why = "nvidia-smi lists no GPU";
+  if (g.gpus.empty()) g.why = g.nvml ? "NVML lists no GPU" : "nvidia-smi lists no GPU";
   return g;
 }
 
@@ -69,6 +67,10 @@ bool isBdf(const std::string& s) {
   return std::regex_match(s, k);
 }
 
-std::vector<std::string> rdmaDevices(const Machine& m) { return m.list("/sys/class/infiniband"); }
+std::vector<std::string> rdmaDevices(const Machine& m) {
+  std::vector<std::string> out;
+  for (const auto& d : topo::readRdma(m)) out.push_back(d.name);
+  return out;
+}
 
 }  // namespace fb::doctor::util

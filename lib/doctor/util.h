@@ -6,6 +6,7 @@
 
 #include "core/text.h"
 #include "doctor/doctor.h"
+#include "topology/inventory.h"
 
 namespace fb::doctor::util {
 
@@ -23,22 +24,25 @@ inline void add(NodeReport& r, std::string id, Verdict v, std::string evidence, 
   r.findings.push_back({std::move(id), v, std::move(evidence), std::move(source), std::move(fix)});
 }
 
-// The NVIDIA GPUs of this node as nvidia-smi reports them.
+// The NVIDIA GPUs of this node as the inventory reports them (NVML, else nvidia-smi).
 struct Gpu {
   int index = -1;
   std::string name, busId, mig;
 };
 struct GpuList {
-  bool tool = false;       // nvidia-smi exists
+  bool nvml = false;       // NVML answered (else nvidia-smi, or nothing)
+  bool tool = false;       // NVML or nvidia-smi exists
   bool ok = false;         // it answered
   std::string why;         // when not
   std::vector<Gpu> gpus;
   std::string driver;
+  // How the list was read: "NVML (libnvidia-ml.so.1)" or the nvidia-smi text given.
+  std::string source(const std::string& nvidiaSmi) const { return nvml ? "NVML (libnvidia-ml.so.1)" : nvidiaSmi; }
 };
 GpuList gpuList(const Machine& m);
 // "0000:05:00.0": a PCI address (domain:bus:device.function).
 bool isBdf(const std::string& s);
-// RDMA devices in /sys/class/infiniband.
+// RDMA devices in /sys/class/infiniband (names of topo::readRdma).
 std::vector<std::string> rdmaDevices(const Machine& m);
 
 }  // namespace fb::doctor::util

@@ -128,8 +128,11 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
   const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
   const int pi = static_cast<int>(p);
-  const NcclLat& L = info.lat;
-  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * m.latIntraScale, he = L.net[pi] * m.latNetScale;
+  NcclLat L = info.lat;
+  // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
+  if (a == NcclAlgo::kTree && m.ncclVersion >= 21900 && m.ncclVersion < 22300) L.nvl[2] = L.pci[2] = L.net[2] = 28;
+  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * (m.directP2p ? m.latDirectScale : m.latIntraScale),
+               he = L.net[pi] * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;
   switch (a) {
@@ -181,7 +184,7 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   }
   if (p == NcclProto::kLL128) {
     double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
-    bw *= k * m.effLL128;
+    bw *= k * (a == NcclAlgo::kTree ? m.effTreeLL128 : m.effLL128);
     if (m.channels > 0) bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128));
   }
   if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree);
@@ -273,6 +276,16 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      // Same-process GPUs: the INFO's "via P2P/direct pointer"; without transports, nccl-tests' -g N (one thread).
+      bool anyTransport = false, direct = false;
+      if (nt.contains("transports") && nt["transports"].is_array())
+        for (const auto& t : nt["transports"])
+          if (t.is_string()) {
+            anyTransport = true;
+            direct |= t.get<std::string>() == "P2P/direct";
+          }
+      const int nGpus = nt.contains("ngpus") && nt["ngpus"].is_number_integer() ? nt["ngpus"].get<int>() : 1;
+      r.directP2p = r.gpusPerNode > 1 && (anyTransport ? direct : nGpus > 1);
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
@@ -298,6 +311,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   m.gpusPerNode = r.gpusPerNode;
   if (r.channels > 0) m.channels = r.channels;
   m.ncclVersion = r.ncclVersion;
+  m.directP2p = r.directP2p;
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
@@ -419,9 +433,12 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     if (r.nodes == 1 && r.gpusPerNode > 1) singles.push_back(r);
   const bool twoStage = !singles.empty() && singles.size() < runs.size();
   if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
-  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false;
+  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
+       separate = false;
   for (const auto& r : runs) {
     oneRank |= r.nodes * r.gpusPerNode == 1;
+    direct |= r.directP2p;
+    separate |= !r.directP2p && r.gpusPerNode > 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
     allreduce |= r.coll == "allreduce";
@@ -433,9 +450,12 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
-  std::vector<Param> ps = {{"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true},
-                           {"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
-                           {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false}};
+  std::vector<Param> ps;
+  if (separate || !direct) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});
+  ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+                       {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
+                       {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+  if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
   if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});

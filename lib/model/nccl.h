@@ -22,9 +22,12 @@
 // else / 3) or / 3.8 (tree), capped at tuning.cc's llMaxBw (141 GB/s on one Hopper node, 39 on 2
 // nodes, 20.4 on more: the Intel x86 rows); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
 // with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
-// efficiency. Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
+// efficiency (LL128 one per ring and one per tree, as tuning.cc gives each its own factor and cap).
+// Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
 // maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
+// Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
+// before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
 #pragma once
 #include <optional>
 #include <string>
@@ -75,7 +78,12 @@ struct NcclMachine {
   bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
   bool collNet = false;          // SHARP / CollNet available
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
-  double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors
+  // GPUs of one process reach each other "via P2P/direct pointer" (NCCL's INFO), those of separate processes
+  // via P2P/CUMEM or IPC: their intra-node hops are calibrated apart (latDirectScale for the former).
+  bool directP2p = false;
+  double latDirectScale = 1;
+  double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors (rings)
+  double effTreeLL128 = 1;                    // x tuning.cc's tree LL128 factor (its own factor and cap there)
   int channels = 0;              // known channel count; 0 = not capped
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
   // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy.
@@ -116,6 +124,7 @@ struct NcclRun {
   NcclForce force;
   int channels = 0;
   int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
+  bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
   };

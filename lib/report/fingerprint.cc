@@ -1,5 +1,6 @@
-// The run fingerprint, read from /proc, /sys, /etc (under a root a test can fake) and from
-// nvidia-smi, ethtool and git when present (each under a time-out).
+// The run fingerprint, read from /proc, /sys, /etc (under a root a test can fake), from the machine
+// inventory (RDMA devices, GPUs: lib/topology/inventory.h) and from ethtool and git when present
+// (each under a time-out).
 #include "core/text.h"
 #include "report/fingerprint.h"
 
@@ -19,7 +20,8 @@
 #include <sstream>
 
 #include "core/config.h"
-#include "report/process.h"
+#include "core/process.h"
+#include "topology/inventory.h"
 
 extern char** environ;
 
@@ -184,32 +186,19 @@ json readNics(const FingerprintOptions& o) {
 
 json readRdma(const std::string& root) {
   json out = json::object();
-  fs::path base = under(root, "/sys/class/infiniband");
-  std::error_code ec;
-  if (!fs::is_directory(base, ec)) return out;
-  for (auto& e : fs::directory_iterator(base, ec)) {
-    fs::path d = e.path();
+  for (const auto& d : topo::readRdma(topo::Machine(root))) {
     json dev = json::object();
-    dev["fw_ver"] = readLine(d / "fw_ver");
-    dev["hca_type"] = readLine(d / "hca_type");
-    dev["board_id"] = readLine(d / "board_id");
-    dev["node_type"] = readLine(d / "node_type");
+    dev["fw_ver"] = d.fwVer;
+    dev["hca_type"] = d.hcaType;
+    dev["board_id"] = d.boardId;
+    dev["node_type"] = d.nodeType;
     json ports = json::object();
-    std::error_code ec2;
-    if (fs::is_directory(d / "ports", ec2))
-      for (auto& p : fs::directory_iterator(d / "ports", ec2)) {
-        ports[p.path().filename().string()] = {{"state", readLine(p.path() / "state")},
-                                               {"phys_state", readLine(p.path() / "phys_state")},
-                                               {"rate", readLine(p.path() / "rate")},
-                                               {"link_layer", readLine(p.path() / "link_layer")}};
-      }
+    for (const auto& p : d.ports)
+      ports[std::to_string(p.port)] = {
+          {"state", p.state}, {"phys_state", p.physState}, {"rate", p.rate}, {"link_layer", p.linkLayer}};
     dev["ports"] = ports;
-    std::vector<std::string> netdevs;
-    if (fs::is_directory(d / "device" / "net", ec2))
-      for (auto& n : fs::directory_iterator(d / "device" / "net", ec2)) netdevs.push_back(n.path().filename().string());
-    std::sort(netdevs.begin(), netdevs.end());
-    dev["netdevs"] = netdevs;
-    out[d.filename().string()] = dev;
+    dev["netdevs"] = d.netdevs;
+    out[d.name] = dev;
   }
   return out;
 }
@@ -222,6 +211,8 @@ std::vector<std::string> splitCsvSimple(const std::string& line) {
   return f;
 }
 
+json gpuJson(const std::vector<std::string>& v);
+
 void readGpus(const FingerprintOptions& o, json& fp) {
   fp["gpus"] = json::array();
   std::string proc = readLine(under(o.root, "/proc/driver/nvidia/version"));
@@ -230,19 +221,31 @@ void readGpus(const FingerprintOptions& o, json& fp) {
     fp["gpu_query"] = "not queried";
     return;
   }
-  if (findInPath("nvidia-smi").empty()) {
-    fp["gpu_query"] = "nvidia-smi not found";
+  topo::GpuInventory inv = topo::readGpus(topo::Machine(o.root), topo::GpuSource::kAuto, o.commandTimeout);
+  fp["gpu_source"] = inv.source.empty() ? "none" : inv.source;
+  if (!inv.nvmlWhy.empty()) fp["gpu_source_why"] = "NVML: " + inv.nvmlWhy;
+  if (inv.source.empty()) {
+    fp["gpu_query"] = !inv.smiFound ? std::string("nvidia-smi not found") : "nvidia-smi failed: " + inv.smiError;
     return;
   }
-  auto r = runCommand({"nvidia-smi", "--query-gpu=" + nvidiaSmiQueryFields(), "--format=csv,noheader,nounits"},
-                      o.commandTimeout);
-  if (!r.ok()) {
-    fp["gpu_query"] = "nvidia-smi failed: " + r.error;
-    return;
-  }
-  fp["gpus"] = parseNvidiaSmiGpus(r.out);
+  for (const auto& g : inv.gpus)
+    fp["gpus"].push_back(gpuJson({g.index, g.name, g.uuid, g.busId, g.memoryMib, g.driverVersion, g.vbiosVersion,
+                                  g.pcieGenMax, g.pcieWidthMax}));
   if (!fp["gpus"].empty()) fp["gpu_driver"] = fp["gpus"][0]["driver_version"];
-  fp["gpu_query"] = "nvidia-smi";
+  fp["gpu_query"] = inv.source;
+}
+
+// The nvidiaSmiQueryFields() values of one GPU -> its JSON object.
+json gpuJson(const std::vector<std::string>& v) {
+  return {{"index", intOrNull(v[0])},
+          {"name", v[1]},
+          {"uuid", v[2]},
+          {"pci_bus_id", v[3]},
+          {"memory_mib", intOrNull(v[4])},
+          {"driver_version", v[5]},
+          {"vbios_version", v[6]},
+          {"pcie_gen_max", intOrNull(v[7])},
+          {"pcie_width_max", intOrNull(v[8])}};
 }
 
 }  // namespace
@@ -260,15 +263,7 @@ json parseNvidiaSmiGpus(const std::string& csv) {
     if (text::trim(line).empty()) continue;
     auto v = splitCsvSimple(line);
     if (v.size() != 9) continue;  // a GPU name with a comma would land here: skipped, not misread
-    gpus.push_back({{"index", intOrNull(v[0])},
-                    {"name", v[1]},
-                    {"uuid", v[2]},
-                    {"pci_bus_id", v[3]},
-                    {"memory_mib", intOrNull(v[4])},
-                    {"driver_version", v[5]},
-                    {"vbios_version", v[6]},
-                    {"pcie_gen_max", intOrNull(v[7])},
-                    {"pcie_width_max", intOrNull(v[8])}});
+    gpus.push_back(gpuJson(v));
   }
   return gpus;
 }

@@ -12,9 +12,11 @@
 namespace fb {
 
 // This process's view: host, CPU model and count, memory, kernel, OS, NICs (name, IPv4,
-// link speed Mb/s, driver, firmware when ethtool/sysfs tell), RDMA devices (sysfs), GPUs
-// (nvidia-smi or /proc/driver/nvidia when present), compiler, build config, git revision,
-// MPI library version, relevant environment (NCCL_*, OMPI_*, UCX_*, SLURM_*, CUDA_VISIBLE_DEVICES).
+// link speed Mb/s, driver, firmware when ethtool/sysfs tell), RDMA devices and GPUs from the
+// machine inventory (lib/topology/inventory.h: GPUs from NVML, else nvidia-smi, named in
+// "gpu_source" with "gpu_source_why" when NVML did not answer; /proc/driver/nvidia when present),
+// compiler, build config, git revision, MPI library version, relevant environment (NCCL_*, OMPI_*,
+// UCX_*, SLURM_*, CUDA_VISIBLE_DEVICES).
 nlohmann::json collectLocalFingerprint();
 
 // Rank 0: one entry per host (ranks on it listed), plus "differences": keys whose values
@@ -31,7 +33,8 @@ struct FingerprintOptions {
   // Root of the file system to read /proc, /sys and /etc from ("/" = this machine). Tests point
   // it at a fake tree; with another root, getifaddrs/uname/gethostname are not used.
   std::string root = "/";
-  // Run nvidia-smi, ethtool -i and git (each under commandTimeout). Tests turn this off.
+  // Query the GPUs (NVML, else nvidia-smi), run ethtool -i and git (each under commandTimeout).
+  // Tests turn this off.
   bool runCommands = true;
   std::chrono::milliseconds commandTimeout{5000};
   // Filled by the caller, who links MPI/NCCL/CUDA (this library does not): e.g. the text of
@@ -76,7 +79,8 @@ std::vector<std::pair<std::string, nlohmann::json>> flattenForComparison(const n
 
 // nvidia-smi --query-gpu=<nvidiaSmiQueryFields()> --format=csv,noheader,nounits -> one object
 // per GPU (index, name, uuid, pci_bus_id, memory_mib, driver_version, vbios_version,
-// pcie_gen_max, pcie_width_max). Lines that do not have the 9 fields are skipped.
+// pcie_gen_max, pcie_width_max), the objects of the fingerprint's "gpus". Lines that do not have
+// the 9 fields are skipped.
 std::string nvidiaSmiQueryFields();
 nlohmann::json parseNvidiaSmiGpus(const std::string& csv);
 

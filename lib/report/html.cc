@@ -19,7 +19,7 @@
 #include "report/fingerprint.h"
 #include "report/markdown_text.h"
 #include "report/plot.h"
-#include "report/process.h"
+#include "core/process.h"
 
 namespace fb {
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "report/import.h"
-#include "report/process.h"
+#include "core/process.h"
 #include "report/series.h"
 
 namespace fb {

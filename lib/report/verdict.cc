@@ -18,9 +18,8 @@ std::string joinLabels(const std::vector<std::string>& v) {
 
 }  // namespace
 
-bool isGpuBackend(const std::string& label) {
-  std::string i = implOf(label);
-  return i == "nccl" || i == "cuda";
+bool isGpuBackend(const std::string& label, const std::vector<std::string>& gpuBackends) {
+  return std::find(gpuBackends.begin(), gpuBackends.end(), implOf(label)) != gpuBackends.end();
 }
 
 Verdict judgeRun(const VerdictInput& in) {
@@ -31,7 +30,9 @@ Verdict judgeRun(const VerdictInput& in) {
   for (const auto& [label, what] : in.declined) skippedLabels.push_back(label + " " + what.substr(0, what.find(": ")));
   std::string lists = fmt::format("measured: {}; skipped: {}", joinLabels(in.measured), joinLabels(skippedLabels));
 
-  bool anyGpu = std::any_of(in.measured.begin(), in.measured.end(), isGpuBackend);
+  bool anyGpu = std::any_of(in.measured.begin(), in.measured.end(),
+                            [&](const std::string& m) { return isGpuBackend(m, in.gpuBackends); });
+  const std::string gpuPaths = fmt::format("{}", fmt::join(in.gpuBackends, ", "));
   // A named transport none of whose paths produced rows was skipped. (One NCCL path measured and the
   // others listed as skipped under --path auto is not: the transport was measured.)
   for (const auto& [label, why] : in.skipped) {
@@ -47,13 +48,13 @@ Verdict judgeRun(const VerdictInput& in) {
     if (std::find(in.named.begin(), in.named.end(), implOf(label)) != in.named.end())
       v.reasons.push_back(fmt::format("{} was named on the command line but skipped {}", label, what));
   if (in.autoTransports && !in.gpus.empty() && !anyGpu)
-    v.reasons.push_back(fmt::format("this node has GPUs ({}) but no GPU path (nccl, cuda) was measured", in.gpus));
+    v.reasons.push_back(fmt::format("this node has GPUs ({}) but no GPU path ({}) was measured", in.gpus, gpuPaths));
   for (const auto& r : in.required) {
     bool hit = r == "gpu" ? anyGpu
                           : std::any_of(in.measured.begin(), in.measured.end(),
                                         [&](const std::string& m) { return m == r || implOf(m) == r; });
     if (!hit)
-      v.reasons.push_back(r == "gpu" ? std::string("--require gpu: no GPU path (nccl, cuda) was measured")
+      v.reasons.push_back(r == "gpu" ? fmt::format("--require gpu: no GPU path ({}) was measured", gpuPaths)
                                      : fmt::format("--require {}: no {} row was measured", r, r));
   }
   // An NCCL attestation that did not hold (--require ib|roce|gdr|nvlink|rails=N, or --path ib/roce

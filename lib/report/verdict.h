@@ -25,8 +25,9 @@ struct VerdictInput {
   std::vector<std::string> named;                            // transports named on the command line (not via auto)
   bool autoTransports = false;                               // --transport auto (or contains auto)
   std::string gpus;                                          // GPUs any rank's node has, e.g. "2 × NVIDIA H200"; "" none
-  std::vector<std::string> required;                         // --require: transport names, or "gpu" (nccl or cuda)
+  std::vector<std::string> required;                         // --require: transport names, or "gpu" (any gpuBackends)
   std::vector<std::string> attestRequired;                   // --require ib|roce|gdr|nvlink|rails=N (NCCL's attestation)
+  std::vector<std::string> gpuBackends;                      // implementations whose rows are GPU paths (the backend table's)
 };
 
 struct Verdict {
@@ -38,7 +39,7 @@ struct Verdict {
 
 Verdict judgeRun(const VerdictInput& in);
 
-// True for a backend label that measures a GPU path ("nccl", "nccl:nvlink", "cuda").
-bool isGpuBackend(const std::string& label);
+// True for a backend label ("nccl", "nccl:nvlink") whose implementation is one of `gpuBackends`.
+bool isGpuBackend(const std::string& label, const std::vector<std::string>& gpuBackends);
 
 }  // namespace fb

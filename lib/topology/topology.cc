@@ -4,10 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <dirent.h>
-#include <fstream>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -34,14 +30,6 @@ std::vector<std::string> splitTabs(const std::string& line) {
 std::string stripAnsi(const std::string& s) {
   static const std::regex kAnsi("\x1b\\[[0-9;]*m");
   return std::regex_replace(s, kAnsi, "");
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return {};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return text::trim(ss.str());
 }
 
 int toInt(const std::string& s, int dflt = 0) {
@@ -185,52 +173,28 @@ double rdmaRateGBps(std::string_view rate) {
 
 bool RdmaPort::active() const { return state.find("ACTIVE") != std::string::npos; }
 
-std::vector<RdmaPort> scanRdmaPorts(const std::string& sysRoot) {
+std::vector<RdmaPort> rdmaPorts(const std::vector<RdmaDeviceFacts>& devices) {
   std::vector<RdmaPort> out;
-  std::string base = sysRoot + "/class/infiniband";
-  DIR* d = opendir(base.c_str());
-  if (!d) return out;
-  std::vector<std::string> devs;
-  while (auto* e = readdir(d))
-    if (e->d_name[0] != '.') devs.push_back(e->d_name);
-  closedir(d);
-  std::sort(devs.begin(), devs.end());
-  for (const auto& dev : devs) {
-    std::string portsDir = base + "/" + dev + "/ports";
-    DIR* pd = opendir(portsDir.c_str());
-    if (!pd) continue;
-    std::vector<int> ports;
-    while (auto* e = readdir(pd))
-      if (e->d_name[0] != '.') ports.push_back(toInt(e->d_name, -1));
-    closedir(pd);
-    std::sort(ports.begin(), ports.end());
-    for (int p : ports) {
-      if (p < 0) continue;
+  for (const auto& d : devices)
+    for (const auto& p : d.ports) {
       RdmaPort rp;
-      rp.device = dev;
-      rp.port = p;
-      std::string pdir = portsDir + "/" + std::to_string(p);
-      rp.linkLayer = readFile(pdir + "/link_layer");
-      rp.state = readFile(pdir + "/state");
-      rp.rate = readFile(pdir + "/rate");
-      if (rp.linkLayer == "Ethernet") {
-        for (int i = 0; i < 256; ++i) {
-          std::string type = readFile(pdir + "/gid_attrs/types/" + std::to_string(i));
-          if (type.empty()) continue;
-          std::string gid = readFile(pdir + "/gids/" + std::to_string(i));
-          bool v2 = type.find("v2") != std::string::npos;
-          bool ipv4 = gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0;
-          if (v2 && ipv4) {
-            rp.roceV2GidIndex = i;
+      rp.device = d.name;
+      rp.port = p.port;
+      rp.linkLayer = p.linkLayer;
+      rp.state = p.state;
+      rp.rate = p.rate;
+      if (rp.linkLayer == "Ethernet")
+        for (const auto& g : p.gids)
+          if (g.type.find("v2") != std::string::npos && g.gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0) {
+            rp.roceV2GidIndex = g.index;
             break;
           }
-        }
-      }
       out.push_back(std::move(rp));
     }
-  }
   return out;
 }
+
+std::vector<RdmaPort> scanRdmaPorts(const Machine& m) { return rdmaPorts(readRdma(m)); }
 
 std::string Topology::link(int a, int b) const {
   return links.at("GPU" + std::to_string(a), "GPU" + std::to_string(b));
@@ -243,22 +207,13 @@ bool Topology::p2pOk(int a, int b) const {
   return p2pRead.at("GPU" + std::to_string(a), "GPU" + std::to_string(b)) == "OK";
 }
 
-Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
-                       std::string_view gpuQueryCsv) {
-  Topology t;
+namespace {
+// Links, NVLink speeds and NUMA/CPU affinity from the texts onto the GPUs of t.
+void addLinks(Topology& t, std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS) {
   t.topoText = stripAnsi(std::string(topoM));
   t.links = parseTopoMatrix(topoM);
   t.p2pRead = parseTopoMatrix(p2pR);
-  t.gpus = parseGpuQuery(gpuQueryCsv);
   auto nv = parseNvlinkStatus(nvlinkS);
-  // driver version: last CSV field of the first GPU line
-  for (const auto& l : text::lines(gpuQueryCsv)) {
-    auto pos = l.rfind(',');
-    if (pos != std::string::npos && toInt(text::trim(l.substr(0, l.find(','))), -1) >= 0) {
-      t.driverVersion = text::trim(l.substr(pos + 1));
-      break;
-    }
-  }
   for (auto& g : t.gpus) {
     auto it = nv.find(g.index);
     if (it != nv.end()) g.nvlinkGBps = it->second;
@@ -267,20 +222,44 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
     std::string numa = t.links.at(row, "NUMA Affinity");
     g.numaNode = toInt(numa, -1);
   }
+}
+}  // namespace
+
+Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
+                       std::string_view gpuQueryCsv) {
+  Topology t;
+  t.gpus = parseGpuQuery(gpuQueryCsv);
+  // driver version: last CSV field of the first GPU line
+  for (const auto& l : text::lines(gpuQueryCsv)) {
+    auto pos = l.rfind(',');
+    if (pos != std::string::npos && toInt(text::trim(l.substr(0, l.find(','))), -1) >= 0) {
+      t.driverVersion = text::trim(l.substr(pos + 1));
+      break;
+    }
+  }
+  addLinks(t, topoM, p2pR, nvlinkS);
   return t;
 }
 
-std::string runCommand(const std::string& cmd, int timeoutSeconds) {
-  std::string full = "timeout " + std::to_string(timeoutSeconds) + " " + cmd + " 2>/dev/null";
-  FILE* p = popen(full.c_str(), "r");
-  if (!p) return {};
-  std::string out;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int rc = pclose(p);
-  if (rc != 0) return {};
-  return out;
+Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
+                       const std::vector<GpuFacts>& gpus) {
+  Topology t;
+  for (const auto& f : gpus) {
+    GpuInfo g;
+    g.index = toInt(f.index, -1);
+    if (g.index < 0) continue;
+    g.name = f.name;
+    g.busId = f.busId;
+    g.uuid = f.uuid;
+    g.pcieGenCurrent = toInt(f.pcieGenCurrent);
+    g.pcieGenMax = toInt(f.pcieGenMax);
+    g.pcieWidthCurrent = toInt(f.pcieWidthCurrent);
+    g.pcieWidthMax = toInt(f.pcieWidthMax);
+    if (t.gpus.empty()) t.driverVersion = f.driverVersion;
+    t.gpus.push_back(std::move(g));
+  }
+  addLinks(t, topoM, p2pR, nvlinkS);
+  return t;
 }
 
 namespace {
@@ -322,24 +301,26 @@ LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const st
   return n;
 }
 
+Topology readTopology(const Machine& m) {
+  GpuInventory inv = readGpus(m);
+  if (inv.gpus.empty()) return {};
+  auto out = [](const Command& c) { return c.ok ? c.out : std::string(); };
+  Topology topo = buildTopology(out(gpuTopoMatrix(m)), out(gpuP2pReadMatrix(m)), out(gpuNvlinkStatus(m)), inv.gpus);
+  // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
+  for (auto& g : topo.gpus) {
+    if (g.numaNode >= 0 || g.busId.size() < 12) continue;
+    std::string bdf = g.busId.substr(g.busId.size() - 12);
+    for (auto& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    g.numaNode = toInt(m.line("/sys/bus/pci/devices/" + bdf + "/numa_node"), -1);
+  }
+  topo.rdma = scanRdmaPorts(m);
+  return topo;
+}
+
 const Topology& localTopology() {
   static std::once_flag once;
   static Topology topo;
-  std::call_once(once, [] {
-    std::string q = runCommand(std::string("nvidia-smi --query-gpu=") + kGpuQueryFields +
-                               " --format=csv,noheader,nounits");
-    if (text::trim(q).empty()) return;
-    topo = buildTopology(runCommand("nvidia-smi topo -m"), runCommand("nvidia-smi topo -p2p r"),
-                         runCommand("nvidia-smi nvlink -s"), q);
-    // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
-    for (auto& g : topo.gpus) {
-      if (g.numaNode >= 0 || g.busId.size() < 12) continue;
-      std::string bdf = g.busId.substr(g.busId.size() - 12);
-      for (auto& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      g.numaNode = toInt(readFile("/sys/bus/pci/devices/" + bdf + "/numa_node"), -1);
-    }
-    topo.rdma = scanRdmaPorts("/sys");
-  });
+  std::call_once(once, [] { topo = readTopology(Machine("/")); });
   return topo;
 }
 

@@ -1,8 +1,8 @@
-// What the machine has, for --list, run.json and "% of nominal link rate": GPUs, the link matrix
-// and P2P capability matrix (`nvidia-smi topo -m` / `topo -p2p r`), NVLink links and per-link
-// speed (`nvidia-smi nvlink -s`), PCIe generation and width, NUMA/CPU affinity, RDMA ports (sysfs).
-// Everything is read from nvidia-smi's text and sysfs, so the parsers are tested on saved real
-// outputs (tests/topology) and this library needs neither CUDA nor NVML to build.
+// The GPU and RDMA picture for --list, run.json and "% of nominal link rate", assembled from the
+// machine inventory (inventory.h): GPUs, the link matrix and P2P capability matrix (`nvidia-smi
+// topo -m` / `topo -p2p r`), NVLink links and per-link speed (`nvidia-smi nvlink -s`), PCIe
+// generation and width, NUMA/CPU affinity, RDMA ports. The text parsers are tested on saved real
+// outputs (tests/topology); this library needs neither CUDA nor NVML to build.
 #pragma once
 #include <cstddef>
 #include <map>
@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "topology/inventory.h"
 
 namespace fb::topo {
 
@@ -62,8 +64,9 @@ struct RdmaPort {
   int roceV2GidIndex = -1;  // first RoCE v2 GID with an IPv4-mapped address (Ethernet ports)
   bool active() const;
 };
-// Scan <root>/class/infiniband (root = "/sys" normally; tests pass a saved tree).
-std::vector<RdmaPort> scanRdmaPorts(const std::string& sysRoot = "/sys");
+// Every port of the inventory's RDMA devices (readRdma), in device then port order.
+std::vector<RdmaPort> scanRdmaPorts(const Machine& m);
+std::vector<RdmaPort> rdmaPorts(const std::vector<RdmaDeviceFacts>& devices);
 
 struct Topology {
   std::vector<GpuInfo> gpus;
@@ -79,12 +82,18 @@ struct Topology {
   bool p2pOk(int a, int b) const;  // topo -p2p r says OK
 };
 
-// Assemble from the texts above (pure; used by collect() and by the tests).
+// Assemble from the texts above (pure; used by the tests).
 Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
                        std::string_view gpuQueryCsv);
+// The same from the inventory's GPUs (any source) and the link texts.
+Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
+                       const std::vector<GpuFacts>& gpus);
 
-// Runs nvidia-smi (each call under `timeout 20`), reads sysfs. No GPU or no nvidia-smi → an
-// empty Topology, never an exception and never a hang. Cached after the first call.
+// The inventory of machine `m`: GPUs (NVML or nvidia-smi), the link texts, NUMA from sysfs where
+// topo -m does not say, RDMA ports. No GPU → an empty Topology (no RDMA ports either), never an
+// exception and never a hang (each nvidia-smi under a 20 s time-out).
+Topology readTopology(const Machine& m);
+// readTopology(Machine("/")), cached after the first call.
 const Topology& localTopology();
 
 // Nominal rate of the link between GPU `busId` and its peers `peerBusIds` (bus ids in any case, with
@@ -99,8 +108,5 @@ LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const st
 // The `nvidia-smi topo -m` picture plus one line per GPU (PCIe, NVLink links × GB/s, NUMA) and
 // per RDMA port. "" when there is no GPU.
 std::string describe(const Topology& t);
-
-// Runs a shell command with a time limit; returns its stdout ("" on failure).
-std::string runCommand(const std::string& cmd, int timeoutSeconds = 20);
 
 }  // namespace fb::topo

@@ -30,20 +30,12 @@
 namespace fb {
 
 // Oversubscribed (FB_PROGRESS=auto or yield): a waiting rank polls and yields its core between
-// polls for this long, then sleeps in the kernel. Sleeping at once left a core idle at every
-// wait, and waking it costs tens of microseconds in a VM: small collectives at 3-4 ranks on
-// 2 cores took 1.4-3.3 x Open MPI's time (which yields when oversubscribed), 0.75-0.9 x with
-// the yield (benchmarks/host_vs_mpi.sh). The bound keeps a rank that waits long (a slow peer,
-// a large transfer) from taking CPU time away from the ranks that have work.
+// polls for this long, then sleeps in the kernel: sleeping at once left a core idle at every wait
+// (waking costs tens of microseconds in a VM); the bound keeps a long wait from taking CPU time
+// from the ranks that have work.
 constexpr auto kYieldTime = std::chrono::microseconds(1000);
-
-// ...but only while little is left to move. A rank that yields in a loop while megabytes are
-// still in flight keeps taking turns on the core from the ranks that copy those megabytes: P2P
-// ring at 4 ranks on 2 cores took either ~19 ms or ~30 ms for 32 MiB from run to run (Open MPI
-// ~24 ms), the slow mode in 8 of 18 rounds with an unlimited yield, 2-3 of 15-18 with this
-// bound; at 3 ranks, 64 MiB, 5 of 18 against 0 of 18. Sleeping at once at every size instead
-// lost at small sizes (np 3, 16 KiB: 1.10 x Open MPI). AllReduce/AllGather/ReduceScatter
-// 256 KiB-32 MiB at np 3-4 showed no loss from the bound (benchmarks/host_vs_mpi.sh).
+// ...and only while at most this much is left to move: yielding while megabytes are in flight takes
+// turns on the core from the ranks copying them (P2P ring at 4 ranks on 2 cores ran in two modes).
 constexpr std::size_t kYieldMaxBytes = std::size_t{1} << 20;
 
 struct ProgressChoice {

@@ -1,12 +1,13 @@
 // Data plane between ranks (gloo's Pair + UnboundBuffer, merged). One Transport per process
-// and communicator-sized group; created collectively through makeTransport() (every rank calls
-// it at the same point, it exchanges addresses through the Bootstrap and connects).
+// and communicator-sized group; created collectively by its backend's createTransport() (every
+// rank calls it at the same point, it exchanges addresses through the Bootstrap and connects;
+// fabricbench reaches it through its backend table entry, lib/app/backends.h openTransport).
 //
 // Naming: in the code a "transport" is this class, a host data plane that the ring collectives
 // (lib/collectives/host_*.cc) drive: tcp/ and verbs/ only. The GPU helpers that the cuda and nccl
 // collectives use (peer memory, NCCL communicators) move no data through this interface and live
 // in lib/gpu/{cuda,nccl} (targets fb_gpu_cuda, fb_gpu_nccl). fabricbench's --transport flag keeps
-// its nccl-tests-like meaning, "which implementation produces the rows" (benchmarks/backends.h).
+// its nccl-tests-like meaning, "which implementation produces the rows" (lib/app/backends.h).
 //
 // Contract:
 //  * Memory passed to isend/irecv must lie inside a region given to registerMemory() (a no-op
@@ -79,7 +80,7 @@ class Transport {
   int rank() const { return rank_; }
   int size() const { return size_; }
   // The node of every rank (0.., numbered in order of first appearance), for node-aware host
-  // algorithms; empty = all on one node. makeTransport sets it (nodePlacement).
+  // algorithms; empty = all on one node. openTransport (lib/app) sets it (nodePlacement).
   const std::vector<int>& nodeOf() const { return nodeOf_; }
   void setNodeOf(std::vector<int> v) { nodeOf_ = std::move(v); }
 
@@ -113,11 +114,5 @@ struct BackendStatus {
   bool usable = false;
   std::string reason;  // why not usable, or what it found
 };
-
-// Collective over bootstrap: every rank calls with the same name. Throws ConfigError for an
-// unknown name, UnavailableError when the backend is not built or finds no hardware.
-std::unique_ptr<Transport> makeTransport(std::string_view name, Bootstrap& bootstrap,
-                                         const TransportOptions& options);
-BackendStatus probeTransport(std::string_view name, const TransportOptions& options);
 
 }  // namespace fb

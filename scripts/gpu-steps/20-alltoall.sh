@@ -8,7 +8,7 @@
 # On a 1-GPU host ($NP = 1) both run one rank (--allow-single-rank, path auto, 8 B .. 64 MiB): the data
 # are verified, but one rank moves nothing between GPUs, so that run is no comparison of fabrics.
 set -u
-stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}-h200x${NP:-2}
+stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}-${FB_GPU_MODEL:-gpu}x${NP:-2}
 if [ "${NP:-2}" = 1 ]; then
   common=(--transport nccl,cuda --path auto --placement out -n 20 -w 5 --results-dir "$OUT/results" $SINGLE)
   emax=64M bmax=64M

@@ -9,7 +9,7 @@
 # Check: run 1 exit 0 and wrong = 0 on every row, p50/p99 present; run 2 exit != 0 with wrong > 0;
 # run 3 exit 0 and its folder holds table.csv and run.json with a fingerprint; --gpus 0,7: exit 2, no folder.
 set -u
-stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}-h200x${NP:-2}
+stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}-${FB_GPU_MODEL:-gpu}x${NP:-2}
 path=$([ "${NP:-2}" = 1 ] && echo auto || echo nvlink)
 common=(--transport nccl,cuda --path $path --collective allreduce,alltoall -b 8 -e 16M -f 4 -n 10 -w 2
         --per-op --results-dir "$OUT/results" ${SINGLE:-})

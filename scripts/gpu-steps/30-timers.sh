@@ -4,7 +4,7 @@
 # --repeat 3 (median and spread per row) and --per-op (p50/p99 from events between operations), once
 # with --timer rank (events per rank, max over ranks: -a 3) and once with --timer nccl-tests (nccl-tests' method:
 # barrier, host clock until the stream is synchronised, average over ranks: -a 1). Then fabricbench-report
-# puts the two runs side by side in $OUT/results/<stamp>-h200x2-timers-cmp/, and a table (log only) gives
+# puts the two runs side by side in $OUT/results/<stamp>-<gpu>x<np>-timers-cmp/, and a table (log only) gives
 # per collective and size both busbw medians with their spread, host / gpu and p50/p99: README's table.
 # Check: both runs exit 0, wrong = 0; console headers say timer=rank-events rank_time=max resp.
 # timer=nccl-tests rank_time=avg, repeats=3; % of nominal on every row (NVLink links x rate); the first two
@@ -15,25 +15,25 @@ stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}
 common=(--transport nccl --path nvlink --collective allreduce,allgather,reducescatter,p2pring
         -b 8 -f 2 --placement out -n 20 -w 5 --repeat 3 --per-op --results-dir "$OUT/results")
 rc=0
-$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer rank --run-id "$stamp-h200x2-timer-gpu" || rc=$?
+$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer rank --run-id "$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-gpu" || rc=$?
 echo "timer rank: exit $rc"
 rc2=0
-$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer nccl-tests --run-id "$stamp-h200x2-timer-host" || rc2=$?
+$MPI $B/benchmarks/fabricbench "${common[@]}" -e 8G --timer nccl-tests --run-id "$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-host" || rc2=$?
 echo "timer nccl-tests: exit $rc2"
 # nccl-tests moves its buffers by one size per iteration, so no operation finds its data in L2 (60 MB on
 # H200), and so do the runs above (the default). This run keeps one cache-warm buffer (--reuse-buffers)
 # to show the difference; up to 256 MiB only (above, nothing fits in L2 anyway). The folder keeps its old name.
 rc3=0
 $MPI $B/benchmarks/fabricbench "${common[@]}" -e 256M --timer nccl-tests --reuse-buffers \
-  --run-id "$stamp-h200x2-timer-host-rotate" || rc3=$?
+  --run-id "$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-host-rotate" || rc3=$?
 echo "timer nccl-tests, one reused buffer: exit $rc3"
 # Side by side (busbw per size, both runs as columns) by the report tool.
-$B/tools/fabricbench-report "$OUT/results/$stamp-h200x2-timer-gpu" "$OUT/results/$stamp-h200x2-timer-host" \
-  -o "$OUT/results/$stamp-h200x2-timers-cmp" --no-plots || echo "fabricbench-report: exit $?"
+$B/tools/fabricbench-report "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-gpu" "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-host" \
+  -o "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timers-cmp" --no-plots || echo "fabricbench-report: exit $?"
 # The README table: per collective and size, busbw median [slowest-fastest batch] of each timer, host / gpu,
 # and the time per operation (log only).
-python3 - "$OUT/results/$stamp-h200x2-timer-gpu/table.csv" "$OUT/results/$stamp-h200x2-timer-host/table.csv" \
-  "$OUT/results/$stamp-h200x2-timer-host-rotate/table.csv" <<'PY' || echo "table: python3 failed"
+python3 - "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-gpu/table.csv" "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-host/table.csv" \
+  "$OUT/results/$stamp-${FB_GPU_MODEL:-gpu}x${NP:-2}-timer-host-rotate/table.csv" <<'PY' || echo "table: python3 failed"
 import csv, sys
 def load(p):
     return {(r["coll"], int(r["size_bytes"])): r for r in csv.DictReader(open(p))}

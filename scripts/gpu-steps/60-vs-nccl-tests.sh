@@ -23,7 +23,7 @@ if [ ! -x "$NT/all_reduce_perf" ]; then
   exit 0
 fi
 stamp=${FB_RUN_ID:-$(date -u +%Y%m%d)}
-host=h200x${NGPU:-1}
+host=${FB_GPU_MODEL:-gpu}x${NGPU:-1}
 cmp="$OUT/results/$stamp-$host-vs-nccl-tests"
 logs="$OUT/nccl-tests"
 mkdir -p "$logs" "$cmp"

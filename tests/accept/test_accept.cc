@@ -11,7 +11,7 @@
 #include "accept/accept.h"
 #include "core/error.h"
 #include "doctor/doctor.h"
-#include "doctor/machine.h"
+#include "topology/machine.h"
 
 using namespace fb::accept;
 

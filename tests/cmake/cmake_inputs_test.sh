@@ -10,7 +10,9 @@
 #       stops with the Catch2 line (so the hiding is real);
 #     - NCCL_ROOT pointing nowhere, at a folder without nccl.h, or at one without the library
 #       (-D and environment): one "fabricbench: NCCL_ROOT=..." line, configure fails.
-#  3. scripts/test-all.sh with a bad FB_CI_MPICH: one line, exit 2, before anything is installed.
+#     - CUDAARCHS=sm_90 stops the real project's configure with its line (it used to turn CUDA off).
+#  3. scripts/test-all.sh with a bad FB_CI_MPICH: one line, exit 2, before anything is installed;
+#     scripts/build.sh exits 2 when the configure stopped on a "fabricbench:" line, 1 otherwise.
 set -u
 SRC=${1:?source dir}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -96,6 +98,10 @@ bad_configure "NCCL_ROOT env, no nccl.h" "NCCL_ROOT='$W/empty' (environment vari
 bad_configure "-DNCCL_ROOT with the header only" "has include/nccl.h but no libnccl.so" \
   cmake -S "$SRC" -B "$W/n3" "${CPU[@]}" -DBUILD_TESTING=OFF -DNCCL_ROOT="$W/hdronly"
 
+# CUDAARCHS is read by check_language(CUDA) too, which turned CUDA off silently on a bad value.
+bad_configure "real project, CUDAARCHS=sm_90" "'sm_90' in 'sm_90' (given: CUDAARCHS environment variable" \
+  env CUDAARCHS=sm_90 cmake -S "$SRC" -B "$W/c1" -G "Unix Makefiles" -DFB_WITH_VERBS=OFF -DBUILD_TESTING=OFF
+
 # --- 3. scripts ------------------------------------------------------------------------------
 out=$(FB_CI_MPICH=maybe bash "$SRC/scripts/test-all.sh" 2>&1); rc=$?
 if [ "$rc" = 2 ] && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "bad FB_CI_MPICH 'maybe'" <<<"$out"; then
@@ -103,6 +109,20 @@ if [ "$rc" = 2 ] && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "bad FB_CI_MPICH
 else
   fail "FB_CI_MPICH=maybe: exit $rc: $out"
 fi
+
+# scripts/build.sh: a configure stopped by a "fabricbench:" line exits 2, another failure 1 (a fake
+# cmake first in PATH stands for both).
+mkdir -p "$W/fakecmake"
+cat > "$W/fakecmake/cmake" <<'SH'
+#!/bin/sh
+printf 'CMake Error at CMakeLists.txt:1 (message):\n  %s\n' "$FAKE_MSG" >&2; exit 1
+SH
+chmod +x "$W/fakecmake/cmake"
+for c in "fabricbench: NCCL_ROOT='/x' (-DNCCL_ROOT) is not a directory|2" "Could not find CMAKE_ROOT|1"; do
+  out=$(PATH="$W/fakecmake:$PATH" FAKE_MSG="${c%|*}" bash "$SRC/scripts/build.sh" 2>&1); rc=$?
+  if [ "$rc" = "${c##*|}" ] && grep -qF "${c%|*}" <<<"$out"; then echo "ok   build.sh, configure says '${c%|*}': exit $rc"
+  else fail "build.sh, configure says '${c%|*}': exit $rc (wanted ${c##*|}): $out"; fi
+done
 
 [ "$bad" = 0 ] && echo "RESULT: configure inputs passed" || echo "RESULT: configure inputs FAILED"
 exit "$bad"

@@ -12,6 +12,7 @@
 #include "collectives/collective.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
+#include "transport/tcp/tcp_transport.h"
 
 using namespace fb;
 
@@ -39,7 +40,8 @@ std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<
   runRanks(n, [&](Bootstrap& bs) {
     TransportOptions opts;
     opts.tcpInterface = "lo";
-    std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+    std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
+    tr->setNodeOf(nodePlacement(bs));
     for (const Case& c : cases) {
       for (bool inPlace : {false, true}) {
         if (inPlace && c.kind == CollKind::kP2PRing) continue;
@@ -151,7 +153,8 @@ TEST_CASE("hierarchical: 16-bit and 64-bit types, a corrupted element is counted
     runRanks(5, [&](Bootstrap& bs) {
       TransportOptions opts;
       opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
+    tr->setNodeOf(nodePlacement(bs));
       auto coll = makeRingCollective(kind, tr);
       coll->prepare(makeShape(kind, DataType::kFloat32, 5 * 4 * 101, 5, false));
       if (bs.rank() == 3) coll->corruptNextCheck(5);
@@ -226,7 +229,7 @@ TEST_CASE("a corrupted element is counted on the algorithm path", "[collectives]
     runRanks(3, [&](Bootstrap& bs) {
       TransportOptions opts;
       opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
       auto coll = makeRingCollective(kind, tr);
       coll->prepare(makeShape(kind, DataType::kFloat32, 3 * 4 * 101, 3, false));
       if (bs.rank() == 1) coll->corruptNextCheck(5);
@@ -286,7 +289,7 @@ TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path s
     runRanks(4, [&](Bootstrap& bs) {
       TransportOptions opts;
       opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
       std::int64_t w = 0;
       for (CollKind k : allCollKinds()) {
         auto coll = makeRingCollective(k, tr);
@@ -311,7 +314,7 @@ TEST_CASE("FB_PROGRESS: spin, yield and block all give exact results; the path s
                            [&](Bootstrap& bs) {
                              TransportOptions opts;
                              opts.tcpInterface = "lo";
-                             makeTransport("tcp", bs, opts);
+                             tcp::createTransport(bs, opts);
                            }),
                   ConfigError);
   ::unsetenv("FB_PROGRESS");

@@ -7,6 +7,7 @@
 #include "bootstrap/thread_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
+#include "transport/tcp/tcp_transport.h"
 
 using namespace fb;
 
@@ -18,7 +19,7 @@ std::int64_t runPoint(int n, CollKind kind, DataType t, std::size_t count, bool 
   runRanks(n, [&](Bootstrap& bs) {
     TransportOptions opts;
     opts.tcpInterface = "lo";
-    std::shared_ptr<Transport> tr = makeTransport("tcp", bs, opts);
+    std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
     auto coll = makeRingCollective(kind, tr);
     std::size_t bytes = count * dtypeSize(t) * (describe(kind).splitPerRank ? n : 1);
     CollShape shape = makeShape(kind, t, bytes, n, inPlace);

@@ -22,7 +22,16 @@ import os, shutil, struct, sys
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/data/doctor"
 TOPO = "tests/data/topology"
-QUERY = "nvidia-smi_--query-gpu=index,name,pci.bus_id,mig.mode.current,driver_version_--format=csv,noheader"
+# The machine inventory's one GPU query (lib/topology/inventory.cc kInventoryGpuQuery).
+QUERY = ("nvidia-smi_--query-gpu=index,name,uuid,pci.bus_id,memory.total,driver_version,vbios_version,"
+         "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,mig.mode.current"
+         "_--format=csv,noheader,nounits")
+
+
+def gpu_row(index, name, bus, mig, driver, uuid="[N/A]", mem="[N/A]", vbios="[N/A]", pcie=("[N/A]",) * 4):
+    """One line of QUERY's answer; the synthetic machines leave what no check reads as [N/A]."""
+    return ", ".join([str(index), name, uuid, bus, mem, driver, vbios, *pcie, mig]) + "\n"
+
 
 
 def w(root, rel, text, mode="w"):
@@ -138,8 +147,13 @@ ROCE_GID_V2 = (3, "0000:0000:0000:0000:0000:ffff:0a00:0005", "RoCE v2", "eth2")
 
 def h200x2(root):
     common(root, env="NCCL_NVLS_ENABLE=0\n")
-    w(root, "/_commands/" + QUERY, "0, NVIDIA H200, 00000000:00:06.0, Disabled, 580.159.04\n"
-                                   "1, NVIDIA H200, 00000000:00:07.0, Disabled, 580.159.04\n")
+    # recorded on the 2xH200 host: uuid, memory, vbios from tests/unit_report/data/
+    # nvidia_smi_query_gpu_2xH200.csv, PCIe current/max from tests/data/topology/gpu_query.csv
+    w(root, "/_commands/" + QUERY,
+      gpu_row(0, "NVIDIA H200", "00000000:00:06.0", "Disabled", "580.159.04", "GPU-dcb12c3d-829c-e1af-f387-4975af14d0d4",
+              "143771", "96.00.A5.00.1A", ("5", "5", "16", "16")) +
+      gpu_row(1, "NVIDIA H200", "00000000:00:07.0", "Disabled", "580.159.04", "GPU-3a819cdb-d032-6280-36f1-3b58795dc238",
+              "143771", "96.00.A5.00.1A", ("5", "5", "16", "16")))
     shutil.copy(f"{TOPO}/topo_m.txt", os.path.join(root, "_commands/nvidia-smi_topo_-m"))
     shutil.copy(f"{TOPO}/topo_p2p_r.txt", os.path.join(root, "_commands/nvidia-smi_topo_-p2p_r"))
     for bdf in ("0000:00:06.0", "0000:00:07.0"):  # on the root bus of a VM: no bridge above
@@ -150,8 +164,8 @@ def h200x2(root):
 def rtx4090x2(root):
     common(root, cmdline="BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro intel_iommu=on")
     w(root, "/sys/class/iommu/dmar0/devices/.keep", "")
-    w(root, "/_commands/" + QUERY, "0, NVIDIA GeForce RTX 4090, 00000000:03:00.0, [N/A], 550.54.14\n"
-                                   "1, NVIDIA GeForce RTX 4090, 00000000:04:00.0, [N/A], 550.54.14\n")
+    w(root, "/_commands/" + QUERY, gpu_row(0, "NVIDIA GeForce RTX 4090", "00000000:03:00.0", "[N/A]", "550.54.14") +
+                                   gpu_row(1, "NVIDIA GeForce RTX 4090", "00000000:04:00.0", "[N/A]", "550.54.14"))
     w(root, "/_commands/nvidia-smi_topo_-m",
       "\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
       "GPU0\t X \tPHB\tSYS\t0-15\t0\t\tN/A\nGPU1\tPHB\t X \tSYS\t0-15\t0\t\tN/A\n"
@@ -169,8 +183,8 @@ def rtx4090x2(root):
 
 def a100_mig(root):
     common(root, interfaces="lo up 127.0.0.1\nib0 up 10.1.0.7\n")
-    w(root, "/_commands/" + QUERY, "0, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, Enabled, 535.129.03\n"
-                                   "1, NVIDIA A100-SXM4-80GB, 00000000:0F:00.0, Disabled, 535.129.03\n")
+    w(root, "/_commands/" + QUERY, gpu_row(0, "NVIDIA A100-SXM4-80GB", "00000000:07:00.0", "Enabled", "535.129.03") +
+                                   gpu_row(1, "NVIDIA A100-SXM4-80GB", "00000000:0F:00.0", "Disabled", "535.129.03"))
     w(root, "/_commands/nvidia-smi_topo_-m",
       "\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
       "GPU0\t X \tNV12\tPXB\t0-63\t0\t\tN/A\nGPU1\tNV12\t X \tPXB\t0-63\t0\t\tN/A\n"

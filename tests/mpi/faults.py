@@ -209,11 +209,11 @@ def main():
     phases = ["startup", "midrow", "between"]
     nps = [3] if a.quick else [2, 3, 4]
     counts = {"trials": 0, "not_sent": 0, "hangs": 0, "torn": 0, "stale": 0, "wrong_named": 0, "named_right": 0,
-              "launcher_killed_all": 0}
+              "launcher_killed_all": 0, "unnamed": 0}
     t0 = time.time()
     k = 0
 
-    def report(r, victim):
+    def report(r, victim, must_name=False):
         counts["trials"] += 1
         counts["not_sent"] += not r["sent"]
         counts["hangs"] += r["hang"]
@@ -222,11 +222,13 @@ def main():
         counts["wrong_named"] += bool(r["wrong_named"])
         counts["named_right"] += victim in r["named"]
         counts["launcher_killed_all"] += r["launcher_killed_all"]
-        bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"]
+        unnamed = must_name and victim not in r["named"]
+        counts["unnamed"] += unnamed
+        bad = r["hang"] or r["torn"] or r["stale"] or r["wrong_named"] or not r["sent"] or unnamed
         print(f"{'FAIL' if bad else 'ok  '} {r['run_id']:<24} mpirun exit {r['rc']}, ended "
               f"{r['took']:.1f} s after the signal; named {r['named']}; status: {r['status'][:110]}"
               + (f"\n     hang={r['hang']} torn={r['torn']} stale={r['stale']} wrong_named="
-                 f"{r['wrong_named']} sent={r['sent']} ours={r['ours']}" if bad else ""), flush=True)
+                 f"{r['wrong_named']} sent={r['sent']} victim_unnamed={unnamed} ours={r['ours']}" if bad else ""), flush=True)
     with tempfile.TemporaryDirectory(prefix="fb-faults-") as root:
         for np_ in nps:
             for sig in sigs:
@@ -241,13 +243,15 @@ def main():
             victim = [0, np_ // 2, np_ - 1][np_ % 3]
             if a.only and a.only not in f"SIGSTOP-shutdown-np{np_}-r{victim}":
                 continue
-            report(trial(a, np_, signal.SIGSTOP, "shutdown", victim, root), victim)
+            # every rank is on this host, so the watchdog finds the stopped one by its job key
+            # (Open MPI's job id, PMIx namespace, or hydra's proxy) and must name it
+            report(trial(a, np_, signal.SIGSTOP, "shutdown", victim, root), victim, must_name=True)
     print(f"{counts['trials']} trials in {time.time() - t0:.0f} s: hangs {counts['hangs']}, torn rows/files "
           f"{counts['torn']}, stale run.json where rank 0 survived {counts['stale']}, wrong rank named "
           f"{counts['wrong_named']}, signal not delivered {counts['not_sent']}; the victim was named in "
-          f"{counts['named_right']} trials; run.json not checked in {counts['launcher_killed_all']} (the launcher, "
+          f"{counts['named_right']} trials (a stopped rank at shutdown left unnamed: {counts['unnamed']}); run.json not checked in {counts['launcher_killed_all']} (the launcher, "
           f"{a.mpi_flavor}'s hydra, SIGKILLs every rank when one dies)")
-    ok = all(counts[k] == 0 for k in ("hangs", "torn", "stale", "wrong_named", "not_sent"))
+    ok = all(counts[k] == 0 for k in ("hangs", "torn", "stale", "wrong_named", "not_sent", "unnamed"))
     sys.exit(0 if ok else 1)
 
 

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "app/backends.h"
+
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -11,7 +13,7 @@ static_assert(std::endian::native == std::endian::little, "countWrong assumes li
 std::string g_transport = "tcp";
 TransportOptions g_options;
 
-std::unique_ptr<Transport> connectAll(Bootstrap& bs) { return makeTransport(g_transport, bs, g_options); }
+std::unique_ptr<Transport> connectAll(Bootstrap& bs) { return openTransport(g_transport, bs, g_options); }
 
 Buffer::Buffer(Transport& t, std::size_t bytes)
     : t_(t), bytes_(bytes), data_(new std::byte[bytes ? bytes : 1]) {

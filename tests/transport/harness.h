@@ -16,7 +16,7 @@ namespace fb::test {
 extern std::string g_transport;
 extern TransportOptions g_options;
 
-// makeTransport(g_transport, ...) with the suite's options.
+// openTransport(g_transport, ...) (the backend table, lib/app/backends.h) with the suite's options.
 std::unique_ptr<Transport> connectAll(Bootstrap& bs);
 
 // A host buffer registered with one transport for its lifetime.

@@ -70,13 +70,13 @@ TEST_CASE("tcp: interface choice", "[tcp]") {
     INFO(chosen.name << " " << chosen.ip() << ": " << how);
     CHECK(chosen.loopback == !haveReal);
   }
-  SECTION("makeTransport with a bad --tcp-if fails with ConfigError on every rank") {
+  SECTION("createTransport with a bad --tcp-if fails with ConfigError on every rank") {
     TransportOptions o;
     o.tcpInterface = "nosuchif0";
     std::atomic<int> configErrors{0};
     runRanks(2, [&](Bootstrap& bs) {
       try {
-        makeTransport("tcp", bs, o);
+        tcp::createTransport(bs, o);
       } catch (const ConfigError&) {
         ++configErrors;
       }
@@ -100,7 +100,7 @@ TEST_CASE("tcp: path() on lo", "[tcp]") {
   std::mutex mu;
   std::vector<PathInfo> paths;
   runRanks(2, [&](Bootstrap& bs) {
-    auto t = makeTransport("tcp", bs, o);
+    auto t = tcp::createTransport(bs, o);
     std::lock_guard<std::mutex> lk(mu);
     paths.push_back(t->path());
   });
@@ -270,7 +270,7 @@ TEST_CASE("tcp: a lost peer's message names its address", "[tcp]") {
   std::string what;
   int peer = -1;
   runRanks(2, [&](Bootstrap& bs) {
-    auto t = makeTransport("tcp", bs, o);
+    auto t = tcp::createTransport(bs, o);
     std::vector<char> b(1000);
     bs.barrier();
     if (bs.rank() == 1) t.reset();
@@ -312,7 +312,7 @@ TEST_CASE("tcp: signals during wait (EINTR) do not break transfers", "[tcp]") {
     killerDone = true;
   });
   runRanks(2, [&](Bootstrap& bs) {
-    auto t = makeTransport("tcp", bs, TransportOptions{});
+    auto t = tcp::createTransport(bs, TransportOptions{});
     int me = bs.rank(), peer = 1 - me;
     tids[me] = ::pthread_self();
     ++registered;
@@ -340,7 +340,7 @@ TEST_CASE("tcp: a send that times out says what the kernel holds on that connect
   o.tcpInterface = "lo";
   std::string what;
   runRanks(2, [&](Bootstrap& bs) {
-    auto t = makeTransport("tcp", bs, o);
+    auto t = tcp::createTransport(bs, o);
     std::vector<char> b(32u << 20);  // far more than both socket buffers hold
     if (bs.rank() == 0) {
       try {

@@ -13,6 +13,7 @@
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
+#include "transport/tcp/tcp_transport.h"
 #include "core/units.h"
 
 using namespace fb;
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     int iters = pos.size() > 1 ? std::stoi(pos[1]) : 5;
     int reps = pos.size() > 2 ? std::stoi(pos[2]) : 7;
     MpiBootstrap bs;
-    std::shared_ptr<Transport> t = makeTransport("tcp", bs, topt);
+    std::shared_ptr<Transport> t = tcp::createTransport(bs, topt);
     CollShape shape = makeShape(CollKind::kAllReduce, DataType::kFloat32, bytes, bs.size(), false);
     auto tcp = makeRingCollective(CollKind::kAllReduce, t);
     auto mpi = makeMpiCollective(CollKind::kAllReduce);

@@ -1,8 +1,8 @@
-// The progress line's estimate (benchmarks/progress.h estimateRowSeconds): each row's cost from
+// The progress line's estimate (app/progress.h estimateRowSeconds): each row's cost from
 // what the finished rows cost, not a linear scale of one small row up to a large size.
 #include <catch2/catch.hpp>
 
-#include "benchmarks/progress.h"
+#include "app/progress.h"
 
 using fb::estimateRowSeconds;
 using fb::FinishedRow;

@@ -76,6 +76,19 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   auto t8 = ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, m8, 1e9);
   CHECK(t8->busbwGBps == Approx(384 * (2.0 * 63 / 64) / 2 * 0.92));
   CHECK(t8->latUs == Approx(148.4));
+  // NCCL 2.19-2.22's tuning.cc: Tree Simple at 28 us a hop (NVLink, PCI, network): 8.4 + 2 (7 x 28 + 1 x 28)
+  // = 456.4 us; 2.23 went back to 4 / 14 (92.4 above), and LL128 is the same in every release: 14 + 2 (7 x 1.25
+  // + 1 x 8.5) = 48.5
+  auto v22 = m;
+  v22.ncclVersion = 22203;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(456.4));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, v22, 1e9)->latUs == Approx(48.5));
+  v22.ncclVersion = 21903;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(456.4));
+  v22.ncclVersion = 22304;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(92.4));
+  v22.ncclVersion = 21803;  // 2.18's own table (base 0, PCI 6) is not modelled: taken as 2.23's
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, v22, 1e9)->latUs == Approx(92.4));
   // NVLSTree capped by NVLS: 2 x (25 + 1 x 14) = 78 us
   m.nvlsGBps = 470;
   auto nt = ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kSimple, m, 1e9);
@@ -89,6 +102,14 @@ TEST_CASE("nccl tree and NVLSTree: busbw above line rate on 2 nodes follows from
   m.ringIntraGBps = 1000;
   CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, m, 1e9)->busbwGBps ==
         Approx(std::min(1000.0, 384 * f) * 0.92 * 120 / 128));
+  // LL128 efficiency per algorithm, as tuning.cc gives LL128 its own factor and per-channel cap on rings and
+  // trees: the tree's is effTreeLL128 alone. f = 1.875: min(1000, 384 x 1.875 = 720) x 0.92 x 120/128 x 0.8 =
+  // 496.8 GB/s; the ring's 1000 x 0.92 x 0.5 = 460, capped by the NICs first: min(1000, 384) x 0.92 x 0.5 = 176.64
+  auto eff = m;
+  eff.effTreeLL128 = 0.8;
+  eff.effLL128 = 0.5;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, eff, 1e9)->busbwGBps == Approx(496.8));
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, eff, 1e9)->busbwGBps == Approx(176.64));
   // NVLS and NVLSTree are Simple only; NVLS only on one node
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvlsTree, NcclProto::kLL, m, 1e9));
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9));
@@ -265,4 +286,30 @@ TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)
   auto [med, mx] = ncclErrStats(pts, 1 << 20);
   INFO("median " << med << " max " << mx);
   CHECK(med < 10);
+}
+
+TEST_CASE("nccl: intra-node hops between GPUs of one process (P2P/direct pointer) calibrated apart", "[nccl]") {
+  // 1 x 8 Ring Simple AllReduce, 14 NVLink hops of 3.4 us: separate processes (P2P/CUMEM) x latIntraScale 1:
+  // 8.4 + 14 x 3.4 = 56 us; one process (P2P/direct pointer) x latDirectScale 2: 8.4 + 14 x 3.4 x 2 = 103.6 us
+  auto m = h100(1, 8);
+  m.latDirectScale = 2;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, 1e6)->latUs == Approx(56));
+  m.directP2p = true;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, 1e6)->latUs == Approx(103.6));
+  // the network hops keep latNetScale: 2 x 8 Ring LL128, 28 NVLink hops x 1.9 x 2 + 2 x 4.0: 14 + 106.4 + 8 = 128.4
+  auto m2 = h100(2, 8);
+  m2.directP2p = true;
+  m2.latDirectScale = 2;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m2, 1e6)->latUs == Approx(128.4));
+  // from the logs: Snellius' one process -g 4 says "via P2P/direct pointer", its 2-node run (a process per
+  // GPU) "via P2P/CUMEM"; without INFO lines, -g 2 in one thread (set D) is taken as one process, -g 1 not
+  auto runOf = [](const std::string& f) {
+    auto r = ncclRunsOf(fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests/" + f));
+    REQUIRE(r.size() == 1);
+    return r[0];
+  };
+  CHECK(runOf("h100-snellius-1n-g4-all_gather.log").directP2p);
+  CHECK_FALSE(runOf("h100-snellius-2n-g4-all_gather.log").directP2p);
+  CHECK(runOf("dgxh100-cnh-2x2.log").directP2p);
+  CHECK_FALSE(runOf("h100-ib400-gjaion-2x8.log:coll=allreduce").directP2p);
 }

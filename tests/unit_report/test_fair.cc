@@ -83,7 +83,9 @@ TEST_CASE("report.md: % of nominal and its basis per path; medians with spread",
 }
 
 TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verdict]") {
+  const std::vector<std::string> gpuBackends{"nccl", "cuda"};  // fabricbench's table (lib/app/backends.cc)
   fb::VerdictInput in;
+  in.gpuBackends = gpuBackends;
   in.rows = 10;
   in.measured = {"tcp", "mpi"};
   in.skipped = {{"verbs", "no RDMA device"}};
@@ -123,6 +125,7 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   CHECK(fb::judgeRun(paths).exitCode == 0);
   // Required GPU path missing.
   fb::VerdictInput req;
+  req.gpuBackends = gpuBackends;
   req.rows = 4;
   req.measured = {"tcp"};
   req.required = {"gpu"};
@@ -163,8 +166,10 @@ TEST_CASE("verdict: passed / partial / failed / nothing ran, exit codes", "[verd
   fb::VerdictInput none;
   none.skipped = {{"tcp", "x"}};
   CHECK(fb::judgeRun(none).exitCode == 3);
-  CHECK(fb::isGpuBackend("nccl:ib"));
-  CHECK_FALSE(fb::isGpuBackend("tcp"));
+  CHECK(fb::isGpuBackend("nccl:ib", gpuBackends));
+  CHECK(fb::isGpuBackend("cuda", gpuBackends));
+  CHECK_FALSE(fb::isGpuBackend("tcp", gpuBackends));
+  CHECK_FALSE(fb::isGpuBackend("nccl:ib", {}));
 }
 
 TEST_CASE("verdict: a named backend that declined some rows is partial and listed as skipped", "[verdict]") {

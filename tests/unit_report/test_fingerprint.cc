@@ -4,7 +4,7 @@
 
 #include "helpers.h"
 #include "report/fingerprint.h"
-#include "report/process.h"
+#include "core/process.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -259,4 +259,59 @@ TEST_CASE("fingerprint: verbs discovery is merged into rdma.<dev>; fw/rate/MTU d
   auto mo = fb::mergeFingerprints({oldA, oldB});
   REQUIRE(mo["differences"].size() == 1);
   CHECK(mo["differences"][0]["key"] == "rdma.rxe0.fw_ver");
+}
+
+namespace {
+// Every dot path of `want` whose value differs in `got` (or is absent), one INFO line each.
+int differences(const json& got, const json& want) {
+  int bad = 0;
+  auto g = got.flatten(), w = want.flatten();
+  for (auto& [k, v] : w.items())
+    if (!g.contains(k) || g[k] != v) {
+      ++bad;
+      UNSCOPED_INFO(k << ": got " << (g.contains(k) ? g[k].dump() : std::string("(absent)")) << ", want " << v.dump());
+    }
+  for (auto& [k, v] : g.items())
+    if (!w.contains(k)) {
+      ++bad;
+      UNSCOPED_INFO(k << ": unexpected " << v.dump());
+    }
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("fingerprint: GPUs and RDMA are the machine inventory's (recorded machines)", "[fingerprint]") {
+  const std::string fixtures = FB_TEST_DATA_ROOT "/doctor";
+  fb::FingerprintOptions o;
+  o.root = fixtures + "/h200x2";
+  o.runCommands = true;  // the inventory runs the fixture's nvidia-smi; ethtool/git find nothing to do there
+  o.commandTimeout = std::chrono::milliseconds(5000);
+  o.env = {{"NCCL_DEBUG", "INFO"}};
+  auto fp = fb::collectLocalFingerprint(o);
+  CHECK(fp["gpu_source"] == "nvidia-smi");
+  CHECK(fp["gpu_source_why"] == "NVML: no NVML on a recorded machine");
+  CHECK(fp["gpu_query"] == "nvidia-smi");
+  CHECK(fp["gpu_count"] == 2);
+  CHECK(fp["gpu_driver"] == "580.159.04");
+  // the same objects as the 9-field query recorded on that host gives
+  auto want = fb::parseNvidiaSmiGpus(fbtest::slurp(FB_REPORT_TEST_DATA "/nvidia_smi_query_gpu_2xH200.csv"));
+  REQUIRE(want.size() == 2);
+  CHECK(differences(fp["gpus"], want) == 0);
+
+  // RDMA in the fingerprint's one layout: {dev: {fw_ver, hca_type, board_id, node_type, ports, netdevs}}
+  o.root = fixtures + "/roce_bad";
+  o.runCommands = false;
+  auto rb = fb::collectLocalFingerprint(o);
+  json port1 = {{"state", "4: ACTIVE"}, {"phys_state", "5: LinkUp"}, {"rate", "100 Gb/sec (4X EDR)"},
+                {"link_layer", "Ethernet"}};
+  json port2 = {{"state", "1: DOWN"}, {"phys_state", "3: Disabled"}, {"rate", "10 Gb/sec (4X SDR)"},
+                {"link_layer", "Ethernet"}};
+  auto dev = [](const json& port) {
+    return json{{"fw_ver", "20.28.1002"}, {"hca_type", "MT4123"}, {"board_id", "MT_0000000222"},
+                {"node_type", "1: CA"}, {"ports", {{"1", port}}}, {"netdevs", json::array()}};
+  };
+  json wantRdma = {{"mlx5_0", dev(port1)}, {"mlx5_1", dev(port2)}};
+  CHECK(differences(rb["rdma"], wantRdma) == 0);
+  CHECK(rb["gpu_query"] == "not queried");
+  CHECK_FALSE(rb.contains("gpu_source"));
 }

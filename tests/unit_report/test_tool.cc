@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "helpers.h"
-#include "report/process.h"
+#include "core/process.h"
 #include "report/result_sink.h"
 
 #ifdef FB_REPORT_TOOL

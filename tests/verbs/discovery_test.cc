@@ -88,7 +88,7 @@ TEST_CASE("rate names from active_speed x active_width", "[verbs][unit]") {
 TEST_CASE("GID table read from a sysfs tree with types and netdevs", "[verbs][unit]") {
   namespace fs = std::filesystem;
   fs::path root = fs::temp_directory_path() / ("fb-sysfs-" + std::to_string(::getpid()));
-  fs::path port = root / "mlx5_0" / "ports" / "1";
+  fs::path port = root / "sys" / "class" / "infiniband" / "mlx5_0" / "ports" / "1";
   fs::create_directories(port / "gids");
   fs::create_directories(port / "gid_attrs" / "types");
   fs::create_directories(port / "gid_attrs" / "ndevs");
@@ -104,7 +104,7 @@ TEST_CASE("GID table read from a sysfs tree with types and netdevs", "[verbs][un
   put(port / "gid_attrs" / "types" / "2", "IB/RoCE v1");
   put(port / "gid_attrs" / "types" / "3", "RoCE v2");
   for (int i = 0; i < 4; ++i) put(port / "gid_attrs" / "ndevs" / std::to_string(i), "ens1f0np0");
-  auto t = readGidTable(root.string(), "mlx5_0", 1, 8);
+  auto t = readGidTable(fb::topo::Machine(root.string()), "mlx5_0", 1, 8);
   fs::remove_all(root);
   REQUIRE(t.size() == 4);  // the zero entry is dropped, missing ones skipped
   CHECK(t[0].type == "RoCEv1");

@@ -27,24 +27,15 @@ namespace {
 
 constexpr std::uint32_t kMsgMagic = 0x46425431;    // "FBT1": data message header
 constexpr std::uint32_t kHelloMagic = 0x4642544b;  // "FBTK": connection hello
-// SO_SNDBUF/SO_RCVBUF requested (the kernel doubles it for its bookkeeping): a window for a
-// 100 Gbit/s link up to ~80 us round trip. More was slower over loopback with ranks sharing the
-// cores (benchmarks/host_vs_mpi.sh, 2 cores, 3-4 ranks, P2P ring 8-64 MiB): 4M gave up to 1.21 x
-// Open MPI's time, 1M at most 1.03 x, autotuning (0) 1.07 x.
+// SO_SNDBUF/SO_RCVBUF requested (the kernel doubles it): a window for a 100 Gbit/s link up to
+// ~80 us round trip; larger buffers were slower with ranks sharing cores (benchmarks/host_vs_mpi.sh).
 constexpr std::size_t kDefaultSockBuf = 1u << 20;
-// One sendmsg/readv moves at most this much before the other direction gets its turn: both
-// directions then advance together and what is in flight stays small (loopback, 2 ranks, 1-64 MiB:
-// tcp/Open MPI 1.2-1.9 with one call per queue, 0.8-1.0 at 384K; benchmarks/host_vs_mpi.sh).
-// 1M over 512K, measured with the 64-byte header (host_vs_mpi, same build, alternated launches,
-// median of 4): P2P ring 256 KiB-64 MiB ahead at 7, 7 and 6 of 9 sizes at np 2, 3, 4 (np 4 at 1
-// MiB 0.78 vs 0.89); AllReduce and ReduceScatter 1-16 MiB (2 launches) ahead or level at 26 of 30
-// points (np 2 AllReduce 4 MiB 0.89 vs 0.99). 256K was behind both; 2M level with 1M.
+// One sendmsg/readv moves at most this much before the other direction gets its turn, so both
+// directions advance together; 1 MiB was ahead of 256/512 KiB and level with 2 MiB (host_vs_mpi.sh).
 constexpr std::size_t kDefaultChunk = 1u << 20;
 // Congestion control on the transport's sockets unless FB_TCP_CC says otherwise: Linux's own
-// default, so rows compare across hosts whatever each one's default is. Under bbr (this
-// development VM's default) the P2P exchange on loopback, 2 ranks, 1 MiB, ran at Open MPI's time
-// for its first seconds and then 1.3-2.0 x (bbr's pacing rate fell to 37-80 Gbit/s on both
-// stacks' connections); under cubic 0.85-0.99 x throughout (benchmarks/host_vs_mpi).
+// default, so rows compare across hosts whatever each one's default is (under bbr the loopback
+// exchange slowed to 1.3-2 x Open MPI's time after its first seconds).
 constexpr const char* kDefaultCongestion = "cubic";
 constexpr int kMaxIov = 64;  // iovec entries per sendmsg/readv (IOV_MAX is 1024)
 constexpr int kMaxStrangers = 64;  // inbound connections waiting for their hello, at most
@@ -58,14 +49,8 @@ struct Header {
   std::uint64_t bytes;
   std::uint8_t pad[48];  // zero
 };
-// 64 bytes, so that a payload keeps its buffer's alignment in the byte stream: the kernel copies a
-// sendmsg into socket pages packed behind the bytes sent before, and with a 16-byte header every
-// payload landed 16 bytes off its source's cache-line alignment. That copy (_copy_from_iter) then
-// took 4 x the CPU (perf record -a, 4 ranks on 2 cores, P2P ring 1 MiB, 1000 operations: 8517
-// samples against 2169 with this header; Open MPI 4313-4866; the receiving copy 2026-2477 in all)
-// and the operation ran at 1.24 against 2.34 GB/s. With 2 ranks it made a point's time bimodal
-// (the offset of the stream when the point began): 256 KiB P2P ring 52-135 us over 56 points,
-// 16 of them above 100 us; 52-76 us with this header.
+// 64 bytes, so that a payload keeps its buffer's cache-line alignment in the byte stream: with a
+// 16-byte header the kernel's copy into socket pages (_copy_from_iter) took 4 x the CPU.
 static_assert(sizeof(Header) == 64);
 constexpr std::size_t kHdr = sizeof(Header);
 

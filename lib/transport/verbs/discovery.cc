@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.h"
@@ -14,16 +13,6 @@
 
 namespace fb::verbs {
 namespace {
-
-// First line of a sysfs file; nullopt when it can't be read (EINVAL for unused GID slots).
-std::optional<std::string> readLine(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return std::nullopt;
-  std::string s;
-  if (!std::getline(f, s)) return std::nullopt;
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
 
 std::string normalizeGidType(const std::string& t) {
   if (t == "RoCE v2") return "RoCEv2";
@@ -116,24 +105,35 @@ std::string gidText(const std::array<std::uint8_t, 16>& raw) {
   return b;
 }
 
-std::vector<GidEntry> readGidTable(const std::string& root, const std::string& dev, int port, int tableLen) {
+std::vector<GidEntry> gidTable(const topo::RdmaPortFacts& port, int tableLen) {
   std::vector<GidEntry> out;
-  std::string base = root + "/" + dev + "/ports/" + std::to_string(port);
-  for (int i = 0; i < tableLen; ++i) {
-    auto g = readLine(base + "/gids/" + std::to_string(i));
-    if (!g) {
-      if (i == 0) break;  // no sysfs table at all
-      continue;
-    }
+  for (const auto& g : port.gids) {
+    if (g.index >= tableLen) break;
     GidEntry e;
-    e.index = i;
-    if (!parseSysfsGid(*g, e.raw) || e.zero()) continue;
+    e.index = g.index;
+    if (!parseSysfsGid(g.gid, e.raw) || e.zero()) continue;
     e.text = gidText(e.raw);
-    if (auto t = readLine(base + "/gid_attrs/types/" + std::to_string(i))) e.type = normalizeGidType(*t);
-    if (auto n = readLine(base + "/gid_attrs/ndevs/" + std::to_string(i))) e.netdev = *n;
+    if (!g.type.empty()) e.type = normalizeGidType(g.type);
+    e.netdev = g.netdev;
     out.push_back(e);
   }
   return out;
+}
+
+namespace {
+const topo::RdmaPortFacts* findPort(const std::vector<topo::RdmaDeviceFacts>& devs, const std::string& dev, int port) {
+  for (const auto& d : devs)
+    if (d.name == dev)
+      for (const auto& p : d.ports)
+        if (p.port == port) return &p;
+  return nullptr;
+}
+}  // namespace
+
+std::vector<GidEntry> readGidTable(const topo::Machine& m, const std::string& dev, int port, int tableLen) {
+  auto devs = topo::readRdma(m);
+  const auto* p = findPort(devs, dev, port);
+  return p ? gidTable(*p, tableLen) : std::vector<GidEntry>{};
 }
 
 std::string rateText(int speedCode, int widthCode, bool ethernet, double* gbps) {
@@ -170,8 +170,11 @@ std::string rateText(int speedCode, int widthCode, bool ethernet, double* gbps) 
 }
 
 // ------------------------------------------------------------------ discovery
-std::vector<DeviceInfo> discoverDevices(const std::string& sysfsRoot) {
+std::vector<DeviceInfo> discoverDevices() { return discoverDevices(topo::Machine("/")); }
+
+std::vector<DeviceInfo> discoverDevices(const topo::Machine& m) {
   std::vector<DeviceInfo> out;
+  const auto sysfs = topo::readRdma(m);
   DeviceList holder;
   for (ibv_device* d : deviceList(holder)) {
     DeviceInfo di;
@@ -192,7 +195,8 @@ std::vector<DeviceInfo> discoverDevices(const std::string& sysfsRoot) {
     }
     di.fwVer = da.fw_ver;
     di.nodeGuid = hex64(da.node_guid);
-    di.boardId = readLine(sysfsRoot + "/" + di.name + "/board_id").value_or("");
+    for (const auto& d : sysfs)
+      if (d.name == di.name) di.boardId = d.boardId;
     for (int p = 1; p <= da.phys_port_cnt; ++p) {
       ibv_port_attr pa{};
       if (ibv_query_port(ctx.get(), static_cast<std::uint8_t>(p), &pa) != 0) continue;
@@ -210,7 +214,7 @@ std::vector<DeviceInfo> discoverDevices(const std::string& sysfsRoot) {
       pi.lid = pa.lid;
       pi.maxMsgSize = pa.max_msg_sz;
       pi.gidTableLen = pa.gid_tbl_len;
-      pi.gids = readGidTable(sysfsRoot, di.name, p, pa.gid_tbl_len);
+      if (const auto* sp = findPort(sysfs, di.name, p)) pi.gids = gidTable(*sp, pa.gid_tbl_len);
       if (pi.gids.empty()) {  // no sysfs (containers): ask verbs; types unknown
         for (int i = 0; i < pa.gid_tbl_len; ++i) {
           ibv_gid g{};

@@ -1,10 +1,10 @@
 // What RDMA hardware this machine has, and which device / port / GID a run should use.
 //
-// Devices and ports come from libibverbs (ibv_query_device / ibv_query_port); the GID table
-// with each entry's type (IB, RoCE v1, RoCE v2) and the netdev it belongs to comes from sysfs
-// (/sys/class/infiniband/<dev>/ports/<p>/{gids,gid_attrs/types,gid_attrs/ndevs}/<i>), which is
-// what the kernel's RoCE GID cache reports. The choice rules are pure functions over these
-// structs so they are unit-tested without hardware.
+// Devices and ports come from libibverbs (ibv_query_device / ibv_query_port); the board id and the
+// GID table with each entry's type (IB, RoCE v1, RoCE v2) and the netdev it belongs to come from
+// the machine inventory (topo::readRdma: /sys/class/infiniband/<dev>/ports/<p>/{gids,
+// gid_attrs/types,gid_attrs/ndevs}/<i>, what the kernel's RoCE GID cache reports). The choice
+// rules are pure functions over these structs so they are unit-tested without hardware.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/inventory.h"
 #include "transport/transport.h"
 #include "transport/verbs/gpudirect.h"
 #include "transport/verbs/verbs.h"
@@ -66,10 +67,14 @@ struct DeviceInfo {
   std::optional<GpuDirectStatus> gpuDirect;
 };
 
-// Every device and port. Empty when there is no RDMA device (never throws for that).
-std::vector<DeviceInfo> discoverDevices(const std::string& sysfsRoot = "/sys/class/infiniband");
-// The GID table of one port from sysfs (non-zero entries); exposed for unit tests.
-std::vector<GidEntry> readGidTable(const std::string& sysfsRoot, const std::string& dev, int port, int tableLen);
+// Every device and port (verbs), with sysfs facts from the inventory of `m`. Empty when there is
+// no RDMA device (never throws for that).
+std::vector<DeviceInfo> discoverDevices(const topo::Machine& m);
+std::vector<DeviceInfo> discoverDevices();  // this machine
+// The GID table of one inventory port (populated entries below tableLen, types normalised).
+std::vector<GidEntry> gidTable(const topo::RdmaPortFacts& port, int tableLen);
+// The same for device `dev` port `port` of machine `m` (empty when absent); for unit tests.
+std::vector<GidEntry> readGidTable(const topo::Machine& m, const std::string& dev, int port, int tableLen);
 // Parses "fe80:0000:...:1b63" (sysfs form) into raw bytes; false if malformed.
 bool parseSysfsGid(const std::string& text, std::array<std::uint8_t, 16>& raw);
 std::string gidText(const std::array<std::uint8_t, 16>& raw);  // inet_ntop(AF_INET6)

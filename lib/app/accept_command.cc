@@ -1,0 +1,828 @@
+#include "app/accept_command.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "accept/accept.h"
+#include "bootstrap/agree.h"
+#include "core/error.h"
+#include "app/backends.h"
+#include "app/doctor_command.h"
+#include "report/process.h"
+#include "report/result_sink.h"
+#include "report/run_folder.h"
+#include "transport/tcp/socket.h"
+#include "transport/transport.h"
+
+namespace fb {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr int kTagLat = 4101, kTagBw = 4102;
+
+std::string broadcastString(Bootstrap& bs, const std::string& s) {
+  auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(s.data(), s.size())));
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// One pair's measurement over one path. The lower unit starts the ping-pong (it times the round
+// trips); both time the bandwidth exchange (both directions at once), the slower side counts.
+class PairLink {
+ public:
+  virtual ~PairLink() = default;
+  // Both directions at once, `bytes` each way.
+  virtual void exchange(int peer, void* s, void* r, std::size_t bytes, Deadline d) = 0;
+  virtual void send(int peer, const void* s, std::size_t bytes, Deadline d) = 0;
+  virtual void recv(int peer, void* r, std::size_t bytes, Deadline d) = 0;
+  virtual void registerMemory(void*, std::size_t) {}
+  virtual double lineRate() const { return -1; }
+  virtual std::string label() const = 0;
+};
+
+class TransportLink : public PairLink {
+ public:
+  explicit TransportLink(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
+  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override { t_->sendRecv(peer, s, n, peer, r, n, d); }
+  void send(int peer, const void* s, std::size_t n, Deadline d) override {
+    Request q = t_->isend(peer, s, n);
+    t_->wait(q, d);
+  }
+  void recv(int peer, void* r, std::size_t n, Deadline d) override {
+    Request q = t_->irecv(peer, r, n);
+    t_->wait(q, d);
+  }
+  void registerMemory(void* p, std::size_t n) override { t_->registerMemory(p, n); }
+  double lineRate() const override { return t_->path().nominalGBps; }
+  std::string label() const override { return t_->path().label; }
+  Transport& transport() { return *t_; }
+
+ private:
+  std::unique_ptr<Transport> t_;
+};
+
+// MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Test).
+class MpiLink : public PairLink {
+ public:
+  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override {
+    MPI_Request q[2];
+    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[0]);
+    MPI_Isend(s, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[1]);
+    waitAll(q, 2, peer, d);
+  }
+  void send(int peer, const void* s, std::size_t n, Deadline d) override {
+    MPI_Request q;
+    MPI_Isend(const_cast<void*>(s), static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
+    waitAll(&q, 1, peer, d);
+  }
+  void recv(int peer, void* r, std::size_t n, Deadline d) override {
+    MPI_Request q;
+    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
+    waitAll(&q, 1, peer, d);
+  }
+  std::string label() const override { return "mpi (MPI_Isend/MPI_Irecv on MPI_COMM_WORLD)"; }
+
+ private:
+  static void waitAll(MPI_Request* q, int n, int peer, Deadline d) {
+    for (std::uint64_t spin = 0;; ++spin) {
+      int done = 0;
+      MPI_Testall(n, q, &done, MPI_STATUSES_IGNORE);
+      if (done) return;
+      if (d.expired()) throw TimeoutError(fmt::format("mpi pair test: no progress with rank {} before the deadline", peer));
+      if (spin % 64 == 63) std::this_thread::yield();
+    }
+  }
+};
+
+struct PairResult {
+  double bw = kNaNd(), lat = kNaNd();
+  static double kNaNd() { return accept::kNaN; }
+};
+
+struct Buffers {
+  std::vector<std::byte> s, r;
+};
+
+// This unit's side of one pair. lower: this unit has the lower index (it times the latency).
+// `between` runs after the latency part on every pair of the round (a barrier): no pair's latency
+// is measured while another pair of the round moves its bandwidth traffic.
+PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::Accept& a, Buffers& buf,
+                       std::chrono::milliseconds timeout, const std::function<void()>& between) {
+  PairResult out;
+  auto deadline = [&](std::size_t bytes) {
+    // a size's own time at 10 MB/s, plus the run's time-out
+    return Deadline::in(timeout + std::chrono::milliseconds(bytes / 10000));
+  };
+  // Latency: ping-pong, median of the round trips / 2.
+  std::vector<double> rtts;
+  const int latWarm = 10;
+  for (int i = 0; i < latWarm + a.latIters; ++i) {
+    auto t0 = Clock::now();
+    if (lower) {
+      link.send(peerRank, buf.s.data(), a.latBytes, deadline(a.latBytes));
+      link.recv(peerRank, buf.r.data(), a.latBytes, deadline(a.latBytes));
+    } else {
+      link.recv(peerRank, buf.r.data(), a.latBytes, deadline(a.latBytes));
+      link.send(peerRank, buf.s.data(), a.latBytes, deadline(a.latBytes));
+    }
+    if (i >= latWarm) rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  if (lower && !rtts.empty()) {
+    std::sort(rtts.begin(), rtts.end());
+    out.lat = rtts[rtts.size() / 2] / 2;
+  }
+  between();
+  // Bandwidth: both directions at once.
+  for (int i = 0; i < 2; ++i) link.exchange(peerRank, buf.s.data(), buf.r.data(), a.bwBytes, deadline(a.bwBytes));
+  auto t0 = Clock::now();
+  for (int i = 0; i < a.bwIters; ++i) link.exchange(peerRank, buf.s.data(), buf.r.data(), a.bwBytes, deadline(a.bwBytes));
+  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  out.bw = s > 0 ? static_cast<double>(a.bwBytes) * a.bwIters / s / 1e9 : accept::kNaN;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters and facts of this node, from sysfs / procfs.
+std::string readLine(const fs::path& p) {
+  std::ifstream in(p);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+std::map<std::string, long long> readCounters() {
+  std::map<std::string, long long> c;
+  static const char* kIb[] = {"link_downed", "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors",
+                              "port_xmit_discards", "link_error_recovery", "local_link_integrity_errors",
+                              "excessive_buffer_overrun_errors", "port_rcv_switch_relay_errors", "port_xmit_constraint_errors"};
+  static const char* kNet[] = {"rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors", "rx_frame_errors",
+                               "rx_missed_errors", "tx_carrier_errors", "collisions"};
+  std::error_code ec;
+  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband", ec)) {
+    std::error_code e2;
+    for (const auto& port : fs::directory_iterator(dev.path() / "ports", e2))
+      for (const char* k : kIb) {
+        std::string v = readLine(port.path() / "counters" / k);
+        if (!v.empty()) c[fmt::format("{}/{} {}", dev.path().filename().string(), port.path().filename().string(), k)] = std::atoll(v.c_str());
+      }
+  }
+  for (const auto& dev : fs::directory_iterator("/sys/class/net", ec)) {
+    std::string name = dev.path().filename().string();
+    if (name == "lo") continue;
+    for (const char* k : kNet) {
+      std::string v = readLine(dev.path() / "statistics" / k);
+      if (!v.empty()) c[name + " " + k] = std::atoll(v.c_str());
+    }
+  }
+  // TCP retransmissions (node-wide): packet loss on a path shows here first.
+  std::ifstream snmp("/proc/net/snmp");
+  std::string head, vals;
+  while (std::getline(snmp, head) && std::getline(snmp, vals)) {
+    if (head.rfind("Tcp:", 0) != 0) continue;
+    std::istringstream hk(head), hv(vals);
+    std::string k, v;
+    while (hk >> k && hv >> v)
+      if (k == "RetransSegs") c["tcp RetransSegs"] = std::atoll(v.c_str());
+  }
+  return c;
+}
+
+json readFacts(const Options& o, const std::string& host) {
+  json f = json::object();
+  try {
+    std::string how;
+    auto i = tcp::chooseInterface(o.coll.transport.tcpInterface, host, &how);
+    f["tcp_interface"] = i.name;
+    std::string mtu = readLine("/sys/class/net/" + i.name + "/mtu");
+    if (!mtu.empty()) f["mtu"] = mtu;
+    std::string sp = readLine("/sys/class/net/" + i.name + "/speed");
+    if (!sp.empty()) f["speed_Mbps"] = sp;
+  } catch (const std::exception& e) {
+    f["tcp_interface"] = std::string("(none: ") + e.what() + ")";
+  }
+  std::error_code ec;
+  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband", ec)) {
+    std::error_code e2;
+    for (const auto& port : fs::directory_iterator(dev.path() / "ports", e2)) {
+      std::string k = dev.path().filename().string() + "/" + port.path().filename().string();
+      f["rdma " + k + " rate"] = readLine(port.path() / "rate");
+      f["rdma " + k + " state"] = readLine(port.path() / "state");
+    }
+  }
+  std::string la = readLine("/proc/loadavg");
+  f["loadavg1"] = la.substr(0, la.find(' '));
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct Unit {
+  std::string name, host;
+  int rank = 0;
+};
+
+struct PathRun {
+  std::string path, skipped, label;
+  accept::PairMatrix m;
+  std::vector<std::string> lineBasis;  // per unit
+  std::vector<json> retests;
+  accept::PathVerdict verdict;
+};
+
+std::string fmtNum(double x, const char* spec = "{:.3g}") { return std::isfinite(x) ? fmt::format(fmt::runtime(spec), x) : "-"; }
+
+void writeText(const fs::path& p, const std::string& text) { writeFileAtomic(p.string(), text); }
+
+// gnuplot heatmap (PNG + SVG) of one matrix; "" when drawn, else why not.
+std::string heatmap(const fs::path& dir, const std::string& stem, const std::string& title, const accept::PairMatrix& m,
+                    const std::vector<double>& v, const std::string& unit) {
+  std::string data;
+  for (int a = 0; a < m.n; ++a) {
+    for (int b = 0; b < m.n; ++b) data += (b ? " " : "") + (std::isfinite(m.get(v, a, b)) ? fmt::format("{:.6g}", m.get(v, a, b)) : std::string("NaN"));
+    data += "\n";
+  }
+  writeText(dir / (stem + ".dat"), data);
+  if (findInPath("gnuplot").empty()) return "gnuplot not found in PATH (apt-get install gnuplot-nox): " + stem + ".dat holds the matrix";
+  std::string why;
+  for (auto [term, ext] : {std::pair<const char*, const char*>{"pngcairo size 900,800", "png"}, {"svg size 900,800", "svg"}}) {
+    std::string gp = fmt::format(
+        "set terminal {}\nset output '{}'\nset title \"{}\" noenhanced\nset xlabel 'unit'\nset ylabel 'unit'\n"
+        "set cblabel '{}'\nset size ratio -1\nset xtics {}\nset ytics {}\nset xrange [-0.5:{}.5]\nset yrange [{}.5:-0.5]\nset palette defined (0 'red', 0.5 'yellow', 1 'green')\n"
+        "{}set datafile missing 'NaN'\nplot '{}' matrix with image notitle\n",
+        term, (dir / (stem + "." + ext)).string(), title, unit, m.n <= 32 ? 1 : 4, m.n <= 32 ? 1 : 4, m.n - 1, m.n - 1,
+        unit == "us" ? "set palette negative\n" : "", (dir / (stem + ".dat")).string());
+    fs::path gpf = dir / (stem + "." + ext + ".gp");
+    writeText(gpf, gp);
+    auto r = runCommand({"gnuplot", gpf.string()}, std::chrono::seconds(30));
+    if (!r.ok() || !fs::exists(dir / (stem + "." + ext))) why += fmt::format("gnuplot {} failed ({}); ", gpf.filename().string(), r.error.empty() ? "no picture" : r.error);
+  }
+  return why;
+}
+
+// A markdown matrix (values), for the report without pictures.
+std::string mdMatrix(const accept::PairMatrix& m, const std::vector<double>& v) {
+  std::string s = "| |";
+  for (int b = 0; b < m.n; ++b) s += fmt::format(" {} |", b);
+  s += "\n|---|";
+  for (int b = 0; b < m.n; ++b) s += "---|";
+  s += "\n";
+  for (int a = 0; a < m.n; ++a) {
+    s += fmt::format("| **{}** |", a);
+    for (int b = 0; b < m.n; ++b) s += " " + (a == b ? std::string("·") : fmtNum(m.get(v, a, b))) + " |";
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+int writeBaseline(const Options& o) {
+  try {
+    json j = accept::baselineFromRun(o.acc.baselineDir, o.acc.margin);
+    fs::path out = fs::path(o.acc.baselineDir) / "expect.json";
+    writeFileAtomic(out.string(), j.dump(2) + "\n");
+    fmt::print("fabricbench --accept-baseline: {} ({} pair and {} collective expectations, margin {})\n", out.string(),
+               j["pairs"].size(), j["collectives"].size(), o.acc.margin);
+    return 0;
+  } catch (const ConfigError& e) {
+    printLine("fabricbench: error: ", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    printLine("fabricbench: error: --accept-baseline: ", e.what());
+    return 2;
+  }
+}
+
+int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
+                  const std::function<int(Options&)>& runCollectives) {
+  const auto& a = o.acc;
+  const auto t0 = Clock::now();
+  // Units: one per node (its lowest rank), or every rank (--accept-ranks-as-nodes: a one-host test).
+  auto hosts = bs.hostnames();
+  std::vector<Unit> units;
+  std::map<std::string, int> seen;
+  for (int r = 0; r < bs.size(); ++r) {
+    if (a.ranksAsNodes) units.push_back({hosts[r] + "#" + std::to_string(r), hosts[r], r});
+    else if (!seen.count(hosts[r])) {
+      seen[hosts[r]] = r;
+      units.push_back({hosts[r], hosts[r], r});
+    }
+  }
+  const int n = static_cast<int>(units.size());
+  int myUnit = -1;
+  for (int u = 0; u < n; ++u)
+    if (units[u].rank == bs.rank()) myUnit = u;
+  if (n < 2 && !a.noPairs) {
+    if (bs.rank() == 0)
+      printLine("fabricbench: error: --accept: ", n, " node(s): the pair test needs at least 2 (launch one rank per node on "
+                "2 or more nodes; on one host, --accept-ranks-as-nodes treats each rank as a node)");
+    return 2;
+  }
+  // The expectation file, read by rank 0 (bad input: exit 2 on every rank, before any measurement).
+  accept::Expectations expect;
+  std::string expectSha;
+  try {
+    agree(bs, "--expect", [&] {
+      if (bs.rank() != 0 || a.expectFile.empty()) return;
+      expect = accept::readExpectations(a.expectFile, {"tcp", "mpi", "verbs", "nccl"});
+      expectSha = accept::sha256File(a.expectFile);
+    });
+  } catch (const ConfigError& e) {
+    if (bs.rank() == 0) printLine("fabricbench: error: ", e.what());
+    return 2;
+  }
+  // The run folder (rank 0 claims it).
+  std::string claim;
+  if (bs.rank() == 0) {
+    try {
+      std::string id = o.runId;
+      if (id.empty()) id = claimRunDir(o.resultsDir, defaultRunId(bs.hostname(), "accept"));
+      else {
+        if (fs::exists(fs::path(o.resultsDir) / id)) {
+          if (!o.overwrite) throw ConfigError("result folder " + (fs::path(o.resultsDir) / id).string() + " already exists (choose another --run-id, or --overwrite)");
+          fs::remove_all(fs::path(o.resultsDir) / id);
+        }
+        fs::create_directories(fs::path(o.resultsDir) / id);
+      }
+      claim = "OK" + id;
+    } catch (const std::exception& e) {
+      claim = std::string("ER") + e.what();
+    }
+  }
+  claim = broadcastString(bs, claim);
+  if (claim.rfind("ER", 0) == 0) {
+    if (bs.rank() == 0) printLine("fabricbench: error: ", claim.substr(2));
+    return 2;
+  }
+  const std::string runId = claim.substr(2);
+  const fs::path dir = fs::path(o.resultsDir) / runId;
+  if (bs.rank() == 0) fmt::print("fabricbench --accept: {} unit(s){}, results in {}/\n\n", n,
+                                 a.ranksAsNodes ? " (each rank a node: --accept-ranks-as-nodes)" : "", dir.string());
+  std::fflush(stdout);
+
+  // 1. The doctor on every node (doctor.json in the acceptance folder).
+  int doctorRc = 0;
+  {
+    Options d = o;
+    d.writeFiles = true;
+    doctorRc = runDoctorCommand(bs, d, runId, commandLine);
+  }
+  std::cout << std::flush;
+
+  // Counters before the pair test.
+  auto before = readCounters();
+
+  // 2. All pairs, path by path.
+  auto schedule = accept::circleSchedule(n);
+  std::vector<PathRun> runs;
+  std::vector<double> roundMs;
+  Buffers buf;
+  buf.s.assign(std::max(a.bwBytes, a.latBytes), std::byte{0x5a});
+  buf.r.assign(buf.s.size(), std::byte{0});
+  auto partnerIn = [&](const std::vector<accept::Pair>& round) -> std::pair<int, bool> {
+    for (const auto& p : round) {
+      if (p.first == myUnit) return {p.second, true};
+      if (p.second == myUnit) return {p.first, false};
+    }
+    return {-1, false};
+  };
+  for (const auto& path : (a.noPairs ? std::vector<std::string>{} : a.paths)) {
+    PathRun pr;
+    pr.path = path;
+    pr.m = accept::PairMatrix(n);
+    pr.m.path = path;
+    pr.m.bwBytes = a.bwBytes;
+    pr.m.latBytes = a.latBytes;
+    std::unique_ptr<PairLink> link;
+    if (path == "nccl" || path == "cuda") {
+      pr.skipped = path + ": the pair test measures host paths (tcp, mpi, verbs) in this version; the collectives "
+                          "phase measures " + path + " when it is built and GPUs exist";
+    } else {
+      try {
+        agree(bs, path + " pair test", [&] {
+          if (path == "mpi") link = std::make_unique<MpiLink>();
+          else link = std::make_unique<TransportLink>(openTransport(path, bs, o.coll.transport));
+          link->registerMemory(buf.s.data(), buf.s.size());
+          link->registerMemory(buf.r.data(), buf.r.size());
+        });
+      } catch (const UnavailableError& e) {
+        pr.skipped = e.what();
+      }
+    }
+    if (!pr.skipped.empty()) {
+      if (bs.rank() == 0) fmt::print("# pairs over {}: skipped: {}\n", path, pr.skipped);
+      runs.push_back(std::move(pr));
+      continue;
+    }
+    if (auto* tl = dynamic_cast<TransportLink*>(link.get())) {
+      Transport* t = &tl->transport();
+      bs.addLivenessProbe([t] { t->checkPeersAlive(); });
+    }
+    // Line rate and its basis, per unit.
+    auto rates = bs.allGatherStrings(fmt::format("{:.9g}\x1f{}", link->lineRate(), [&] {
+      if (auto* tl = dynamic_cast<TransportLink*>(link.get()))
+        for (const auto& [k, v] : tl->transport().path().details)
+          if (k == "nominal_basis") return v;
+      return std::string();
+    }()));
+    std::vector<double> unitRate(n, -1);
+    pr.lineBasis.assign(n, "");
+    for (int u = 0; u < n; ++u) {
+      const auto& s = rates[units[u].rank];
+      unitRate[u] = std::atof(s.substr(0, s.find('\x1f')).c_str());
+      pr.lineBasis[u] = s.substr(s.find('\x1f') + 1);
+    }
+    pr.label = link->label();
+    // Runs a list of rounds of disjoint pairs; returns (a, b) -> (bw, lat) on rank 0.
+    auto runRounds = [&](const std::vector<std::vector<accept::Pair>>& rounds, bool record) {
+      std::map<accept::Pair, PairResult> got;
+      for (const auto& round : rounds) {
+        bs.barrier();  // every pair of the round starts together
+        auto r0 = Clock::now();
+        auto [peer, lower] = myUnit >= 0 ? partnerIn(round) : std::pair<int, bool>{-1, false};
+        std::string mine;
+        if (peer >= 0) {
+          PairResult res = measurePair(*link, units[peer].rank, lower, a, buf, o.runner.timeout, [&] { bs.barrier(); });
+          mine = fmt::format("{} {} {:.9g} {:.9g}", std::min(myUnit, peer), std::max(myUnit, peer), res.bw, res.lat);
+        } else {
+          bs.barrier();  // the one between the latency and the bandwidth parts of the round
+        }
+        auto all = bs.allGatherStrings(mine);
+        if (record) roundMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - r0).count());
+        for (const auto& s : all) {
+          if (s.empty()) continue;
+          std::istringstream in(s);
+          int x, y;
+          std::string bws, lats;
+          in >> x >> y >> bws >> lats;
+          double bw = std::strtod(bws.c_str(), nullptr), lat = std::strtod(lats.c_str(), nullptr);
+          auto& g = got[{x, y}];
+          if (std::isfinite(bw)) g.bw = std::isfinite(g.bw) ? std::min(g.bw, bw) : bw;
+          if (std::isfinite(lat)) g.lat = lat;
+        }
+      }
+      return got;
+    };
+    if (bs.rank() == 0) fmt::print("# pairs over {} ({}): {} rounds of up to {} pairs, {} B bandwidth x {}, {} B latency x {}\n",
+                                   path, pr.label, schedule.size(), n / 2, a.bwBytes, a.bwIters, a.latBytes, a.latIters);
+    std::cout << std::flush;
+    for (auto& [p, r] : runRounds(schedule, path == a.paths.front() || roundMs.empty()))
+      pr.m.set(p.first, p.second, r.bw, r.lat,
+               unitRate[p.first] > 0 && unitRate[p.second] > 0 ? std::min(unitRate[p.first], unitRate[p.second]) : accept::kNaN);
+    // Retests: the suspects again, in disjoint batches, until none clears or `retests` rounds.
+    accept::Thresholds th;
+    th.lineRateFloor = a.floor;
+    for (int k = 0; k < a.retests; ++k) {
+      std::string list;
+      if (bs.rank() == 0)
+        for (const auto& f : accept::slowPairs(pr.m, th)) list += fmt::format("{} {}\n", f.pair.first, f.pair.second);
+      list = broadcastString(bs, list);
+      std::vector<accept::Pair> sus;
+      std::istringstream in(list);
+      for (int x, y; in >> x >> y;) sus.emplace_back(x, y);
+      if (sus.empty()) break;
+      // Few suspects: each alone (no other pair's traffic or CPU load beside it); many (a node
+      // fault's pairs, a fabric-wide spread): in disjoint batches.
+      std::vector<std::vector<accept::Pair>> batches;
+      if (static_cast<int>(sus.size()) <= n)
+        for (const auto& p : sus) batches.push_back({p});
+      else
+        batches = accept::disjointBatches(sus);
+      auto got = runRounds(batches, false);
+      json rt = {{"round", k + 1}, {"pairs", json::array()}};
+      for (auto& [p, r] : got) {
+        double old = pr.m.get(pr.m.bw, p.first, p.second), oldLat = pr.m.get(pr.m.lat, p.first, p.second);
+        rt["pairs"].push_back({{"a", p.first}, {"b", p.second}, {"bw_GBps", r.bw}, {"lat_us", r.lat}, {"was_bw_GBps", old}, {"was_lat_us", oldLat}});
+        // the best of the measurements counts: a transient dip clears, a lasting fault stays
+        double nb = std::isfinite(old) ? std::max(old, r.bw) : r.bw;
+        double nl = std::isfinite(oldLat) ? std::min(oldLat, std::isfinite(r.lat) ? r.lat : oldLat) : r.lat;
+        pr.m.set(p.first, p.second, nb, nl, pr.m.get(pr.m.lineRate, p.first, p.second));
+      }
+      if (bs.rank() == 0) fmt::print("# {} retest {}: {} suspect pair(s) measured again\n", path, k + 1, sus.size());
+      pr.retests.push_back(rt);
+    }
+    bs.barrier();
+    bs.clearLivenessProbes();
+    runs.push_back(std::move(pr));
+  }
+  auto after = readCounters();
+
+  // Counters (deltas over the pair test) and facts, per unit.
+  json mineCF = json::object();
+  if (myUnit >= 0) {
+    json d = json::object();
+    for (const auto& [k, v] : after) {
+      auto b = before.find(k);
+      long long delta = v - (b == before.end() ? 0 : b->second);
+      if (delta != 0) d[k] = delta;
+    }
+    mineCF = {{"counters", d}, {"facts", readFacts(o, bs.hostname())}};
+  }
+  auto cfAll = bs.allGatherStrings(myUnit >= 0 ? mineCF.dump() : std::string());
+
+  // 3. The whole allocation's collectives: the normal run, into <dir>/collectives/.
+  int collRc = -1;
+  std::string collNote;
+  if (!a.noCollectives) {
+    Options c = o;
+    c.accept = false;
+    c.resultsDir = dir.string();
+    c.runId = "collectives";
+    c.resume = c.overwrite = false;
+    c.writeFiles = true;
+    if (bs.rank() == 0) fmt::print("\n# the whole allocation's collectives (the normal run), into {}/collectives/\n", dir.string());
+    std::cout << std::flush;
+    collRc = runCollectives(c);
+  } else {
+    collNote = "not run (--accept-no-collectives)";
+  }
+
+  // 4. Verdicts and files (rank 0), the exit code broadcast.
+  std::string rcText;
+  if (bs.rank() == 0) {
+    int rc = 0;
+    std::vector<std::string> reasons;
+    accept::Thresholds th;
+    th.lineRateFloor = a.floor;
+    std::vector<std::string> names;
+    for (const auto& u : units) names.push_back(u.name);
+    std::vector<json> cf(n);
+    for (int u = 0; u < n; ++u) cf[u] = json::parse(cfAll[units[u].rank]);
+    // Doctor: its differences, per host.
+    json doc;
+    try {
+      std::ifstream in(dir / "doctor.json");
+      doc = json::parse(in);
+    } catch (const std::exception&) {
+      doc = json::object();
+    }
+    if (doctorRc != 0) {
+      rc = accept::combineExit(rc, 1);
+      reasons.push_back("the doctor failed a check (doctor.txt)");
+    }
+    // Facts that differ between units: the minority value's units.
+    std::map<int, std::vector<std::string>> factDiffs;
+    std::vector<std::pair<int, std::string>> settingSuspects;
+    std::set<std::string> keys;
+    for (const auto& x : cf)
+      for (const auto& [k, v] : x["facts"].items()) keys.insert(k);
+    for (const auto& k : keys) {
+      if (k == "loadavg1") continue;
+      std::map<std::string, std::vector<int>> byVal;
+      for (int u = 0; u < n; ++u) byVal[cf[u]["facts"].contains(k) ? cf[u]["facts"][k].dump() : "(absent)"].push_back(u);
+      if (byVal.size() < 2) continue;
+      std::size_t most = 0;
+      std::string common;
+      for (const auto& [v, us] : byVal)
+        if (us.size() > most) most = us.size(), common = v;
+      for (const auto& [v, us] : byVal)
+        if (v != common)
+          for (int u : us) {
+            factDiffs[u].push_back(fmt::format("{} {} here, {} on {} other unit(s)", k, v, common, most));
+            // a link setting that differs (MTU, speed, RDMA port rate/state) is a suspect by itself,
+            // slow or not: jumbo frames on some nodes only, a port trained at a lower rate
+            bool linkSetting = k == "mtu" || k == "speed_Mbps" ||
+                               (k.rfind("rdma ", 0) == 0 && (k.size() > 5 && (k.substr(k.size() - 5) == " rate" || k.substr(k.size() - 6) == " state")));
+            if (linkSetting) settingSuspects.push_back({u, fmt::format("{} {} here, {} on {} other unit(s)", k, v, common, most)});
+          }
+    }
+    {  // a CPU hog: load average well above the others'
+      std::vector<double> la;
+      for (const auto& x : cf) la.push_back(std::atof(x["facts"].value("loadavg1", std::string("0")).c_str()));
+      auto st = accept::statsOf(la, false);
+      for (int u = 0; u < n; ++u)
+        if (la[u] > st.median + 1.0 && la[u] > 1.5 * st.median)
+          factDiffs[u].push_back(fmt::format("load average {:.2f} (median of the units {:.2f}): another process busy on this node?", la[u], st.median));
+    }
+    auto causesOf = [&](int u, const accept::PathVerdict& v, const std::string& path) {
+      std::vector<std::string> c;
+      const std::string& host = units[u].host;
+      for (const auto& d : doc.value("differences", json::array()))
+        if (d.is_string() && d.get<std::string>().find(host) != std::string::npos) c.push_back("doctor: " + d.get<std::string>());
+      for (const auto& row : doc.value("rows", json::array())) {
+        if (row.value("verdict", std::string()) == "pass" || row.value("verdict", std::string()) == "skip" || !row.value("differs", false)) continue;
+        auto ns = row.value("nodes", std::vector<std::string>{});
+        if (std::find(ns.begin(), ns.end(), host) != ns.end() && ns.size() < doc.value("nodes", json::array()).size())
+          c.push_back(fmt::format("doctor {} ({}): {}", row.value("check", std::string()), row.value("verdict", std::string()), row.value("evidence", std::string())));
+      }
+      // counters that rose more here than on the median unit (node-wide counters shared by units of
+      // one host, or rising everywhere, explain nothing about this unit)
+      for (const auto& [k, val] : cf[u]["counters"].items()) {
+        std::vector<double> all;
+        for (const auto& x : cf) all.push_back(x["counters"].contains(k) ? x["counters"][k].get<double>() : 0.0);
+        double med = accept::statsOf(all, true).median, x = val.get<double>();
+        // retransmissions happen on any busy shaped link: only far above the median unit counts
+        bool retrans = k.find("RetransSegs") != std::string::npos;
+        if (retrans ? x > std::max(3 * med, med + 100) : x > med)
+          c.push_back(fmt::format("counter {} +{} during the pair test (median unit +{})", k, val.dump(), accept::statsOf(all, true).median));
+      }
+      for (const auto& f : factDiffs[u]) c.push_back(f);
+      for (const auto& r : runs)
+        if (r.path == path && u < static_cast<int>(r.lineBasis.size()) && !r.lineBasis[u].empty()) {
+          std::map<std::string, int> count;
+          for (const auto& b : r.lineBasis) ++count[b];
+          if (count[r.lineBasis[u]] * 2 < n) c.push_back("line rate here: " + r.lineBasis[u] + " (differs from most units)");
+        }
+      (void)v;
+      return c;
+    };
+    json paths = json::array(), suspects = json::array(), failures = json::array();
+    bool partial = false;
+    for (auto& r : runs) {
+      json pj = {{"path", r.path}, {"skipped", r.skipped}, {"label", r.label}, {"bw_bytes", a.bwBytes}, {"lat_bytes", a.latBytes}};
+      if (!r.skipped.empty()) {
+        if (std::find(o.required.begin(), o.required.end(), r.path) != o.required.end()) {
+          partial = true;
+          reasons.push_back("required path " + r.path + " absent: " + r.skipped);
+        }
+        paths.push_back(pj);
+        continue;
+      }
+      r.verdict = accept::judgePath(r.m, th, expect, names);
+      auto& v = r.verdict;
+      for (auto& s : v.suspects) {
+        for (int u : s.units)
+          for (auto& c : causesOf(u, v, r.path)) s.cause.push_back(names[u] + ": " + c);
+        std::vector<std::string> who;
+        for (int u : s.units) who.push_back(names[u]);
+        if (who.empty()) who.push_back("(all units)");
+        suspects.push_back({{"kind", s.kind}, {"path", s.path}, {"units", who}, {"why", s.why}, {"likely_cause", s.cause}});
+      }
+      for (auto& f : v.failures) failures.push_back(f.row);
+      auto mat = [&](const std::vector<double>& x) {
+        json m = json::array();
+        for (int i = 0; i < n; ++i) {
+          json row = json::array();
+          for (int j = 0; j < n; ++j) row.push_back(std::isfinite(r.m.get(x, i, j)) ? json(r.m.get(x, i, j)) : json(nullptr));
+          m.push_back(row);
+        }
+        return m;
+      };
+      pj["bw"] = {{"median", v.bw.median}, {"mad", v.bw.mad}, {"best", v.bw.best}, {"p90", v.bw.ref}, {"pairs", v.bw.count}};
+      pj["lat"] = {{"median", v.lat.median}, {"mad", v.lat.mad}, {"best", v.lat.best}, {"p10", v.lat.ref}, {"pairs", v.lat.count}};
+      pj["matrix_bw_GBps"] = mat(r.m.bw);
+      pj["matrix_lat_us"] = mat(r.m.lat);
+      pj["line_rate_GBps"] = mat(r.m.lineRate);
+      pj["line_rate_basis"] = r.lineBasis;
+      pj["retests"] = r.retests;
+      json slow = json::array();
+      for (const auto& f : v.slow) slow.push_back({{"a", names[f.pair.first]}, {"b", names[f.pair.second]}, {"why", f.why}});
+      pj["slow_pairs_after_retests"] = slow;
+      paths.push_back(pj);
+    }
+    for (const auto& p : o.required)
+      if (std::find(a.paths.begin(), a.paths.end(), p) == a.paths.end() && p != "gpu" && !a.noPairs) {
+        partial = true;
+        reasons.push_back("required path " + p + " not in --accept-paths");
+      }
+    for (const auto& [u, what] : settingSuspects) {
+      json cause = json::array();
+      for (const auto& c : causesOf(u, accept::PathVerdict{}, "")) cause.push_back(names[u] + ": " + c);
+      suspects.push_back({{"kind", "setting"}, {"path", "node"}, {"units", {names[u]}},
+                          {"why", {"link setting differs from the other units: " + what}}, {"likely_cause", cause}});
+    }
+    if (!suspects.empty()) reasons.push_back(fmt::format("{} suspect(s)", suspects.size()));
+    if (!failures.empty()) reasons.push_back(fmt::format("{} pair threshold failure(s)", failures.size()));
+    if (!suspects.empty() || !failures.empty()) rc = accept::combineExit(rc, 1);
+    // Collectives against --expect.
+    json collJ = {{"exit_code", collRc}, {"note", collNote}, {"dir", "collectives"}};
+    json collFails = json::array();
+    if (!a.noCollectives) {
+      if (collRc != 0) {
+        rc = accept::combineExit(rc, collRc == 4 ? 4 : 1);
+        reasons.push_back(fmt::format("the collectives run ended with exit {} (collectives/report.md)", collRc));
+      }
+      std::vector<Sample> rows;
+      try {
+        if (fs::exists(dir / "collectives" / "table.csv")) rows = readCsv((dir / "collectives" / "table.csv").string());
+      } catch (const std::exception& e) {
+        reasons.push_back(std::string("collectives/table.csv unreadable: ") + e.what());
+      }
+      for (const auto& ce : expect.collectives) {
+        const Sample* hit = nullptr;
+        for (const auto& s : rows)
+          if (s.impl == ce.impl && s.coll == ce.collective && s.bytes == ce.bytes && (!hit || (hit->inPlace && !s.inPlace))) hit = &s;
+        std::string who = fmt::format("{} {} {} B", ce.impl, ce.collective, ce.bytes);
+        if (!hit) {
+          collFails.push_back(who + ": not measured by this run (expected in " + expect.source + ")");
+          partial = true;
+          continue;
+        }
+        if (ce.minBusBwGBps && hit->busBwGBps < *ce.minBusBwGBps)
+          collFails.push_back(fmt::format("{}: busbw {:.3g} GB/s < expected {:.3g} GB/s", who, hit->busBwGBps, *ce.minBusBwGBps)), rc = accept::combineExit(rc, 1);
+        if (ce.maxLatUs && hit->timeUs > *ce.maxLatUs)
+          collFails.push_back(fmt::format("{}: time {:.3g} us > expected {:.3g} us", who, hit->timeUs, *ce.maxLatUs)), rc = accept::combineExit(rc, 1);
+      }
+    }
+    collJ["failures"] = collFails;
+    if (!collFails.empty()) reasons.push_back(fmt::format("{} collective expectation(s) not met", collFails.size()));
+    if (partial) rc = accept::combineExit(rc, 4);
+    std::string status = rc == 0 ? "accepted" : rc == 4 ? "partial" : "not accepted";
+    double wallS = std::chrono::duration<double>(Clock::now() - t0).count();
+    json unitsJ = json::array();
+    for (int u = 0; u < n; ++u) unitsJ.push_back({{"index", u}, {"name", units[u].name}, {"host", units[u].host}, {"rank", units[u].rank},
+                                                  {"facts", cf[u]["facts"]}, {"counter_deltas", cf[u]["counters"]}});
+    json thJ = {{"line_rate_floor", th.lineRateFloor}, {"best_bw_fraction", th.bestBwFraction}, {"best_lat_factor", th.bestLatFactor},
+                {"reference", "90th percentile pair (bandwidth), 10th (latency)"}, {"fabric_fraction", th.fabricFraction}, {"mad_k", th.madK}, {"mad_min_effect_bw", th.madMinEffect}, {"mad_min_effect_lat", th.madMinEffectLat}, {"node_fraction", th.nodeFraction},
+                {"expect_file", a.expectFile}, {"expect_sha256", expectSha}, {"retests", a.retests}};
+    json acc = {{"schema", "fabricbench-acceptance/1"}, {"run_id", runId}, {"command_line", commandLine},
+                {"verdict", {{"status", status}, {"exit_code", rc}, {"reasons", reasons}}},
+                {"units", unitsJ}, {"ranks_as_nodes", a.ranksAsNodes}, {"thresholds", thJ},
+                {"doctor", {{"exit_code", doctorRc}, {"differences", doc.value("differences", json::array())}, {"file", "doctor.json"}}},
+                {"schedule", {{"units", n}, {"rounds", schedule.size()}, {"pairs", n * (n - 1) / 2}, {"round_ms", roundMs}}},
+                {"paths", paths}, {"suspects", suspects}, {"threshold_failures", failures}, {"collectives", collJ},
+                {"wall_s", wallS}};
+    writeText(dir / "acceptance.json", acc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    // report.md
+    std::string md = fmt::format("# Acceptance {}: **{}** (exit {})\n\n", runId, status, rc);
+    md += fmt::format("`{}`\n\n{} unit(s){}; {} rounds of at most {} disjoint pairs (circle method); wall time {:.1f} s.\n\n",
+                      commandLine, n, a.ranksAsNodes ? " (each rank treated as a node)" : "", schedule.size(), n / 2, wallS);
+    for (const auto& r : reasons) md += "- " + r + "\n";
+    md += "\n## Thresholds used\n\n";
+    md += fmt::format("- pair bandwidth >= {:.0f} % of the line rate where known (--accept-floor)\n", 100 * th.lineRateFloor);
+    md += fmt::format("- slow pair (relative): bandwidth < {:.0f} % of the best pairs' (90th percentile), latency > {:.1f} x the best "
+                      "pairs' (10th percentile), or farther than {} x 1.4826 x MAD from the median and {:.0f} % (bandwidth) / {:.0f} % (latency) "
+                      "off it; node fault: >= {:.0f} % (and >= 2) of a unit's pairs slow; more than {:.0f} % of all pairs slow: "
+                      "fabric-wide, no node or link named\n",
+                      100 * th.bestBwFraction, th.bestLatFactor, th.madK, 100 * th.madMinEffect, 100 * th.madMinEffectLat,
+                      100 * th.nodeFraction, 100 * th.fabricFraction);
+    md += fmt::format("- retests of the slow pairs: up to {} rounds (the best measurement counts)\n", a.retests);
+    md += a.expectFile.empty() ? "- no --expect file\n" : fmt::format("- --expect {} (sha256 {})\n", a.expectFile, expectSha);
+    md += "\n## Suspects\n\n";
+    if (suspects.empty()) md += "None.\n";
+    for (const auto& s : suspects) {
+      md += fmt::format("- **{} fault** on {}: {}\n", s["kind"].get<std::string>(), s["path"].get<std::string>(),
+                        fmt::format("{}", fmt::join(s["units"].get<std::vector<std::string>>(), " <-> ")));
+      for (const auto& w : s["why"]) md += "  - " + w.get<std::string>() + "\n";
+      for (const auto& c : s["likely_cause"]) md += "  - evidence: " + c.get<std::string>() + "\n";
+      if (s["likely_cause"].empty()) md += "  - evidence: no doctor difference, counter or link setting explains it\n";
+    }
+    if (!failures.empty() || !collFails.empty()) {
+      md += "\n## Threshold failures\n\n";
+      for (const auto& f : failures) md += "- " + f.get<std::string>() + "\n";
+      for (const auto& f : collFails) md += "- " + f.get<std::string>() + "\n";
+    }
+    md += "\n## Units\n\n| # | unit | host | rank |\n|---|---|---|---|\n";
+    for (int u = 0; u < n; ++u) md += fmt::format("| {} | {} | {} | {} |\n", u, units[u].name, units[u].host, units[u].rank);
+    for (const auto& r : runs) {
+      md += fmt::format("\n## Pairs over {}\n\n", r.path);
+      if (!r.skipped.empty()) {
+        md += "Skipped: " + r.skipped + "\n";
+        continue;
+      }
+      md += fmt::format("{}. Bandwidth ({} B each way, both directions at once): median {} GB/s, MAD {}, best {}. "
+                        "Latency ({} B, half round trip): median {} us, MAD {}, best {}.\n\n",
+                        r.label, a.bwBytes, fmtNum(r.verdict.bw.median), fmtNum(r.verdict.bw.mad), fmtNum(r.verdict.bw.best), a.latBytes,
+                        fmtNum(r.verdict.lat.median), fmtNum(r.verdict.lat.mad), fmtNum(r.verdict.lat.best));
+      for (auto [stem, title, vec, unit] : {std::tuple<std::string, std::string, const std::vector<double>*, std::string>{
+                                                "heatmap-" + r.path + "-bw", r.path + " pair bandwidth GB/s", &r.m.bw, "GB/s"},
+                                            {"heatmap-" + r.path + "-lat", r.path + " pair latency us", &r.m.lat, "us"}}) {
+        std::string why = heatmap(dir, stem, title, r.m, *vec, unit);
+        if (why.empty()) md += fmt::format("![{}]({}.png) ([SVG]({}.svg))\n\n", title, stem, stem);
+        else md += "(" + why + ")\n\n";
+        if (r.m.n <= 32) md += title + ", unit x unit:\n\n" + mdMatrix(r.m, *vec) + "\n";
+        else md += fmt::format("{}, unit x unit: {}.dat ({} x {}; too large for a table here)\n\n", title, stem, r.m.n, r.m.n);
+      }
+    }
+    md += "\n## The collectives\n\n";
+    md += a.noCollectives ? collNote + "\n" : fmt::format("The normal run, exit {}: [collectives/report.md](collectives/report.md).\n", collRc);
+    md += "\n## Files\n\nacceptance.json (everything above), doctor.json / doctor.txt, heatmap-*.{dat,png,svg}, collectives/, "
+          "evidence.json (sha256 of every input and result).\n";
+    writeText(dir / "report.md", md);
+    // evidence.json: sha256 of every file in the folder, and of the inputs.
+    json files = json::object();
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file() && e.path().filename() != "evidence.json")
+        files[fs::relative(e.path(), dir).string()] = accept::sha256File(e.path().string());
+    json ev = {{"schema", "fabricbench-acceptance-evidence/1"}, {"run_id", runId}, {"command_line", commandLine},
+               {"thresholds", thJ}, {"thresholds_sha256", accept::sha256Hex(thJ.dump())},
+               {"inputs", a.expectFile.empty() ? json::object() : json{{a.expectFile, expectSha}}}, {"files", files}};
+    writeText(dir / "evidence.json", ev.dump(2) + "\n");
+    fmt::print("\n# acceptance: {} (exit {}){}{}; results in {}/ (report.md, acceptance.json, evidence.json)\n",
+               status, rc, reasons.empty() ? "" : ": ", fmt::join(reasons, "; "), dir.string());
+    for (const auto& s : suspects)
+      fmt::print("# suspect: {} fault on {}: {}{}\n", s["kind"].get<std::string>(), s["path"].get<std::string>(),
+                 fmt::join(s["units"].get<std::vector<std::string>>(), " <-> "),
+                 s["likely_cause"].empty() ? std::string() : " — " + s["likely_cause"][0].get<std::string>());
+    std::fflush(stdout);
+    rcText = std::to_string(rc);
+  }
+  rcText = broadcastString(bs, rcText);
+  return std::atoi(rcText.c_str());
+}
+
+}  // namespace fb

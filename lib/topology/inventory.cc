@@ -1,0 +1,289 @@
+#include "topology/inventory.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "core/text.h"
+
+namespace fb::topo {
+namespace {
+
+const std::string kIb = "/sys/class/infiniband/";
+
+std::vector<int> numericEntries(const Machine& m, const std::string& dir) {
+  std::vector<int> out;
+  for (const auto& e : m.list(dir)) {
+    try {
+      std::size_t pos = 0;
+      int v = std::stoi(e, &pos);
+      if (pos == e.size() && v >= 0) out.push_back(v);
+    } catch (...) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool zeroGid(const std::string& g) {
+  for (char c : g)
+    if (c != '0' && c != ':') return false;
+  return true;
+}
+
+// Comma-separated fields, trimmed, empty ones kept.
+std::vector<std::string> csvFields(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      f.push_back(text::trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  f.push_back(text::trim(cur));
+  return f;
+}
+
+// ---- NVML: each answer formatted as nvidia-smi prints the same field (nounits).
+struct NvmlRead {
+  bool ok = false;
+  std::string why;
+  std::vector<GpuFacts> gpus;
+  std::string driver;
+};
+
+NvmlRead readNvml(const NvmlLoader& l) {
+  NvmlRead r;
+  if (!l.symbol) {
+    r.why = l.why.empty() ? "no NVML library" : l.why;
+    return r;
+  }
+  auto sym = [&](const char* n) { return l.symbol(n); };
+  auto init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<nvml::InitFn>(sym("nvmlShutdown"));
+  auto count = reinterpret_cast<nvml::CountFn>(sym("nvmlDeviceGetCount_v2"));
+  auto handle = reinterpret_cast<nvml::HandleFn>(sym("nvmlDeviceGetHandleByIndex_v2"));
+  auto errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
+  auto err = [&](nvml::Return rc) {
+    const char* s = errStr ? errStr(rc) : nullptr;
+    return s ? std::string(s) : "NVML error " + std::to_string(rc);
+  };
+  for (auto [p, n] : {std::pair<void*, const char*>{reinterpret_cast<void*>(init), "nvmlInit_v2"},
+                      {reinterpret_cast<void*>(shutdown), "nvmlShutdown"},
+                      {reinterpret_cast<void*>(count), "nvmlDeviceGetCount_v2"},
+                      {reinterpret_cast<void*>(handle), "nvmlDeviceGetHandleByIndex_v2"}})
+    if (!p) {
+      r.why = std::string("libnvidia-ml.so.1 lacks ") + n;
+      return r;
+    }
+  if (nvml::Return rc = init(); rc != nvml::kSuccess) {
+    r.why = "nvmlInit_v2: " + err(rc);
+    return r;
+  }
+  unsigned int n = 0;
+  if (nvml::Return rc = count(&n); rc != nvml::kSuccess) {
+    r.why = "nvmlDeviceGetCount_v2: " + err(rc);
+    shutdown();
+    return r;
+  }
+  // A field NVML does not support reads "[N/A]", as nvidia-smi prints it; another error is named.
+  auto failed = [&](nvml::Return rc) {
+    if (rc == nvml::kNotSupported) return std::string("[N/A]");
+    std::string s = err(rc);
+    s.insert(s.begin(), '[');
+    s.push_back(']');
+    return s;
+  };
+  auto missing = std::string("[N/A]");
+  auto text = [&](const char* fn, nvml::Device d, unsigned int size) {
+    auto f = reinterpret_cast<nvml::DevTextFn>(sym(fn));
+    if (!f) return missing;
+    std::string buf(size, '\0');
+    nvml::Return rc = f(d, buf.data(), size);
+    if (rc != nvml::kSuccess) return failed(rc);
+    return std::string(buf.c_str());
+  };
+  auto uint = [&](const char* fn, nvml::Device d) {
+    auto f = reinterpret_cast<nvml::DevUintFn>(sym(fn));
+    if (!f) return missing;
+    unsigned int v = 0;
+    nvml::Return rc = f(d, &v);
+    return rc == nvml::kSuccess ? std::to_string(v) : failed(rc);
+  };
+  if (auto drv = reinterpret_cast<nvml::DriverFn>(sym("nvmlSystemGetDriverVersion"))) {
+    char buf[96] = {};
+    nvml::Return rc = drv(buf, sizeof buf);
+    r.driver = rc == nvml::kSuccess ? std::string(buf) : failed(rc);
+  } else {
+    r.driver = missing;
+  }
+  for (unsigned int i = 0; i < n; ++i) {
+    nvml::Device d = nullptr;
+    if (nvml::Return rc = handle(i, &d); rc != nvml::kSuccess) {
+      r.why = "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + err(rc);
+      shutdown();
+      return r;
+    }
+    GpuFacts g;
+    g.index = uint("nvmlDeviceGetIndex", d);
+    if (g.index == missing) g.index = std::to_string(i);
+    g.name = text("nvmlDeviceGetName", d, 96);
+    g.uuid = text("nvmlDeviceGetUUID", d, 96);
+    if (auto pci = reinterpret_cast<nvml::PciFn>(sym("nvmlDeviceGetPciInfo_v3"))) {
+      nvml::PciInfo p{};
+      nvml::Return rc = pci(d, &p);
+      g.busId = rc == nvml::kSuccess ? std::string(p.busId, strnlen(p.busId, sizeof p.busId)) : failed(rc);
+    } else {
+      g.busId = missing;
+    }
+    if (auto mem = reinterpret_cast<nvml::MemoryFn>(sym("nvmlDeviceGetMemoryInfo"))) {
+      nvml::Memory mi{};
+      nvml::Return rc = mem(d, &mi);
+      g.memoryMib = rc == nvml::kSuccess ? std::to_string(mi.total / (1024ull * 1024ull)) : failed(rc);
+    } else {
+      g.memoryMib = missing;
+    }
+    g.driverVersion = r.driver;
+    g.vbiosVersion = text("nvmlDeviceGetVbiosVersion", d, 32);
+    g.pcieGenCurrent = uint("nvmlDeviceGetCurrPcieLinkGeneration", d);
+    g.pcieGenMax = uint("nvmlDeviceGetMaxPcieLinkGeneration", d);
+    g.pcieWidthCurrent = uint("nvmlDeviceGetCurrPcieLinkWidth", d);
+    g.pcieWidthMax = uint("nvmlDeviceGetMaxPcieLinkWidth", d);
+    if (auto mig = reinterpret_cast<nvml::MigFn>(sym("nvmlDeviceGetMigMode"))) {
+      unsigned int cur = 0, pending = 0;
+      nvml::Return rc = mig(d, &cur, &pending);
+      g.migMode = rc == nvml::kSuccess ? (cur == nvml::kMigEnable ? "Enabled" : "Disabled") : failed(rc);
+    } else {
+      g.migMode = missing;
+    }
+    r.gpus.push_back(std::move(g));
+  }
+  shutdown();
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ RDMA
+std::vector<RdmaDeviceFacts> readRdma(const Machine& m) {
+  std::vector<RdmaDeviceFacts> out;
+  for (const auto& name : m.list("/sys/class/infiniband")) {
+    RdmaDeviceFacts d;
+    d.name = name;
+    std::string base = kIb + name + "/";
+    d.fwVer = m.line(base + "fw_ver");
+    d.hcaType = m.line(base + "hca_type");
+    d.boardId = m.line(base + "board_id");
+    d.nodeType = m.line(base + "node_type");
+    d.netdevs = m.list(base + "device/net");
+    for (int n : numericEntries(m, base + "ports")) {
+      RdmaPortFacts p;
+      p.port = n;
+      std::string pd = base + "ports/" + std::to_string(n) + "/";
+      p.state = m.line(pd + "state");
+      p.physState = m.line(pd + "phys_state");
+      p.rate = m.line(pd + "rate");
+      p.linkLayer = m.line(pd + "link_layer");
+      p.netdev = m.line(pd + "gid_attrs/ndevs/0");
+      if (p.netdev.empty() && !d.netdevs.empty()) p.netdev = d.netdevs[0];
+      for (int i : numericEntries(m, pd + "gids")) {
+        std::string g = m.line(pd + "gids/" + std::to_string(i));
+        if (g.empty() || zeroGid(g)) continue;  // unused slots read as zeros or fail (EINVAL)
+        p.gids.push_back({i, g, m.line(pd + "gid_attrs/types/" + std::to_string(i)),
+                          m.line(pd + "gid_attrs/ndevs/" + std::to_string(i))});
+      }
+      for (const auto& c : m.list(pd + "counters")) {
+        std::string v = m.line(pd + "counters/" + c);
+        try {
+          std::size_t pos = 0;
+          long long n = std::stoll(v, &pos);
+          if (pos == v.size()) p.counters[c] = n;
+        } catch (...) {
+        }
+      }
+      d.ports.push_back(std::move(p));
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ GPUs
+const char* const kInventoryGpuQuery =
+    "index,name,uuid,pci.bus_id,memory.total,driver_version,vbios_version,pcie.link.gen.current,"
+    "pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,mig.mode.current";
+
+const std::vector<std::string>& gpuFactNames() {
+  static const std::vector<std::string> k = {"index", "name", "uuid", "pci.bus_id", "memory.total",
+                                             "driver_version", "vbios_version", "pcie.link.gen.current",
+                                             "pcie.link.gen.max", "pcie.link.width.current",
+                                             "pcie.link.width.max", "mig.mode.current"};
+  return k;
+}
+
+std::vector<std::string> gpuFactValues(const GpuFacts& g) {
+  return {g.index,          g.name,       g.uuid,           g.busId,        g.memoryMib,        g.driverVersion,
+          g.vbiosVersion,   g.pcieGenCurrent, g.pcieGenMax, g.pcieWidthCurrent, g.pcieWidthMax, g.migMode};
+}
+
+std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv) {
+  std::vector<GpuFacts> out;
+  for (const auto& l : text::lines(csv)) {
+    if (text::trim(l).empty()) continue;
+    auto f = csvFields(l);
+    if (f.size() != 12) continue;  // a GPU name with a comma lands here: skipped, not misread
+    out.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]});
+  }
+  return out;
+}
+
+GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  // A recorded machine has no NVML of its own: the real one would describe this host instead.
+  static const NvmlLoader none = noNvml("no NVML on a recorded machine");
+  return readGpus(m, m.real() ? systemNvml() : none, want, timeout);
+}
+
+GpuInventory readGpus(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
+  GpuInventory inv;
+  if (want != GpuSource::kNvidiaSmi) {
+    NvmlRead r = readNvml(nvmlLib);
+    if (r.ok) {
+      inv.source = "nvml";
+      inv.gpus = std::move(r.gpus);
+      inv.driverVersion = r.driver;
+      return inv;
+    }
+    inv.nvmlWhy = r.why;
+    if (want == GpuSource::kNvml) return inv;
+  } else {
+    inv.nvmlWhy = "not asked (nvidia-smi only)";
+  }
+  auto c = m.run({"nvidia-smi", std::string("--query-gpu=") + kInventoryGpuQuery, "--format=csv,noheader,nounits"},
+                 timeout);
+  inv.smiFound = c.found;
+  inv.smiOk = c.ok;
+  inv.smiError = c.error;
+  inv.smiOut = c.out;
+  if (!c.ok) return inv;
+  inv.source = "nvidia-smi";
+  inv.gpus = parseInventoryGpuQuery(c.out);
+  if (!inv.gpus.empty()) inv.driverVersion = inv.gpus[0].driverVersion;
+  return inv;
+}
+
+// ------------------------------------------------------------------ GPU links
+Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout) {
+  return m.run({"nvidia-smi", "topo", "-m"}, timeout);
+}
+Command gpuP2pReadMatrix(const Machine& m, std::chrono::milliseconds timeout) {
+  return m.run({"nvidia-smi", "topo", "-p2p", "r"}, timeout);
+}
+Command gpuNvlinkStatus(const Machine& m, std::chrono::milliseconds timeout) {
+  return m.run({"nvidia-smi", "nvlink", "-s"}, timeout);
+}
+
+}  // namespace fb::topo

@@ -1,0 +1,85 @@
+// The one machine inventory: what this node has, read through a Machine (machine.h) so a fixture
+// tree replaces the node for every reader. The fingerprint serialises it, the doctor judges it,
+// verbs discovery and the nominal link rates (topology.h) are built from it.
+//   RDMA: /sys/class/infiniband (devices, ports, GID tables).
+//   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h), else the
+//         `nvidia-smi --query-gpu` text, and the inventory says which one answered.
+//   GPU links: `nvidia-smi topo -m`, `topo -p2p r`, `nvlink -s` (text; no NVML reader yet).
+// Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses.
+#pragma once
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "topology/machine.h"
+#include "topology/nvml.h"
+
+namespace fb::topo {
+
+// ---- RDMA (sysfs text as the kernel writes it, trimmed first lines)
+struct RdmaGid {
+  int index = 0;
+  std::string gid;     // "0000:0000:0000:0000:0000:ffff:0a00:0005" (never all zero)
+  std::string type;    // gid_attrs/types/<i>: "RoCE v2", "IB/RoCE v1", "" when absent
+  std::string netdev;  // gid_attrs/ndevs/<i>, "" when absent
+};
+struct RdmaPortFacts {
+  int port = 1;
+  std::string state, physState, rate, linkLayer;  // "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand"
+  std::string netdev;  // gid_attrs/ndevs/0, else the device's first netdev, else ""
+  std::vector<RdmaGid> gids;  // populated entries, by index
+  std::map<std::string, long long> counters;  // ports/<p>/counters/<name> that read as integers
+  bool active() const { return state.find("ACTIVE") != std::string::npos; }
+};
+struct RdmaDeviceFacts {
+  std::string name;  // mlx5_0
+  std::string fwVer, hcaType, boardId, nodeType;
+  std::vector<std::string> netdevs;   // device/net, sorted
+  std::vector<RdmaPortFacts> ports;   // by port number
+};
+// Every device of /sys/class/infiniband (sorted by name); empty when absent.
+std::vector<RdmaDeviceFacts> readRdma(const Machine& m);
+
+// ---- GPUs. Every fact as nvidia-smi prints it with --format=csv,noheader,nounits ("[N/A]" where
+// the GPU does not support it), whichever source answered, so the two compare field by field.
+struct GpuFacts {
+  std::string index, name, uuid, busId, memoryMib, driverVersion, vbiosVersion;
+  std::string pcieGenCurrent, pcieGenMax, pcieWidthCurrent, pcieWidthMax;
+  std::string migMode;  // "Enabled", "Disabled", "[N/A]"
+};
+// The names of the fields above, in order (the GPU step prints and compares them).
+const std::vector<std::string>& gpuFactNames();
+std::vector<std::string> gpuFactValues(const GpuFacts& g);
+
+// The nvidia-smi query the fallback runs (one query for every reader).
+extern const char* const kInventoryGpuQuery;  // index,name,uuid,pci.bus_id,...,mig.mode.current
+// Its output -> one GpuFacts per line with all 12 fields (other lines are skipped).
+std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv);
+
+enum class GpuSource { kAuto, kNvml, kNvidiaSmi };
+
+struct GpuInventory {
+  std::string source;   // "nvml", "nvidia-smi", "" when neither answered
+  std::string nvmlWhy;  // why NVML did not answer ("" when it did)
+  // The nvidia-smi fallback, when it ran: found in PATH, exited 0, why not, its stdout.
+  bool smiFound = false, smiOk = false;
+  std::string smiError, smiOut;
+  std::vector<GpuFacts> gpus;
+  std::string driverVersion;  // the first GPU's
+};
+
+// kAuto: NVML when `nvml` opens and initialises, else nvidia-smi through `m`. kNvml / kNvidiaSmi:
+// that source only (the GPU step compares them). `nvml` defaults to the system's library on the
+// real machine and to none on a fixture.
+GpuInventory readGpus(const Machine& m, GpuSource want = GpuSource::kAuto,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(20));
+GpuInventory readGpus(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// ---- GPU links (nvidia-smi text): `topo -m`, `topo -p2p r`, `nvlink -s`.
+Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+Command gpuP2pReadMatrix(const Machine& m, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+Command gpuNvlinkStatus(const Machine& m, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+}  // namespace fb::topo

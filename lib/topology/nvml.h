@@ -1,0 +1,51 @@
+// NVML (the driver's GPU management library) opened at run time, as NCCL does: dlopen of
+// libnvidia-ml.so.1, no link-time dependency and no nvml.h. The few types and prototypes the
+// inventory calls are declared here from NVML's public API reference. The loader is a symbol
+// resolver so tests hand in fake functions (tests/topology/inventory_test.cc).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace fb::topo {
+
+struct NvmlLoader {
+  std::function<void*(const char* symbol)> symbol;  // empty: no library (see why); nullptr: no such symbol
+  std::string why;                                   // why there is no library
+};
+// The system's libnvidia-ml.so.1, opened once per process and kept open (NCCL keeps it too).
+const NvmlLoader& systemNvml();
+NvmlLoader noNvml(std::string why);
+
+namespace nvml {
+using Return = int;                  // nvmlReturn_t
+constexpr Return kSuccess = 0;       // NVML_SUCCESS
+constexpr Return kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
+struct DeviceSt;
+using Device = DeviceSt*;            // nvmlDevice_t
+
+struct PciInfo {                 // nvmlPciInfo_t (nvmlDeviceGetPciInfo_v3)
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];                // "00000000:18:00.0", as nvidia-smi prints it
+};
+static_assert(offsetof(PciInfo, domain) == 16 && offsetof(PciInfo, busId) == 36 && sizeof(PciInfo) == 68,
+              "nvmlPciInfo_t layout");
+struct Memory {                  // nvmlMemory_t (nvmlDeviceGetMemoryInfo)
+  unsigned long long total, free, used;  // bytes
+};
+
+using InitFn = Return (*)();                                          // nvmlInit_v2, nvmlShutdown
+using ErrorStringFn = const char* (*)(Return);                        // nvmlErrorString
+using CountFn = Return (*)(unsigned int*);                            // nvmlDeviceGetCount_v2
+using HandleFn = Return (*)(unsigned int, Device*);                   // nvmlDeviceGetHandleByIndex_v2
+using DriverFn = Return (*)(char*, unsigned int);                     // nvmlSystemGetDriverVersion
+using DevTextFn = Return (*)(Device, char*, unsigned int);            // GetName, GetUUID, GetVbiosVersion
+using DevUintFn = Return (*)(Device, unsigned int*);                  // GetIndex, Get{Max,Curr}PcieLink{Generation,Width}
+using PciFn = Return (*)(Device, PciInfo*);                           // nvmlDeviceGetPciInfo_v3
+using MemoryFn = Return (*)(Device, Memory*);                         // nvmlDeviceGetMemoryInfo
+using MigFn = Return (*)(Device, unsigned int*, unsigned int*);       // nvmlDeviceGetMigMode(current, pending)
+constexpr unsigned int kMigEnable = 1;                                // NVML_DEVICE_MIG_ENABLE
+}  // namespace nvml
+
+}  // namespace fb::topo

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# fabricbench-inventory on the doctor's fixture machines: the nvidia-smi answer field by field,
+# --compare refusing when NVML does not answer (a recorded machine has none), bad arguments exit 2.
+set -u
+tool=$1 data=$2
+fails=0
+check() {  # name, expected exit code, actual exit code, output, pattern that must appear
+  if [ "$3" != "$2" ] || ! grep -qF -- "$5" <<< "$4"; then
+    echo "FAIL $1: exit $3 (want $2); missing '$5' in:"; echo "$4" | head -20; fails=$((fails + 1))
+  else
+    echo "ok   $1"
+  fi
+}
+out=$("$tool" --root "$data/h200x2" --gpu-source nvidia-smi 2>&1); rc=$?
+check smi-source 0 $rc "$out" "GPUs: source nvidia-smi (NVML: not asked (nvidia-smi only)), 2 GPU(s)"
+check smi-uuid 0 $rc "$out" "GPU1 uuid = GPU-3a819cdb-d032-6280-36f1-3b58795dc238"
+check smi-width 0 $rc "$out" "GPU0 pcie.link.width.max = 16"
+[ "$(grep -c ' = ' <<< "$out")" = 24 ] || { echo "FAIL smi-fields: want 24 field lines"; fails=$((fails + 1)); }
+out=$("$tool" --root "$data/h200x2" 2>&1); rc=$?
+check auto-fallback 0 $rc "$out" "GPUs: source nvidia-smi (NVML: no NVML on a recorded machine), 2 GPU(s)"
+out=$("$tool" --root "$data/roce_ok" 2>&1); rc=$?
+check rdma 0 $rc "$out" "RDMA mlx5_0 port 1: Ethernet, 4: ACTIVE, 100 Gb/sec (4X EDR), fw 20.35.1012, 4 GID(s)"
+out=$("$tool" --root "$data/h200x2" --compare 2>&1); rc=$?
+check compare-no-nvml 1 $rc "$out" "compare: not both sources answered (NVML: no, nvidia-smi: yes)"
+out=$("$tool" --gpu-source cuda 2>&1); rc=$?
+check bad-source 2 $rc "$out" "--gpu-source 'cuda': expected auto, nvml or nvidia-smi"
+[ "$(wc -l <<< "$out")" = 1 ] || { echo "FAIL bad-source: want one line"; fails=$((fails + 1)); }
+out=$("$tool" --frobnicate 2>&1); rc=$?
+check bad-arg 2 $rc "$out" "unknown argument '--frobnicate'"
+echo "$fails failure(s)"
+[ "$fails" = 0 ]

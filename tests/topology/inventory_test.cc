@@ -1,0 +1,354 @@
+// The machine inventory (lib/topology/inventory.h) on the doctor's fixture machines
+// (tests/data/doctor): RDMA devices, ports and GID tables from sysfs; GPUs from the nvidia-smi
+// fixture and from a fake NVML (a symbol loader handing out the functions below), and which source
+// the selection takes. Every comparison counts the fields that differ, so one wrong field fails.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "topology/inventory.h"
+#include "topology/topology.h"
+
+using namespace fb::topo;
+
+namespace {
+
+const std::string kFixtures = FB_TEST_DATA "/doctor";
+Machine fixture(const std::string& name) { return Machine(kFixtures + "/" + name); }
+
+// What the h200x2 fixture's nvidia-smi query answers, field by field (gpuFactNames order).
+const std::vector<std::vector<std::string>> kH200 = {
+    {"0", "NVIDIA H200", "GPU-dcb12c3d-829c-e1af-f387-4975af14d0d4", "00000000:00:06.0", "143771", "580.159.04",
+     "96.00.A5.00.1A", "5", "5", "16", "16", "Disabled"},
+    {"1", "NVIDIA H200", "GPU-3a819cdb-d032-6280-36f1-3b58795dc238", "00000000:00:07.0", "143771", "580.159.04",
+     "96.00.A5.00.1A", "5", "5", "16", "16", "Disabled"}};
+
+int mismatches(const std::vector<GpuFacts>& got, const std::vector<std::vector<std::string>>& want) {
+  int bad = got.size() == want.size() ? 0 : 1;
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    auto v = gpuFactValues(got[i]);
+    REQUIRE(v.size() == gpuFactNames().size());
+    for (std::size_t k = 0; k < v.size(); ++k)
+      if (v[k] != want[i][k]) {
+        ++bad;
+        UNSCOPED_INFO("GPU " << i << " " << gpuFactNames()[k] << ": got '" << v[k] << "', want '" << want[i][k] << "'");
+      }
+  }
+  return bad;
+}
+
+// ---- a fake libnvidia-ml: two H200s, answers typed as NVML gives them.
+struct FakeGpu {
+  unsigned index;
+  const char* name;
+  const char* uuid;
+  const char* busId;
+  unsigned long long memoryBytes;
+  const char* vbios;
+  unsigned genCur, genMax, widthCur, widthMax;
+  nvml::Return migRc;  // kSuccess or kNotSupported
+  unsigned mig;
+};
+struct FakeNvml {
+  std::vector<FakeGpu> gpus;
+  nvml::Return initRc = nvml::kSuccess;
+  int inits = 0, shutdowns = 0;
+  std::vector<std::string> missing;  // symbols the fake library lacks
+};
+FakeNvml* g_fake = nullptr;
+
+FakeGpu& dev(nvml::Device d) { return g_fake->gpus.at(reinterpret_cast<std::uintptr_t>(d) - 1); }
+nvml::Return copyText(const char* s, char* buf, unsigned n) {
+  if (std::strlen(s) + 1 > n) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::strcpy(buf, s);
+  return nvml::kSuccess;
+}
+
+nvml::Return fakeInit() {
+  ++g_fake->inits;
+  return g_fake->initRc;
+}
+nvml::Return fakeShutdown() {
+  ++g_fake->shutdowns;
+  return nvml::kSuccess;
+}
+const char* fakeErrorString(nvml::Return rc) { return rc == 9 ? "Driver Not Loaded" : "Unknown Error"; }
+nvml::Return fakeCount(unsigned* n) {
+  *n = static_cast<unsigned>(g_fake->gpus.size());
+  return nvml::kSuccess;
+}
+nvml::Return fakeHandle(unsigned i, nvml::Device* d) {
+  if (i >= g_fake->gpus.size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *d = reinterpret_cast<nvml::Device>(static_cast<std::uintptr_t>(i) + 1);
+  return nvml::kSuccess;
+}
+nvml::Return fakeDriver(char* b, unsigned n) { return copyText("580.159.04", b, n); }
+nvml::Return fakeIndex(nvml::Device d, unsigned* v) {
+  *v = dev(d).index;
+  return nvml::kSuccess;
+}
+nvml::Return fakeName(nvml::Device d, char* b, unsigned n) { return copyText(dev(d).name, b, n); }
+nvml::Return fakeUuid(nvml::Device d, char* b, unsigned n) { return copyText(dev(d).uuid, b, n); }
+nvml::Return fakeVbios(nvml::Device d, char* b, unsigned n) { return copyText(dev(d).vbios, b, n); }
+nvml::Return fakePci(nvml::Device d, nvml::PciInfo* p) {
+  std::memset(p, 0, sizeof *p);
+  std::strcpy(p->busId, dev(d).busId);
+  std::strcpy(p->busIdLegacy, dev(d).busId + 4);
+  return nvml::kSuccess;
+}
+nvml::Return fakeMemory(nvml::Device d, nvml::Memory* m) {
+  m->total = dev(d).memoryBytes;
+  m->free = m->total;
+  m->used = 0;
+  return nvml::kSuccess;
+}
+nvml::Return fakeGenCur(nvml::Device d, unsigned* v) { return *v = dev(d).genCur, nvml::kSuccess; }
+nvml::Return fakeGenMax(nvml::Device d, unsigned* v) { return *v = dev(d).genMax, nvml::kSuccess; }
+nvml::Return fakeWidthCur(nvml::Device d, unsigned* v) { return *v = dev(d).widthCur, nvml::kSuccess; }
+nvml::Return fakeWidthMax(nvml::Device d, unsigned* v) { return *v = dev(d).widthMax, nvml::kSuccess; }
+nvml::Return fakeMig(nvml::Device d, unsigned* cur, unsigned* pending) {
+  if (dev(d).migRc != nvml::kSuccess) return dev(d).migRc;
+  *cur = *pending = dev(d).mig;
+  return nvml::kSuccess;
+}
+
+NvmlLoader fakeLoader(FakeNvml& f) {
+  g_fake = &f;
+  static const std::map<std::string, void*> syms = {
+      {"nvmlInit_v2", reinterpret_cast<void*>(&fakeInit)},
+      {"nvmlShutdown", reinterpret_cast<void*>(&fakeShutdown)},
+      {"nvmlErrorString", reinterpret_cast<void*>(&fakeErrorString)},
+      {"nvmlDeviceGetCount_v2", reinterpret_cast<void*>(&fakeCount)},
+      {"nvmlDeviceGetHandleByIndex_v2", reinterpret_cast<void*>(&fakeHandle)},
+      {"nvmlSystemGetDriverVersion", reinterpret_cast<void*>(&fakeDriver)},
+      {"nvmlDeviceGetIndex", reinterpret_cast<void*>(&fakeIndex)},
+      {"nvmlDeviceGetName", reinterpret_cast<void*>(&fakeName)},
+      {"nvmlDeviceGetUUID", reinterpret_cast<void*>(&fakeUuid)},
+      {"nvmlDeviceGetVbiosVersion", reinterpret_cast<void*>(&fakeVbios)},
+      {"nvmlDeviceGetPciInfo_v3", reinterpret_cast<void*>(&fakePci)},
+      {"nvmlDeviceGetMemoryInfo", reinterpret_cast<void*>(&fakeMemory)},
+      {"nvmlDeviceGetCurrPcieLinkGeneration", reinterpret_cast<void*>(&fakeGenCur)},
+      {"nvmlDeviceGetMaxPcieLinkGeneration", reinterpret_cast<void*>(&fakeGenMax)},
+      {"nvmlDeviceGetCurrPcieLinkWidth", reinterpret_cast<void*>(&fakeWidthCur)},
+      {"nvmlDeviceGetMaxPcieLinkWidth", reinterpret_cast<void*>(&fakeWidthMax)},
+      {"nvmlDeviceGetMigMode", reinterpret_cast<void*>(&fakeMig)}};
+  NvmlLoader l;
+  l.symbol = [&f](const char* name) -> void* {
+    for (const auto& m : f.missing)
+      if (m == name) return nullptr;
+    auto it = syms.find(name);
+    return it == syms.end() ? nullptr : it->second;
+  };
+  return l;
+}
+
+// The h200x2 machine as NVML describes it: 143771 MiB = 150754820096 bytes.
+FakeNvml h200Nvml() {
+  FakeNvml f;
+  f.gpus = {{0, "NVIDIA H200", "GPU-dcb12c3d-829c-e1af-f387-4975af14d0d4", "00000000:00:06.0", 143771ull << 20,
+             "96.00.A5.00.1A", 5, 5, 16, 16, nvml::kSuccess, 0},
+            {1, "NVIDIA H200", "GPU-3a819cdb-d032-6280-36f1-3b58795dc238", "00000000:00:07.0", 143771ull << 20,
+             "96.00.A5.00.1A", 5, 5, 16, 16, nvml::kSuccess, 0}};
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("inventory RDMA: devices, ports and GID tables of the roce_ok and roce_bad fixtures", "[inventory]") {
+  auto ok = readRdma(fixture("roce_ok"));
+  REQUIRE(ok.size() == 1);
+  const auto& d = ok[0];
+  int bad = 0;
+  auto eq = [&](const std::string& what, const std::string& got, const std::string& want) {
+    if (got != want) {
+      ++bad;
+      UNSCOPED_INFO(what << ": got '" << got << "', want '" << want << "'");
+    }
+  };
+  eq("name", d.name, "mlx5_0");
+  eq("hca_type", d.hcaType, "MT4123");
+  REQUIRE(d.ports.size() == 1);
+  const auto& p = d.ports[0];
+  eq("state", p.state, "4: ACTIVE");
+  eq("phys_state", p.physState, "5: LinkUp");
+  eq("rate", p.rate, "100 Gb/sec (4X EDR)");
+  eq("link_layer", p.linkLayer, "Ethernet");
+  eq("netdev", p.netdev, "eth2");
+  // gids 0..3 populated, 15 all zero (dropped); indices sorted as numbers, not as text ("15" < "2")
+  const std::vector<RdmaGid> want = {{0, "fe80:0000:0000:0000:0ac0:ebff:fe12:3456", "IB/RoCE v1", "eth2"},
+                                     {1, "fe80:0000:0000:0000:0ac0:ebff:fe12:3456", "RoCE v2", "eth2"},
+                                     {2, "0000:0000:0000:0000:0000:ffff:0a00:0005", "IB/RoCE v1", "eth2"},
+                                     {3, "0000:0000:0000:0000:0000:ffff:0a00:0005", "RoCE v2", "eth2"}};
+  REQUIRE(p.gids.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    eq("gid index " + std::to_string(i), std::to_string(p.gids[i].index), std::to_string(want[i].index));
+    eq("gid " + std::to_string(i), p.gids[i].gid, want[i].gid);
+    eq("gid type " + std::to_string(i), p.gids[i].type, want[i].type);
+    eq("gid netdev " + std::to_string(i), p.gids[i].netdev, want[i].netdev);
+  }
+  CHECK(bad == 0);
+
+  auto rb = readRdma(fixture("roce_bad"));
+  REQUIRE(rb.size() == 2);
+  bad = 0;
+  eq("dev 1", rb[1].name, "mlx5_1");
+  eq("fw", rb[1].fwVer, "20.28.1002");
+  eq("node_type", rb[1].nodeType, "1: CA");
+  eq("board_id", rb[1].boardId, "MT_0000000222");
+  REQUIRE(rb[1].ports.size() == 1);
+  eq("state", rb[1].ports[0].state, "1: DOWN");
+  eq("phys_state", rb[1].ports[0].physState, "3: Disabled");
+  eq("no netdev", rb[1].ports[0].netdev, "");
+  CHECK(rb[1].ports[0].gids.empty());
+  CHECK_FALSE(rb[1].ports[0].active());
+  CHECK(rb[0].ports[0].active());
+  CHECK(bad == 0);
+
+  // the ports the NCCL path profiles and --list use: the RoCE v2 GID on an IPv4 address is 3
+  auto ports = rdmaPorts(ok);
+  REQUIRE(ports.size() == 1);
+  CHECK(ports[0].roceV2GidIndex == 3);
+  CHECK(readRdma(fixture("h200x2")).empty());  // no RDMA device
+}
+
+TEST_CASE("inventory RDMA: netdev fallback, numeric port order, port counters", "[inventory]") {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("fb-inv-" + std::to_string(::getpid()));
+  auto put = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text << "\n";
+  };
+  put("sys/class/infiniband/rxe0/ports/1/state", "4: ACTIVE");
+  put("sys/class/infiniband/rxe0/ports/10/state", "1: DOWN");
+  put("sys/class/infiniband/rxe0/ports/2/state", "1: DOWN");
+  put("sys/class/infiniband/rxe0/device/net/enp1s0/mtu", "1500");
+  put("sys/class/infiniband/rxe0/device/net/dummy0/mtu", "1500");
+  put("sys/class/infiniband/rxe0/ports/1/counters/symbol_error", "0");
+  put("sys/class/infiniband/rxe0/ports/1/counters/link_downed", "3");
+  put("sys/class/infiniband/rxe0/ports/1/counters/port_xmit_data", "18446744073709551615x");  // not a number: left out
+  auto devs = readRdma(Machine(root.string()));
+  fs::remove_all(root);
+  REQUIRE(devs.size() == 1);
+  CHECK(devs[0].netdevs == std::vector<std::string>{"dummy0", "enp1s0"});
+  REQUIRE(devs[0].ports.size() == 3);
+  std::vector<int> order;
+  for (const auto& p : devs[0].ports) order.push_back(p.port);
+  CHECK(order == std::vector<int>{1, 2, 10});
+  CHECK(devs[0].ports[0].netdev == "dummy0");
+  // the error counters acceptance compares before and after a run
+  CHECK(devs[0].ports[0].counters == std::map<std::string, long long>{{"link_downed", 3}, {"symbol_error", 0}});
+  CHECK(devs[0].ports[1].counters.empty());
+}
+
+TEST_CASE("inventory GPUs: the nvidia-smi fallback on a fixture says so and reads every field", "[inventory]") {
+  auto inv = readGpus(fixture("h200x2"));
+  CHECK(inv.source == "nvidia-smi");
+  CHECK(inv.nvmlWhy == "no NVML on a recorded machine");
+  CHECK(inv.smiFound);
+  CHECK(inv.smiOk);
+  CHECK(inv.driverVersion == "580.159.04");
+  CHECK(mismatches(inv.gpus, kH200) == 0);
+
+  // no NVML and no nvidia-smi: nothing answered, and both reasons are kept
+  auto none = readGpus(fixture("roce_ok"));
+  CHECK(none.source.empty());
+  CHECK_FALSE(none.smiFound);
+  CHECK(none.smiError == "nvidia-smi not found in PATH");
+  CHECK(none.gpus.empty());
+}
+
+TEST_CASE("inventory GPUs: NVML answers first and agrees with nvidia-smi field by field", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  auto loader = fakeLoader(f);
+  auto viaNvml = readGpus(fixture("h200x2"), loader);
+  CHECK(viaNvml.source == "nvml");
+  CHECK(viaNvml.nvmlWhy.empty());
+  CHECK_FALSE(viaNvml.smiFound);  // nvidia-smi not run when NVML answered
+  CHECK(viaNvml.driverVersion == "580.159.04");
+  CHECK(mismatches(viaNvml.gpus, kH200) == 0);
+  CHECK(f.inits == 1);
+  CHECK(f.shutdowns == 1);
+  // the two sources the GPU step compares
+  auto smi = readGpus(fixture("h200x2"), loader, GpuSource::kNvidiaSmi);
+  CHECK(smi.source == "nvidia-smi");
+  CHECK(f.inits == 1);  // kNvidiaSmi does not touch NVML
+  std::vector<std::vector<std::string>> smiValues;
+  for (const auto& g : smi.gpus) smiValues.push_back(gpuFactValues(g));
+  CHECK(mismatches(viaNvml.gpus, smiValues) == 0);
+
+  // the topology built from NVML's answer: PCIe Gen5 x16 nominal, GPU0-GPU1 NV18 from topo -m
+  auto t = buildTopology(gpuTopoMatrix(fixture("h200x2")).out, gpuP2pReadMatrix(fixture("h200x2")).out, "",
+                         viaNvml.gpus);
+  REQUIRE(t.gpus.size() == 2);
+  CHECK(t.link(0, 1) == "NV18");
+  CHECK(t.p2pOk(0, 1));
+  CHECK(t.driverVersion == "580.159.04");
+  auto n = gpuPeerNominal(t, "0000:00:06.0", {});
+  CHECK(n.basis == "PCIe Gen5 x16");
+  CHECK(n.gbps == Approx(pcieNominalGBps(5, 16)));
+}
+
+TEST_CASE("inventory GPUs: NVML unsupported fields read [N/A], memory in MiB, MIG enabled", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.gpus[0].migRc = nvml::kNotSupported;  // a GPU without MIG: nvidia-smi prints [N/A]
+  f.gpus[1].mig = nvml::kMigEnable;
+  f.gpus[1].memoryBytes = (81559ull << 20) + 12345;  // MiB rounded down, as nvidia-smi
+  f.missing = {"nvmlDeviceGetVbiosVersion"};          // an older library
+  auto inv = readGpus(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  REQUIRE(inv.source == "nvml");
+  auto want = kH200;
+  want[0][11] = "[N/A]";
+  want[1][11] = "Enabled";
+  want[1][4] = "81559";
+  want[0][6] = want[1][6] = "[N/A]";
+  CHECK(mismatches(inv.gpus, want) == 0);
+}
+
+TEST_CASE("inventory GPUs: when NVML fails the fallback names why; kNvml alone does not fall back", "[inventory]") {
+  {  // the library is absent
+    auto inv = readGpus(fixture("h200x2"), noNvml("libnvidia-ml.so.1 not loaded: cannot open shared object file"));
+    CHECK(inv.source == "nvidia-smi");
+    CHECK(inv.nvmlWhy == "libnvidia-ml.so.1 not loaded: cannot open shared object file");
+    CHECK(mismatches(inv.gpus, kH200) == 0);
+  }
+  {  // nvmlInit_v2 fails (driver not loaded): no shutdown owed, nvidia-smi answers
+    FakeNvml f = h200Nvml();
+    f.initRc = 9;
+    auto inv = readGpus(fixture("h200x2"), fakeLoader(f));
+    CHECK(inv.source == "nvidia-smi");
+    CHECK(inv.nvmlWhy == "nvmlInit_v2: Driver Not Loaded");
+    CHECK(f.inits == 1);
+    CHECK(f.shutdowns == 0);
+    auto only = readGpus(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+    CHECK(only.source.empty());
+    CHECK_FALSE(only.smiFound);  // not run
+    CHECK(only.gpus.empty());
+  }
+  {  // a required symbol is missing
+    FakeNvml f = h200Nvml();
+    f.missing = {"nvmlDeviceGetCount_v2"};
+    auto inv = readGpus(fixture("rtx4090x2"), fakeLoader(f));
+    CHECK(inv.source == "nvidia-smi");
+    CHECK(inv.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetCount_v2");
+    CHECK(f.inits == 0);
+    REQUIRE(inv.gpus.size() == 2);
+    CHECK(inv.gpus[1].name == "NVIDIA GeForce RTX 4090");
+    CHECK(inv.gpus[1].migMode == "[N/A]");
+  }
+}
+
+TEST_CASE("inventory GPU query parser: 12 fields per line, others skipped", "[inventory]") {
+  auto g = parseInventoryGpuQuery(
+      "0, NVIDIA H200, GPU-x, 00000000:00:06.0, 143771, 580.159.04, 96.00.A5.00.1A, 5, 5, 16, 16, Disabled\n"
+      "1, NVIDIA H200, GPU-y, 00000000:00:07.0, 143771, 580.159.04, 96.00.A5.00.1A, 5, 5, 16\n"  // short
+      "\n"
+      "2, NVIDIA A100, SXM4, GPU-z, 00000000:07:00.0, 81920, 535.1, 92.00, 4, 4, 16, 16, Enabled\n");  // 13: comma in name
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].uuid == "GPU-x");
+  CHECK(g[0].migMode == "Disabled");
+}
