@@ -11,15 +11,22 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-std::vector<std::string> split(std::string_view s, char sep) {
+std::vector<std::string> fields(std::string_view s, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= s.size()) {
     std::size_t end = s.find(sep, start);
     if (end == std::string_view::npos) end = s.size();
-    if (auto t = trim(s.substr(start, end - start)); !t.empty()) out.push_back(std::move(t));
+    out.push_back(trim(s.substr(start, end - start)));
     start = end + 1;
   }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  for (auto& f : fields(s, sep))
+    if (!f.empty()) out.push_back(std::move(f));
   return out;
 }
 

@@ -10,6 +10,8 @@ namespace fb::text {
 std::string trim(std::string_view s);
 // The parts of s between `sep`, each trimmed; empty parts dropped.
 std::vector<std::string> split(std::string_view s, char sep);
+// The parts of s between `sep`, each trimmed; empty parts kept (columns of a CSV or tab table).
+std::vector<std::string> fields(std::string_view s, char sep);
 // The lines of s without their '\n' or '\r\n' (a last line without one is kept; no empty last line).
 std::vector<std::string> lines(std::string_view s);
 bool startsWith(std::string_view s, std::string_view prefix);

@@ -31,22 +31,6 @@ bool zeroGid(const std::string& g) {
   return true;
 }
 
-// Comma-separated fields, trimmed, empty ones kept.
-std::vector<std::string> csvFields(const std::string& line) {
-  std::vector<std::string> f;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      f.push_back(text::trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  f.push_back(text::trim(cur));
-  return f;
-}
-
 // ---- NVML: each answer formatted as nvidia-smi prints the same field (nounits).
 struct NvmlRead {
   bool ok = false;
@@ -234,7 +218,7 @@ std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv) {
   std::vector<GpuFacts> out;
   for (const auto& l : text::lines(csv)) {
     if (text::trim(l).empty()) continue;
-    auto f = csvFields(l);
+    auto f = text::fields(l, ',');
     if (f.size() != 12) continue;  // a GPU name with a comma lands here: skipped, not misread
     out.push_back({f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]});
   }

@@ -11,21 +11,6 @@
 namespace fb::topo {
 namespace {
 
-std::vector<std::string> splitTabs(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == '\t') {
-      out.push_back(text::trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(text::trim(cur));
-  return out;
-}
-
 // ANSI escapes (nvidia-smi colours the header on a terminal) are dropped.
 std::string stripAnsi(const std::string& s) {
   static const std::regex kAnsi("\x1b\\[[0-9;]*m");
@@ -62,14 +47,14 @@ Matrix parseTopoMatrix(std::string_view text) {
       // The header starts with a tab (or spaces) and names GPU0 first.
       auto t = text::trim(line);
       if (t.rfind("GPU0", 0) == 0 && !line.empty() && (line[0] == '\t' || line[0] == ' ')) {
-        for (auto& f : splitTabs(line))
+        for (auto& f : text::fields(line, '\t'))
           if (!f.empty()) m.columns.push_back(f);
         inTable = true;
       }
       continue;
     }
     if (text::trim(line).empty() || text::trim(line).rfind("Legend", 0) == 0) break;
-    auto fields = splitTabs(line);
+    auto fields = text::fields(line, '\t');
     if (fields.empty()) continue;
     std::vector<std::string> cells;
     // Row name, then cells; nvidia-smi pads with an empty field before some columns.
