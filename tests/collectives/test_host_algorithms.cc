@@ -81,6 +81,29 @@ std::string expectedName(const std::string& algo) {
   return it == full.end() ? algo : it->second;
 }
 
+// FB_HOST_ALGO=algo forced, n ranks (placed on the nodes FB_HOST_NODES names when `placed`), one
+// element corrupted on rank `victim` before the check: the wrong elements all ranks counted.
+std::int64_t wrongAfterCorruption(const char* algo, int n, int victim, bool placed) {
+  ::setenv("FB_HOST_ALGO", algo, 1);
+  std::mutex mu;
+  std::int64_t wrong = 0;
+  CollKind kind = *parseCollKind(std::string(algo).substr(0, std::string(algo).find('=')));
+  runRanks(n, [&](Bootstrap& bs) {
+    TransportOptions opts;
+    opts.tcpInterface = "lo";
+    std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
+    if (placed) tr->setNodeOf(nodePlacement(bs));
+    auto coll = makeRingCollective(kind, tr);
+    coll->prepare(makeShape(kind, DataType::kFloat32, static_cast<std::size_t>(n) * 4 * 101, n, false));
+    if (bs.rank() == victim) coll->corruptNextCheck(5);
+    std::int64_t w = coll->check(2, Deadline::in(std::chrono::seconds(60)));
+    std::lock_guard<std::mutex> lk(mu);
+    wrong += w;
+  });
+  ::unsetenv("FB_HOST_ALGO");
+  return wrong;
+}
+
 }  // namespace
 
 TEST_CASE("every host algorithm is exact at np 1..7, odd and uneven counts, both placements", "[collectives][tcp]") {
@@ -146,25 +169,8 @@ TEST_CASE("hierarchical: 16-bit and 64-bit types, a corrupted element is counted
     }
   }
   for (const char* algo : {"allreduce=hier-ring", "allreduce=hier-rd", "allgather=hier", "reducescatter=hier"}) {
-    ::setenv("FB_HOST_ALGO", algo, 1);
-    std::mutex mu;
-    std::int64_t wrong = 0;
-    CollKind kind = *parseCollKind(std::string(algo).substr(0, std::string(algo).find('=')));
-    runRanks(5, [&](Bootstrap& bs) {
-      TransportOptions opts;
-      opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
-    tr->setNodeOf(nodePlacement(bs));
-      auto coll = makeRingCollective(kind, tr);
-      coll->prepare(makeShape(kind, DataType::kFloat32, 5 * 4 * 101, 5, false));
-      if (bs.rank() == 3) coll->corruptNextCheck(5);
-      std::int64_t w = coll->check(2, Deadline::in(std::chrono::seconds(60)));
-      std::lock_guard<std::mutex> lk(mu);
-      wrong += w;
-    });
-    ::unsetenv("FB_HOST_ALGO");
     CAPTURE(algo);
-    CHECK(wrong == 1);
+    CHECK(wrongAfterCorruption(algo, 5, 3, true) == 1);
   }
   ::unsetenv("FB_HOST_NODES");
 }
@@ -222,24 +228,8 @@ TEST_CASE("host algorithms are exact for 16-bit types", "[collectives][tcp]") {
 
 TEST_CASE("a corrupted element is counted on the algorithm path", "[collectives][tcp]") {
   for (const char* algo : {"allreduce=rd", "allreduce=rabenseifner", "allgather=bruck", "reducescatter=rh"}) {
-    ::setenv("FB_HOST_ALGO", algo, 1);
-    std::mutex mu;
-    std::int64_t wrong = 0;
-    CollKind kind = *parseCollKind(std::string(algo).substr(0, std::string(algo).find('=')));
-    runRanks(3, [&](Bootstrap& bs) {
-      TransportOptions opts;
-      opts.tcpInterface = "lo";
-      std::shared_ptr<Transport> tr = tcp::createTransport(bs, opts);
-      auto coll = makeRingCollective(kind, tr);
-      coll->prepare(makeShape(kind, DataType::kFloat32, 3 * 4 * 101, 3, false));
-      if (bs.rank() == 1) coll->corruptNextCheck(5);
-      std::int64_t w = coll->check(2, Deadline::in(std::chrono::seconds(60)));
-      std::lock_guard<std::mutex> lk(mu);
-      wrong += w;
-    });
-    ::unsetenv("FB_HOST_ALGO");
     CAPTURE(algo);
-    CHECK(wrong == 1);
+    CHECK(wrongAfterCorruption(algo, 3, 1, false) == 1);
   }
 }
 
