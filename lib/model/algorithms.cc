@@ -1,6 +1,7 @@
 // The model's algorithms, one row each (name, spellings, collectives, shapes, phases). See model.h
 // for the formulas; every other part of the model reads this table.
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cmath>
 
@@ -87,41 +88,67 @@ std::vector<Phase> hierPhases(CollKind k, const Shape& sh, double S) {
   return {inter, intra};
 }
 
+// A hop of a partner-exchange algorithm on N nodes of G ranks placed in blocks (ranks bG..bG+G-1 on
+// node b): every rank i trades with partner(i) at once. A node's R NICs carry the chunks of all its
+// ranks whose partner is elsewhere (the busiest node sets the step), so the hypercube algorithms
+// pay G/R where a ring pays 1; a hop whose partners all sit on the same node is intra only.
+Phase exchangeHop(double count, double chunk, const Shape& sh, const std::function<int(int)>& partner) {
+  const int n = sh.ranks(), G = sh.perNode;
+  std::vector<int> crossing(sh.nodes, 0);
+  bool anyIntra = false;
+  for (int i = 0; i < n; ++i) {
+    const int j = partner(i);
+    if (j < 0 || j >= n || j == i) continue;
+    if (j / G == i / G)
+      anyIntra = true;
+    else
+      ++crossing[i / G];
+  }
+  const int most = *std::max_element(crossing.begin(), crossing.end());
+  Phase p = hop(count, chunk, sh, std::max(1.0, most / sh.nics()));
+  p.intra = anyIntra;
+  p.inter = most > 0;
+  return p;
+}
+
 std::vector<Phase> recDoublingPhases(CollKind k, const Shape& sh, double S) {
   const int n = sh.ranks(), lg = floorLog2(n);
   std::vector<Phase> v;
-  if (k == CollKind::kAllReduce) {
-    v.push_back(hop(lg, S, sh, 1));
-    if (!isPow2(n)) v.push_back(hop(2, S, sh, 1));
-  } else {
-    for (int r = 0; r < lg; ++r) v.push_back(hop(1, S * (1 << r) / n, sh, 1));
-  }
+  // mask 1, 2, 4...: AllReduce trades the whole buffer, AllGather mask blocks of S/n
+  for (int mask = 1; mask < (1 << lg); mask <<= 1)
+    v.push_back(exchangeHop(1, k == CollKind::kAllReduce ? S : S * mask / n, sh, [mask](int i) { return i ^ mask; }));
+  if (k == CollKind::kAllReduce && !isPow2(n)) v.push_back(hop(2, S, sh, 1));
   return v;
 }
 
 std::vector<Phase> rabenseifnerPhases(CollKind, const Shape& sh, double S) {
-  const int n = sh.ranks(), lg = floorLog2(n);
+  const int n = sh.ranks(), lg = floorLog2(n), p = 1 << lg;
   std::vector<Phase> v;
-  for (int twice = 0; twice < 2; ++twice)
-    for (int r = 1; r <= lg; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
-  if ((1 << lg) != n) v.push_back(hop(2, S, sh, 1));
+  // recursive halving (mask p/2 down), then recursive doubling (mask 1 up): mask blocks of S/p
+  for (int mask = p / 2; mask >= 1; mask >>= 1)
+    v.push_back(exchangeHop(1, S * mask / p, sh, [mask](int i) { return i ^ mask; }));
+  for (int mask = 1; mask < p; mask <<= 1)
+    v.push_back(exchangeHop(1, S * mask / p, sh, [mask](int i) { return i ^ mask; }));
+  if (p != n) v.push_back(hop(2, S, sh, 1));
   return v;
 }
 
 std::vector<Phase> recHalvingPhases(CollKind, const Shape& sh, double S) {
-  const int n = sh.ranks(), lg = floorLog2(n);
-  const bool p2 = (1 << lg) == n;
+  const int n = sh.ranks(), lg = floorLog2(n), p = 1 << lg;
   std::vector<Phase> v;
-  if (!p2) v.push_back(hop(1, S, sh, 1));
-  for (int r = 1; r <= lg; ++r) v.push_back(hop(1, S / (1 << r), sh, 1));
-  if (!p2) v.push_back(hop(1, S / n, sh, 1));
+  if (p != n) v.push_back(hop(1, S, sh, 1));
+  for (int mask = p / 2; mask >= 1; mask >>= 1)
+    v.push_back(exchangeHop(1, S * mask / p, sh, [mask](int i) { return i ^ mask; }));
+  if (p != n) v.push_back(hop(1, S / n, sh, 1));
   return v;
 }
 
 std::vector<Phase> bruckPhases(CollKind, const Shape& sh, double S) {
   const int n = sh.ranks();
   std::vector<Phase> v;
-  for (int r = 0; r < ceilLog2(n); ++r) v.push_back(hop(1, S * std::min(1 << r, n - (1 << r)) / n, sh, 1));
+  // distance 1, 2, 4...: each rank sends min(d, n-d) blocks of S/n to rank i-d
+  for (int d = 1; d < n; d <<= 1)
+    v.push_back(exchangeHop(1, S * std::min(d, n - d) / n, sh, [d, n](int i) { return (i - d + n) % n; }));
   return v;
 }
 

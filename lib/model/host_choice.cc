@@ -102,11 +102,15 @@ double hostTime(fb::CollKind k, const fb::HostChoice& c, double S, const fb::Hos
     Shape sh{N, G, R};
     // Bytes on a node's NICs per hop, as a multiple of the chunk (see host_choice.h).
     const double cross = c.algo == fb::HostAlgo::kRing ? std::max(1, p.maxRingCrossings()) / R : G / R;
+    // The phases place ranks in blocks; a job's placement may be interleaved or uneven, so every
+    // hop of the exchange algorithms is taken to cross from all G ranks of a node (an upper bound).
+    const bool exchange = c.algo != fb::HostAlgo::kRing;
     double t = 0;
     for (const Phase& ph : phases(coll, modelAlgo(c.algo), sh, S)) {
       double step = 0;
-      if (ph.intra) step = std::max(step, hopUs(l.intra, S, ph.chunk));
-      if (ph.inter) step = std::max(step, hopUs(l.inter, S, ph.chunk * std::max(ph.interScale, cross)));
+      if (ph.intra || (exchange && G > 1)) step = std::max(step, hopUs(l.intra, S, ph.chunk));
+      if (ph.inter || (exchange && N > 1))
+        step = std::max(step, hopUs(l.inter, S, ph.chunk * std::max(ph.interScale, cross)));
       t += ph.count * step;
     }
     return t;

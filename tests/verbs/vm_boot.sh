@@ -18,7 +18,7 @@ if [ "$rc" -eq 77 ]; then
   exit 77
 fi
 missing=0
-for s in devices list conformance collectives_np2 collectives_np3 collectives_np4 inject bad_settings doctor perf; do
+for s in devices list conformance collectives_np2 collectives_np3 collectives_np4 collectives_nodes inject bad_settings doctor perf; do
   [ -f "$R/$s.rc" ] || { echo "no result for step $s (VM rc $rc)"; missing=1; }
 done
 [ $missing -eq 0 ] || exit 1

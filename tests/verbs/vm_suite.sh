@@ -7,7 +7,7 @@
 # Sizes are kept modest: the guest runs under TCG emulation (5-40x slower than the host).
 set -u
 B=$(cd "$1" && pwd); R=$2; shift 2
-STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 inject bad_settings doctor perf}
+STEPS=${*:-devices list conformance collectives_np2 collectives_np3 collectives_np4 collectives_nodes inject bad_settings doctor perf}
 mkdir -p "$R"
 FB=$B/benchmarks/fabricbench
 FBV=$B/benchmarks/verbs/fabricbench-verbs
@@ -85,6 +85,44 @@ step_inject() {
 step_collectives_np2() { collectives 2; }
 step_collectives_np3() { collectives 3; }
 step_collectives_np4() { collectives 4; }
+
+# The node-aware host algorithms over verbs: FB_HOST_NODES simulates a placement (ranks 0,1 on one
+# node, the rest on others), so the cost model's choice and each forced hierarchical schedule run over
+# real verbs queue pairs. Every row is checked element by element (wrong = 0) and must name its
+# algorithm; the forced runs must have run the hierarchical schedule they forced.
+nodes_run() {  # nodes_run NP NODES ALGO COLLS SIZES...: one job (ALGO "" = the cost model's choice)
+  local np=$1 nodes=$2 algo=$3 colls=$4; shift 4
+  local d log rc rows bad hier named
+  d=$(mktemp -d); log=$d/console
+  timeout 400 "${MPIRUN[@]}" -np "$np" -x FB_HOST_NODES="$nodes" -x FB_HOST_ALGO="$algo" "$FB" --transport verbs \
+    --collective "$colls" --dtype float32 "$@" -n 3 -w 1 -c 1 --placement both --timeout 60 --wide \
+    --results-dir "$d" --run-id nodes > "$log" 2>&1
+  rc=$?
+  cat "$log"
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// {n++} END {print n+0}' "$log")
+  bad=$(awk '$1 ~ /^[0-9]+$/ && $5 ~ /^verbs\// && $(NF-3) != "0" {n++} END {print n+0}' "$log")
+  named=$(grep -c 'algorithm=' "$d/nodes/table.csv" 2>/dev/null); named=${named:-0}
+  hier=$(grep -o 'allreduce,verbs\|allgather,verbs\|reducescatter,verbs' "$d/nodes/table.csv" 2>/dev/null | wc -l)
+  echo "algorithms named in table.csv:"; grep -o 'algorithm=[^;"]*' "$d/nodes/table.csv" 2>/dev/null | sort | uniq -c
+  local nh; nh=$(grep -E '^[0-9]+,[0-9]+,[a-z0-9]+,(allreduce|allgather|reducescatter),verbs' "$d/nodes/table.csv" 2>/dev/null \
+    | grep -vc 'algorithm=hierarchical')
+  rm -rf "$d"
+  echo "np=$np nodes=$nodes FB_HOST_ALGO='$algo': exit $rc, $rows verbs rows, $bad with wrong != 0, $named naming an algorithm, $nh reduction rows not hierarchical (of $hier)"
+  [ $rc -eq 0 ] || { echo "FAIL: fabricbench exited $rc"; return 1; }
+  [ "$rows" -gt 0 ] && [ "$bad" -eq 0 ] || { echo "FAIL: no rows, or rows with wrong elements"; return 1; }
+  [ "$named" -eq "$rows" ] || { echo "FAIL: $named of $rows rows name their algorithm"; return 1; }
+  [ -z "$algo" ] || [ "$nh" -eq 0 ] || { echo "FAIL: $nh AllReduce/AllGather/ReduceScatter rows did not run a hierarchical schedule"; return 1; }
+}
+step_collectives_nodes() {
+  local bad=0
+  nodes_run 4 0,0,1,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 8 || bad=1
+  nodes_run 3 0,0,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 8 || bad=1
+  nodes_run 4 0,0,1,1 allreduce=hier-rd,allgather=hier-ring,reducescatter=hier-ring \
+    allreduce,allgather,reducescatter -b 1K -e 256K -f 16 || bad=1
+  nodes_run 4 0,0,1,1 allreduce=hier-rabenseifner allreduce -b 1K -e 256K -f 16 || bad=1
+  [ $bad -eq 0 ] && echo "PASS: node-aware host algorithms over verbs at np 3 and 4 (auto and forced), wrong = 0, each row names its algorithm"
+  return $bad
+}
 
 # Each bad setting: exit 2, one line naming the fix, quickly (no hang).
 step_bad_settings() {
