@@ -115,8 +115,8 @@ nodes_run() {  # nodes_run NP NODES ALGO COLLS SIZES...: one job (ALGO "" = the 
 }
 step_collectives_nodes() {
   local bad=0
-  nodes_run 4 0,0,1,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 8 || bad=1
-  nodes_run 3 0,0,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 8 || bad=1
+  nodes_run 4 0,0,1,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 16 || bad=1
+  nodes_run 3 0,0,1 "" allreduce,allgather,reducescatter,p2pring -b 8 -e 1M -f 16 || bad=1
   nodes_run 4 0,0,1,1 allreduce=hier-rd,allgather=hier-ring,reducescatter=hier-ring \
     allreduce,allgather,reducescatter -b 1K -e 256K -f 16 || bad=1
   nodes_run 4 0,0,1,1 allreduce=hier-rabenseifner allreduce -b 1K -e 256K -f 16 || bad=1
