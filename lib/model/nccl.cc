@@ -35,6 +35,7 @@ double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
 const std::vector<NcclAlgoInfo>& ncclAlgos() {
   // tuning.cc (2.2x) latencies: base [LL, LL128, Simple], then per hop over NVLink, PCI, network.
   static const NcclLat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+  static const NcclLat pat{{8, 8, 8}, {0, 0, 4}, {0, 0, 4}, {0, 0, 14}};  // tuning.cc 2.23+
   static const NcclLat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
   static const NcclLat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
   static const NcclLat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
@@ -56,7 +57,7 @@ const std::vector<NcclAlgoInfo>& ncclAlgos() {
       {NcclAlgo::kCollNetChain, "CollNetChain", {"collnetchain", "collnet_chain"}, {"allreduce"}, true, false, false,
        true, false, "a chain inside the node into the in-network reduction", true, cnChain},
       {NcclAlgo::kPat, "PAT", {"pat"}, {"allgather", "reducescatter"}, true, false, false, false, true,
-       "parallel aggregated trees, one rank per node: log2(n) steps", true, ring},
+       "parallel aggregated trees, one rank per node (NCCL >= 2.23): log2(n) steps", true, pat},
       {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
        "point-to-point sends; per node the off-node bytes over its NICs", true, ring},
       {NcclAlgo::kLocal, "Local", {"local"},
@@ -108,6 +109,7 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   if (i.needsNvls && (m.nvlsGBps <= 0 || m.gpusPerNode < 2)) return false;
   if (i.needsCollNet && !m.collNet) return false;
   if (i.onePerNode && m.gpusPerNode != 1) return false;
+  if (a == NcclAlgo::kPat && m.ncclVersion > 0 && m.ncclVersion < 22300) return false;  // PAT came in NCCL 2.23
   return true;
 }
 
@@ -164,8 +166,10 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = hi + he;
       break;
     case NcclAlgo::kPat:
-      bw = std::min(m.ringIntraGBps, R * nic);
-      lat = L.base[pi] + log2i(n) * he;
+      // tuning.cc (2.23+): 8 us + log2(nodes) network hops / 3.5 + 2.8 us per rank ("still a linear part");
+      // busBw x 0.85 in 2.23, x 0.75 from 2.24.
+      bw = std::min(m.ringIntraGBps, R * nic) * (m.ncclVersion >= 22300 && m.ncclVersion < 22400 ? 0.85 : 0.75);
+      lat = L.base[pi] + log2i(N) * he / 3.5 + n * 2.8;
       break;
     case NcclAlgo::kP2p: {
       // NCCL opens 2 channels to each remote peer (NCCL_NCHANNELS_PER_NET_PEER's default, src/graph/paths.cc

@@ -14,7 +14,8 @@
 //   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw.
 //   NVLSTree (AllReduce, N > 1): min(NVLS, the tree's network term).
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
-//   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
+//   PAT (AllGather/ReduceScatter, N > 1, one rank per node, NCCL >= 2.23): the ring's bandwidth x 0.75
+//              (0.85 in 2.23) and 8 + log2(N) x net / 3.5 + 2.8 n us, tuning.cc's own PAT terms.
 //   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs, at the rate of the NICs' channels.
 //   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
 //              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.

@@ -149,12 +149,21 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   const double f = 2.0 * 31 / 32;
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
-  // PAT: one rank per node only; latency 8.4 + log2(8) x 14
+  // PAT: one rank per node only; tuning.cc 2.23+: latency 8 + log2(8) x 14 / 3.5 + 8 x 2.8 = 42.4 us,
+  // busbw 48 x 0.75 = 36 (2.24+), 48 x 0.85 = 40.8 in 2.23, none before 2.23
   auto p1 = h100(8, 1);
   CHECK_FALSE(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, m, 1e9));
   auto pat = ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9);
-  CHECK(pat->latUs == Approx(8.4 + 3 * 14));
-  CHECK(pat->busbwGBps == Approx(48));
+  CHECK(pat->latUs == Approx(42.4));
+  CHECK(pat->busbwGBps == Approx(36));
+  CHECK(ncclCost("reducescatter", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9)->timeUs ==
+        Approx(42.4 + 1e9 * (7.0 / 8) / 36e3));
+  // 1024 nodes: 8 + 10 x 4 + 2867.2 = 2915.2 us, the linear part dominating
+  CHECK(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, h100(1024, 1), 1e9)->latUs == Approx(2915.2));
+  p1.ncclVersion = 22304;
+  CHECK(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9)->busbwGBps == Approx(40.8));
+  p1.ncclVersion = 22203;
+  CHECK_FALSE(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9));
   // AllToAll, 2 nodes x 8: per node 8 S (8/16) leaves over 8 NICs. Each GPU has 8 remote peers x 2 channels:
   // 16 channels per NIC, so the NIC runs at its line rate 48 x 50/48 = 50: busbw = 8 x 50 x 15 / (8 x 8) = 93.75
   auto a = ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 8), 1e9);
