@@ -33,6 +33,8 @@ Args g;
 void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nics", o.nics, "NICs per node (default: one per GPU, rails)");
   c->add_option("--nic-gbps", o.nicGBps, "prior per-NIC rate as rings deliver it, GB/s (default 48: NDR 400G)");
+  c->add_option("--nic-line-gbps", o.nicLineGBps,
+                "per-NIC signalling rate, reached with more than 2 channels on a NIC, GB/s (default --nic-gbps x 50/48: NDR 50)");
   c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default 365: H100 NVLink)");
   c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default 480)");
   c->add_flag("--pcie", o.pcie, "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink");
@@ -48,11 +50,13 @@ void positive(double v, const char* what, bool zeroOk) {
 NcclMachine priorOf(const MachineOpts& o) {
   positive(o.nics, "--nics", true);
   positive(o.nicGBps, "--nic-gbps");
+  positive(o.nicLineGBps, "--nic-line-gbps", true);
   positive(o.ringGBps, "--ring-gbps");
   positive(o.nvlsGBps, "--nvls-gbps", true);
   NcclMachine m;
   m.nicsPerNode = o.nics;
   m.nicGBps = o.nicGBps;
+  m.nicLineGBps = o.nicLineGBps > 0 ? o.nicLineGBps : o.nicGBps * 50 / 48;  // hardware: the fit moves nicGBps only
   m.ringIntraGBps = o.ringGBps;
   m.nvlsGBps = o.nvlsGBps;
   m.nvlink = !o.pcie;
@@ -86,9 +90,9 @@ std::string regimeOf(double bytes) { return bytes < (1 << 20) ? "<1MiB" : bytes 
 
 std::string machineLine(const NcclFit& f) {
   const auto& m = f.machine;
-  std::string s = fmt::format("per-NIC {:.1f} GB/s, node ring {:.0f} GB/s, NVLS {:.0f} GB/s, latency x{:.2f} intra / x{:.2f} net, "
+  std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s, NVLS {:.0f} GB/s, latency x{:.2f} intra / x{:.2f} net, "
                               "LL eff {:.2f}, LL128 eff {:.2f} ring / {:.2f} tree",
-                              m.nicGBps, m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
+                              m.nicGBps, m.nicLine(), m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
                               m.effTreeLL128);
   if (std::find(f.freed.begin(), f.freed.end(), "latDirectScale") != f.freed.end())
     s += fmt::format(", intra-node latency x{:.2f} between GPUs of one process (P2P/direct pointer)", m.latDirectScale);
@@ -224,9 +228,9 @@ SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double
 
 MachineOpts priorFromJson(const nlohmann::json& j, const std::string& where) {
   MachineOpts o;
-  static const std::set<std::string> keys = {"nics", "nic_gbps", "ring_gbps", "nvls_gbps", "pcie", "collnet", "given"};
+  static const std::set<std::string> keys = {"nics", "nic_gbps", "nic_line_gbps", "ring_gbps", "nvls_gbps", "pcie", "collnet", "given"};
   for (auto& [k, v] : j.items()) {
-    if (!keys.count(k)) throw InputError(fmt::format("{}: unknown prior key '{}' (known: nics, nic_gbps, ring_gbps, nvls_gbps, pcie, collnet, given)", where, k));
+    if (!keys.count(k)) throw InputError(fmt::format("{}: unknown prior key '{}' (known: nics, nic_gbps, nic_line_gbps, ring_gbps, nvls_gbps, pcie, collnet, given)", where, k));
     if (k == "pcie" || k == "collnet") {
       if (!v.is_boolean()) throw InputError(fmt::format("{}: '{}' must be true or false", where, k));
       (k == "pcie" ? o.pcie : o.collNet) = v.get<bool>();
@@ -236,7 +240,7 @@ MachineOpts priorFromJson(const nlohmann::json& j, const std::string& where) {
     } else {
       if (!v.is_number()) throw InputError(fmt::format("{}: '{}' must be a number", where, k));
       double x = v.get<double>();
-      (k == "nics" ? o.nics : k == "nic_gbps" ? o.nicGBps : k == "ring_gbps" ? o.ringGBps : o.nvlsGBps) = x;
+      (k == "nics" ? o.nics : k == "nic_gbps" ? o.nicGBps : k == "nic_line_gbps" ? o.nicLineGBps : k == "ring_gbps" ? o.ringGBps : o.nvlsGBps) = x;
     }
   }
   return o;

@@ -11,7 +11,7 @@
 namespace fb::tools::ncclcmd {
 
 struct MachineOpts {
-  double nics = 0, nicGBps = 48, ringGBps = 365, nvlsGBps = 480;
+  double nics = 0, nicGBps = 48, nicLineGBps = 0, ringGBps = 365, nvlsGBps = 480;  // nicLineGBps 0: nicGBps x 50/48
   bool pcie = false, collNet = false;
   std::string given;  // KEY=VALUE,... applied to every run (algo=ring, proto=simple, channels=24)
 };

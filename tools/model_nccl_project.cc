@@ -138,7 +138,7 @@ int cmdProject() {
   std::string csv = "fabric,nodes,gpus_per_node,coll,bytes,time_us,busbw_gbps,algo,proto,band_pct,beyond_validation\n";
   for (auto& fab : fabrics) {
     NcclMachine m = fit.machine;
-    if (fab.nic > 0) m.nicGBps = fab.nic;
+    if (fab.nic > 0) m.nicGBps = fab.nic, m.nicLineGBps = fab.nic * 50 / 48;  // another fabric: its own line rate
     if (fab.nics > 0) m.nicsPerNode = fab.nics;
     md += fmt::format("\n## {} (per-NIC {:.1f} GB/s{})\n", fab.name, m.nicGBps,
                       m.nicsPerNode > 0 ? fmt::format(", {:g} NICs per node", m.nicsPerNode) : ", one NIC per GPU");

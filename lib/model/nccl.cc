@@ -22,8 +22,10 @@ int log2i(int n) {
   return n >= 1 ? k : 0;
 }
 
-// Hopper per-channel maxima (tuning.cc perChMaxRingLL128Bws / perChMaxTreeBws / perChMaxTreeLL128Bws).
-constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128 = 36.7, kPerChTree = 38.7;
+// Hopper per-channel maxima by node count, 1 / 2 / more (tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+// perChMaxTreeBws; the same rows from 2.18 to 2.29).
+constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128[3] = {36.7, 36.7, 29.0}, kPerChTree[3] = {38.7, 41.4, 36.0};
+int nodeIndex(int N) { return N <= 2 ? std::max(N, 1) - 1 : 2; }
 
 // The most double-binary-tree edges at one node over both trees (each edge carries S/2 each way).
 double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
@@ -33,6 +35,7 @@ double treeEdges(int N) { return N <= 1 ? 0 : N == 2 ? 2 : N == 3 ? 3 : 4; }
 const std::vector<NcclAlgoInfo>& ncclAlgos() {
   // tuning.cc (2.2x) latencies: base [LL, LL128, Simple], then per hop over NVLink, PCI, network.
   static const NcclLat ring{{6.6, 14.0, 8.4}, {0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+  static const NcclLat pat{{8, 8, 8}, {0, 0, 4}, {0, 0, 4}, {0, 0, 14}};  // tuning.cc 2.23+
   static const NcclLat tree{{6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {1.0, 1.9, 4.0}, {5.0, 8.5, 14.0}};
   static const NcclLat nvls{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 18}};
   static const NcclLat nvlsTree{{0, 0, 0}, {0, 0, 25}, {0, 0, 0}, {0, 0, 14}};
@@ -54,7 +57,7 @@ const std::vector<NcclAlgoInfo>& ncclAlgos() {
       {NcclAlgo::kCollNetChain, "CollNetChain", {"collnetchain", "collnet_chain"}, {"allreduce"}, true, false, false,
        true, false, "a chain inside the node into the in-network reduction", true, cnChain},
       {NcclAlgo::kPat, "PAT", {"pat"}, {"allgather", "reducescatter"}, true, false, false, false, true,
-       "parallel aggregated trees, one rank per node: log2(n) steps", true, ring},
+       "parallel aggregated trees, one rank per node (NCCL >= 2.23): log2(n) steps", true, pat},
       {NcclAlgo::kP2p, "P2P", {"p2p"}, {"alltoall", "sendrecv", "p2pring"}, false, false, false, false, false,
        "point-to-point sends; per node the off-node bytes over its NICs", true, ring},
       {NcclAlgo::kLocal, "Local", {"local"},
@@ -106,6 +109,7 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   if (i.needsNvls && (m.nvlsGBps <= 0 || m.gpusPerNode < 2)) return false;
   if (i.needsCollNet && !m.collNet) return false;
   if (i.onePerNode && m.gpusPerNode != 1) return false;
+  if (a == NcclAlgo::kPat && m.ncclVersion > 0 && m.ncclVersion < 22300) return false;  // PAT came in NCCL 2.23
   return true;
 }
 
@@ -126,7 +130,9 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   const NcclAlgoInfo& info = ncclAlgoInfo(a);
   if (info.simpleOnly && p != NcclProto::kSimple) return std::nullopt;
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
-  const double R = m.nics(), nic = m.nicGBps, f = ncclBusFactor(coll, n);
+  // Collective channels per NIC: a known count (NCCL_MIN_CTAS, the INFO's "coll channels") over the NICs, else
+  // NCCL's default on these nodes, 2 per NIC (16 channels over 8 NICs, 8 over 4, per the public INFO lines).
+  const double R = m.nics(), nic = m.nicRate(m.channels > 0 ? m.channels / R : 2), f = ncclBusFactor(coll, n);
   const int pi = static_cast<int>(p);
   NcclLat L = info.lat;
   // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
@@ -160,14 +166,20 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = hi + he;
       break;
     case NcclAlgo::kPat:
-      bw = std::min(m.ringIntraGBps, R * nic);
-      lat = L.base[pi] + log2i(n) * he;
+      // tuning.cc (2.23+): 8 us + log2(nodes) network hops / 3.5 + 2.8 us per rank ("still a linear part");
+      // busBw x 0.85 in 2.23, x 0.75 from 2.24.
+      bw = std::min(m.ringIntraGBps, R * nic) * (m.ncclVersion >= 22300 && m.ncclVersion < 22400 ? 0.85 : 0.75);
+      lat = L.base[pi] + log2i(N) * he / 3.5 + n * 2.8;
       break;
-    case NcclAlgo::kP2p:
-      if (coll == "alltoall") bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * nic * (n - 1) / (G * double(n - G)));
-      else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, nic * std::max(1.0, R / G));
+    case NcclAlgo::kP2p: {
+      // NCCL opens 2 channels to each remote peer (NCCL_NCHANNELS_PER_NET_PEER's default, src/graph/paths.cc
+      // 2.18-2.29): AllToAll's n - G remote peers per GPU put 2 (n - G) G / R channels on a NIC, SendRecv's one peer 2.
+      const double pNic = m.nicRate(coll == "alltoall" ? 2.0 * (n - G) * G / R : 2.0);
+      if (coll == "alltoall") bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * pNic * (n - 1) / (G * double(n - G)));
+      else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, pNic * std::max(1.0, R / G));
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
+    }
     case NcclAlgo::kLocal:
       bw = m.copyGBps;
       lat = m.copyLatUs;
@@ -179,15 +191,17 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
     const bool oldLL = m.ncclVersion > 0 && m.ncclVersion < 22100;
     const double ringLL = oldLL ? (N > 1 || ar || coll == "reduce" ? 0.25 : 1.0 / 3) : 0.5;
     bw = bw * (a == NcclAlgo::kRing ? ringLL : 1 / 3.8) * m.effLL;
-    // tuning.cc's llMaxBws: one node by GPU (Hopper 141 GB/s), more by CPU (Intel x86: 39 on 2 nodes, 20.4 beyond).
-    bw = std::min(bw, N == 1 ? 141.0 : N == 2 ? 39.0 : 20.4);
+    // tuning.cc's llMaxBws: one node by GPU (Hopper 141 GB/s from 2.21, 87.7 before), more by CPU (Intel x86: 39
+    // on 2 nodes, 20.4 beyond).
+    bw = std::min(bw, N == 1 ? (oldLL ? 87.7 : 141.0) : N == 2 ? 39.0 : 20.4);
   }
   if (p == NcclProto::kLL128) {
     double k = a == NcclAlgo::kRing ? (G < 2 ? 0.7 : 0.92) : (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
     bw *= k * (a == NcclAlgo::kTree ? m.effTreeLL128 : m.effLL128);
-    if (m.channels > 0) bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128));
+    if (m.channels > 0)
+      bw = std::min(bw, m.channels * (a == NcclAlgo::kRing ? kPerChRingLL128 : kPerChTreeLL128[nodeIndex(N)]));
   }
-  if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree);
+  if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree[nodeIndex(N)]);
   if (a == NcclAlgo::kTree) bw *= treeCorrection(p, S);
   if (!(bw > 0)) return std::nullopt;
   NcclCost c;

@@ -14,8 +14,9 @@
 //   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw.
 //   NVLSTree (AllReduce, N > 1): min(NVLS, the tree's network term).
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
-//   PAT (AllGather/ReduceScatter, N > 1, one rank per node): the ring's bandwidth, log2(n) latency.
-//   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs.
+//   PAT (AllGather/ReduceScatter, N > 1, one rank per node, NCCL >= 2.23): the ring's bandwidth x 0.75
+//              (0.85 in 2.23) and 8 + log2(N) x net / 3.5 + 2.8 n us, tuning.cc's own PAT terms.
+//   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs, at the rate of the NICs' channels.
 //   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
 //              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.
 // Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
@@ -23,12 +24,17 @@
 // nodes, 20.4 on more: the Intel x86 rows); LL128 = x 0.92 (ring, >= 2 ranks per node; 0.7
 // with one) or x 120/128 (tree); Simple = x 1 (tuning.cc), each LL/LL128 factor times a calibrated
 // efficiency (LL128 one per ring and one per tree, as tuning.cc gives each its own factor and cap).
-// Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel
-// maxima (36.7 GB/s LL128, 36-41 tree) when a channel count is known (NCCL_MIN_CTAS, a log's INFO).
+// Channels: LL128 and Tree are capped at channels x tuning.cc's Hopper per-channel maxima by node count
+// (LL128 36.7 ring, 36.7/36.7/29 tree; Simple tree 38.7/41.4/36 on 1/2/more nodes) when a channel count is
+// known (NCCL_MIN_CTAS, a log's INFO). Each channel uses one NIC and keeps a fixed window in flight: a NIC
+// with k channels moves min(line rate, NIC x k / 2), NIC being the rate of NCCL's default 2 per NIC (16
+// over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default), so AllToAll
+// over many peers reaches the line rate where SendRecv to one peer does not.
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 // Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
 // before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
 #pragma once
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,7 +78,10 @@ double ncclBusFactor(const std::string& coll, int ranks);
 struct NcclMachine {
   int nodes = 1, gpusPerNode = 1;
   double nicsPerNode = 0;        // R; 0 = one NIC per GPU (rails)
-  double nicGBps = 48;           // per NIC, as rings deliver it
+  double nicGBps = 48;           // per NIC with 2 channels on it (NCCL's default rings, or one p2p peer)
+  // The NIC's signalling rate (400 Gb/s = 50 GB/s), reached with more channels on it: each channel keeps a
+  // fixed window of chunks in flight, so k channels move min(line, nicGBps x k / 2). 0 = nicGBps x 50 / 48.
+  double nicLineGBps = 0;
   double ringIntraGBps = 365;    // the node's ring busbw (NVLink or PCIe)
   double nvlsGBps = 480;         // NVLS busbw inside the node; 0 = no NVSwitch multicast
   bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
@@ -90,6 +99,9 @@ struct NcclMachine {
   double launchUs = 6, copyLatUs = 3, copyGBps = 2000;
   int ncclVersion = 0;           // NCCL_VERSION_CODE of the run (22203 = 2.22.3); 0 = unknown, taken as the newest
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }
+  double nicLine() const { return std::max(nicGBps, nicLineGBps > 0 ? nicLineGBps : nicGBps * 50 / 48); }
+  // One NIC's rate with k channels on it (NCCL binds each channel to one NIC).
+  double nicRate(double k) const { return std::min(nicLine(), nicGBps * k / 2); }
   int ranks() const { return nodes * gpusPerNode; }
 };
 

@@ -882,6 +882,7 @@ def case_model_inputs(d):
     json.dump(pj, open(zero_optics, "w"))
     out = os.path.join(d, "o")
     P = ["project", "--inter", "ib-ndr=spec:ib-ndr", "--nodes", "4", "-o", out]
+    NL = os.path.join(SRC, "tests", "data", "public-nccl-tests", "h100-xe9680-qoofyk-2x8.log")
     T = ["--params", "1e9", "--compute-ms", "10"]
     cases = [
         (["project", "--inter", "spec:ib-ndr,lat=-5", "--nodes", "4", "-o", out], "'lat=-5' must be a number > 0"),
@@ -914,6 +915,8 @@ def case_model_inputs(d):
         (["validate", "--inter", "x", "--check", "x", "--band", "1M", "-o", out], "expected LO:HI"),
         (["validate", "--inter", "x", "--check", "x", "--band", "64M:1M", "-o", out], "LO > HI"),
         (["project", "--bogus", "-o", out], "bogus"),
+        (["nccl", "fit", NL, "--nic-line-gbps=-1", "-o", out], "--nic-line-gbps -1: must be >= 0"),
+        (["nccl", "fit", NL, "--nic-line-gbps=nan", "-o", out], "--nic-line-gbps nan: must be >= 0"),
     ]
     for args, needle in cases:
         p = run([M] + args)

@@ -615,7 +615,7 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
     if (f[2] == "predicted" && std::stod(f[5]) >= (1 << 20) && f[10] == "0") boundErr[f[1]].push_back(std::fabs(err));
   }
   // The bound recomputed from the rows (median <= 10 %, max <= 20 %) agrees with the tool's count, and the
-  // count does not fall below the 9 of 16 measured at eaeb5c3.
+  // count does not fall below the 10 of 16 measured with the NICs' channel rates (F AllToAll 2 x 2-8 within).
   int within = 0;
   for (auto& [run, e] : boundErr) {
     std::sort(e.begin(), e.end());
@@ -623,7 +623,7 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
     if (med <= 10 && e.back() <= 20) ++within;
   }
   CHECK(r.text.find(std::to_string(within) + " of 16 predicted runs within the bound") != std::string::npos);
-  CHECK(within >= 9);
+  CHECK(within >= 10);
   CHECK(wrong == 0);
   CHECK(rows > 150);
   CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F"});

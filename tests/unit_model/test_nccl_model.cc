@@ -39,13 +39,17 @@ TEST_CASE("nccl ring: tuning.cc latency and the NICs' bandwidth", "[nccl]") {
   CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(1, 8), S)->busbwGBps == Approx(141));
   auto old = h100(1, 8);
   old.ncclVersion = 21803;
-  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, old, S)->busbwGBps == Approx(90));
+  old.ringIntraGBps = 240;  // 240 / 4 = 60, below 2.18-2.20's Hopper one-node llMaxBw of 87.7
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, old, S)->busbwGBps == Approx(60));
+  old.ringIntraGBps = 360;  // 90 capped at 87.7
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, old, S)->busbwGBps == Approx(87.7));
   // more than 2 nodes: 20.4
   CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(4, 8), S)->busbwGBps == Approx(20.4));
   // one node, AllGather, before 2.21: / 3
   auto old1 = h100(1, 8);
   old1.ncclVersion = 21803;
-  CHECK(ncclCost("allgather", NcclAlgo::kRing, NcclProto::kLL, old1, S)->busbwGBps == Approx(120));
+  old1.ringIntraGBps = 240;  // 240 / 3 = 80
+  CHECK(ncclCost("allgather", NcclAlgo::kRing, NcclProto::kLL, old1, S)->busbwGBps == Approx(80));
   // LL128: 14 + 28 x 1.9 + 2 x 4 = 75.2 us; 360 x 0.92
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, S) == Approx(75.2 + S * f / (360 * 0.92e3)));
   // AllGather: 15 steps, 1 between nodes: 8.4 + 14 x 3.4 + 14 = 70 us; factor 15/16
@@ -145,18 +149,65 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   const double f = 2.0 * 31 / 32;
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
-  // PAT: one rank per node only; latency 8.4 + log2(8) x 14
+  // PAT: one rank per node only; tuning.cc 2.23+: latency 8 + log2(8) x 14 / 3.5 + 8 x 2.8 = 42.4 us,
+  // busbw 48 x 0.75 = 36 (2.24+), 48 x 0.85 = 40.8 in 2.23, none before 2.23
   auto p1 = h100(8, 1);
   CHECK_FALSE(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, m, 1e9));
   auto pat = ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9);
-  CHECK(pat->latUs == Approx(8.4 + 3 * 14));
-  CHECK(pat->busbwGBps == Approx(48));
-  // AllToAll, 2 nodes x 8: per node 8 S (8/16) leaves over 8 NICs: busbw = 8 x 48 x 15 / (8 x 8) = 90
+  CHECK(pat->latUs == Approx(42.4));
+  CHECK(pat->busbwGBps == Approx(36));
+  CHECK(ncclCost("reducescatter", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9)->timeUs ==
+        Approx(42.4 + 1e9 * (7.0 / 8) / 36e3));
+  // 1024 nodes: 8 + 10 x 4 + 2867.2 = 2915.2 us, the linear part dominating
+  CHECK(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, h100(1024, 1), 1e9)->latUs == Approx(2915.2));
+  p1.ncclVersion = 22304;
+  CHECK(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9)->busbwGBps == Approx(40.8));
+  p1.ncclVersion = 22203;
+  CHECK_FALSE(ncclCost("allgather", NcclAlgo::kPat, NcclProto::kSimple, p1, 1e9));
+  // AllToAll, 2 nodes x 8: per node 8 S (8/16) leaves over 8 NICs. Each GPU has 8 remote peers x 2 channels:
+  // 16 channels per NIC, so the NIC runs at its line rate 48 x 50/48 = 50: busbw = 8 x 50 x 15 / (8 x 8) = 93.75
   auto a = ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 8), 1e9);
-  CHECK(a->busbwGBps == Approx(90));
-  // 2 x 2: 2 x 48 x 3 / (2 x 2) = 72
-  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 2), 1e9)->busbwGBps == Approx(72));
+  CHECK(a->busbwGBps == Approx(93.75));
+  // 2 x 2: 2 remote peers x 2 channels x 2 GPUs / 2 NICs = 4 channels per NIC, line 50: 2 x 50 x 3 / (2 x 2) = 75
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 2), 1e9)->busbwGBps == Approx(75));
+  // 2 x 1: one remote peer, 2 channels: the 2-channel rate 48: 1 x 48 x 1 / (1 x 1) = 48
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 1), 1e9)->busbwGBps == Approx(48));
   CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 1), 1e9)->busbwGBps == Approx(48));
+  // SendRecv on 2 x 8: one peer per GPU, 2 channels on its NIC: 48, not the line rate
+  CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 8), 1e9)->busbwGBps == Approx(48));
+  // an explicit line rate: 2 x 8 AllToAll at 60 a NIC: 8 x 60 x 15 / 64 = 112.5; a line of 45, below the
+  // 2-channel rate, is taken as 48: 90
+  auto l = h100(2, 8);
+  l.nicLineGBps = 60;
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, l, 1e9)->busbwGBps == Approx(112.5));
+  l.nicLineGBps = 45;
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, l, 1e9)->busbwGBps == Approx(90));
+}
+
+TEST_CASE("nccl NICs: the rate of the channels on a NIC", "[nccl]") {
+  auto m = h100(2, 8);
+  // k channels on a NIC: min(line 50, 48 x k / 2)
+  CHECK(m.nicRate(1) == Approx(24));
+  CHECK(m.nicRate(2) == Approx(48));
+  CHECK(m.nicRate(3) == Approx(50));
+  CHECK(m.nicRate(16) == Approx(50));
+  m.nicLineGBps = 40;  // a line below the 2-channel rate is taken as that rate
+  CHECK(m.nicRate(2) == Approx(48));
+  CHECK(m.nicRate(4) == Approx(48));
+  // Ring, 2 x 8, node ring 1000: default (2 channels per NIC) 8 x 48 = 384; NCCL_MIN_CTAS=24: 3 per NIC,
+  // 8 x 50 = 400; 8 channels: 1 per NIC, 8 x 24 = 192
+  auto r = h100(2, 8);
+  r.ringIntraGBps = 1000;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, r, 1e9)->busbwGBps == Approx(384));
+  r.channels = 24;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, r, 1e9)->busbwGBps == Approx(400));
+  r.channels = 8;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, r, 1e9)->busbwGBps == Approx(192));
+  // 2 x 4 with 4 NICs and 8 channels (Snellius' INFO): 2 per NIC, 4 x 48 = 192
+  auto e = h100(2, 4);
+  e.ringIntraGBps = 1000;
+  e.channels = 8;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, e, 1e9)->busbwGBps == Approx(192));
 }
 
 TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channels", "[nccl]") {
@@ -176,9 +227,22 @@ TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channe
   CHECK(r.best.proto == NcclProto::kSimple);
   f.proto = NcclProto::kLL128;
   CHECK(ncclChoose("allreduce", m, 8e9, f).best.proto == NcclProto::kLL128);
-  // channels cap LL128: 4 channels x 36.7
-  m.channels = 4;
-  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, 1e9)->busbwGBps == Approx(4 * 36.7));
+  // channels cap LL128: one node, 4 channels x 36.7 = 146.8 below 360 x 0.92
+  auto one = h100(1, 8);
+  one.channels = 4;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, one, 1e9)->busbwGBps == Approx(4 * 36.7));
+  // the tree's per-channel maxima by node count (tuning.cc, Hopper): LL128 36.7 on 2 nodes, 29 on 4;
+  // Simple 41.4 on 2, 36 on 4. 2 channels: the tree's network term would be far above.
+  auto tr = h100(2, 8);
+  tr.channels = 2;
+  tr.nicGBps = 1000;
+  tr.ringIntraGBps = 1000;
+  const double S8 = 8e9;  // treeCorrection 1 above 256 MiB
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, tr, S8)->busbwGBps == Approx(2 * 36.7));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, tr, S8)->busbwGBps == Approx(2 * 41.4));
+  tr.nodes = 4;
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL128, tr, S8)->busbwGBps == Approx(2 * 29.0));
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kSimple, tr, S8)->busbwGBps == Approx(2 * 36.0));
   NcclForce bad;
   bad.algo = NcclAlgo::kPat;
   CHECK_THROWS_AS(ncclChoose("allreduce", m, 1e6, bad), fb::InputError);
