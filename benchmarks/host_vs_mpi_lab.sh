@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
-LAB=$SRC/tests/slurm
+LAB=$SRC/tests/e2e/slurm
 RATES=${RATES:-"1gbit 500mbit"}
 SHAPES=${SHAPES:-"2x1 3x1 4x1 2x2 3x2 4x2"}
 MIN=${MIN:-4K} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}

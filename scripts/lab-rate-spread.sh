@@ -11,7 +11,7 @@
 # namespace for the run), REPS (3). SECS (5) per trial. Needs root (exit 77 without); 2 = bad input.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-LAB=$HERE/../tests/slurm
+LAB=$HERE/../tests/e2e/slurm
 SRATE=${1:-1gbit} COUNTS=${2:-"2 3"} CCS=${3:-"bbr"} REPS=${4:-3} SECS=${SECS:-5}
 [[ $SRATE =~ ^([0-9.]+)([kmg]?)bit$ ]] || { echo "lab-rate-spread: bad rate '$SRATE'" >&2; exit 2; }
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "lab-rate-spread: bad REPS '$REPS'" >&2; exit 2; }

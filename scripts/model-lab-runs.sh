@@ -17,7 +17,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
-LAB=$SRC/tests/slurm
+LAB=$SRC/tests/e2e/slurm
 RATE=${1:-}
 OUTDIR=${2:-}
 PREFIX=${3:-}
