@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     recorder.stopHandlingSignals();
     benchmark::Shutdown();
   }
-  // Tests only (tests/mpi/faults.py, phase "shutdown"): a pause before shutdown, to stop a rank there.
+  // Tests only (tests/e2e/mpi/faults.py, phase "shutdown"): a pause before shutdown, to stop a rank there.
   if (const char* p = std::getenv("FB_TEST_SHUTDOWN_PAUSE_MS"))
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(p)));
   fb::shutdown::armShutdownWatchdog(std::chrono::seconds(startupTimeout), rc);

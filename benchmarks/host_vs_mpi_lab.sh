@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# host_vs_mpi_lab.sh - host_vs_mpi.sh's comparison on the namespace/Slurm lab (tests/slurm/lab_up.sh):
+# host_vs_mpi_lab.sh - host_vs_mpi.sh's comparison on the namespace/Slurm lab (tests/e2e/slurm/lab_up.sh):
 # the host baseline (tcp) against Open MPI (tcp btl over the same eth0), interleaved point by point
 # in one job (build/benchmarks/host_vs_mpi, launched with srun --mpi=pmix), every node's "NIC" shaped
 # by tc tbf to each RATE. Per rate, shape (NxG: N nodes x G ranks per node) and run, one job; a
@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
-LAB=$SRC/tests/slurm
+LAB=$SRC/tests/e2e/slurm
 RATES=${RATES:-"1gbit 500mbit"}
 SHAPES=${SHAPES:-"2x1 3x1 4x1 2x2 3x2 4x2"}
 MIN=${MIN:-4K} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
@@ -44,7 +44,7 @@ if [[ ${TABLE_ONLY:-0} != 1 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
   # As slurm/fabricbench.env and the lab's other jobs: one connection per peer gives Open MPI half the
-  # shaped link both ways (tests/slurm/accept_lab.sh), so two.
+  # shaped link both ways (tests/e2e/slurm/accept_lab.sh), so two.
   export OMPI_MCA_btl_tcp_links=${OMPI_MCA_btl_tcp_links:-2}
   export FB_PROGRESS=${FB_PROGRESS:-block} FB_TCP_CC=system
   export FBLAB_NODES=$maxn

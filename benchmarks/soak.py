@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 import uuid
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mpi"))
-import ranks  # noqa: E402 (tests/mpi/ranks.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e", "mpi"))
+import ranks  # noqa: E402 (tests/e2e/mpi/ranks.py)
 
 
 def rank_pids(mark):

@@ -3,7 +3,7 @@
 # (a ring, as ring collectives load the links: one flow out and one flow in per node "NIC") with
 # iperf3, all flows at once, REPS times per node count and congestion control; prints each flow's
 # goodput as a share of the shaped rate's TCP goodput (1448/1514 of the rate), with the median, min and
-# max per configuration, and the tbf drops. Run it on a lab that is up (tests/slurm/lab_up.sh with
+# max per configuration, and the tbf drops. Run it on a lab that is up (tests/e2e/slurm/lab_up.sh with
 # FBLAB_RATE), or it brings one up and down itself.
 #
 #   flock /work/locks/lab scripts/lab-rate-spread.sh 1gbit "2 3" "bbr reno" 3
@@ -11,7 +11,7 @@
 # namespace for the run), REPS (3). SECS (5) per trial. Needs root (exit 77 without); 2 = bad input.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-LAB=$HERE/../tests/slurm
+LAB=$HERE/../tests/e2e/slurm
 SRATE=${1:-1gbit} COUNTS=${2:-"2 3"} CCS=${3:-"bbr"} REPS=${4:-3} SECS=${SECS:-5}
 [[ $SRATE =~ ^([0-9.]+)([kmg]?)bit$ ]] || { echo "lab-rate-spread: bad rate '$SRATE'" >&2; exit 2; }
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "lab-rate-spread: bad REPS '$REPS'" >&2; exit 2; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # model-lab-runs.sh - the measured runs that fabricbench-model's lab validation fits and checks:
-# tcp + mpi AllReduce/AllGather/ReduceScatter on the namespace/Slurm lab (tests/slurm/lab_up.sh)
+# tcp + mpi AllReduce/AllGather/ReduceScatter on the namespace/Slurm lab (tests/e2e/slurm/lab_up.sh)
 # with every node's "NIC" shaped by tc to RATE, one run folder per nodes x ranks-per-node shape.
 #
 #   flock /work/locks/lab scripts/model-lab-runs.sh RATE OUTDIR PREFIX [SHAPES]
@@ -17,7 +17,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
-LAB=$SRC/tests/slurm
+LAB=$SRC/tests/e2e/slurm
 RATE=${1:-}
 OUTDIR=${2:-}
 PREFIX=${3:-}

@@ -1,5 +1,5 @@
 // Which GPUs fabricbench-peer uses and which of the asked-for tests it skips, decided from the
-// visible GPU count before anything runs (pure: unit-tested in tests/unit/test_peer_plan.cc).
+// visible GPU count before anything runs (pure: unit-tested in tests/benchmarks/test_peer_plan.cc).
 // The pair tests (ce, sm, bidir, bulk) need two distinct GPUs; host, reduce, matrix and sanity
 // run on one. On a host with one GPU and no --gpus, the one-GPU tests run on GPU 0 and the pair
 // tests are skipped with the reason; a --gpus that names a GPU that does not exist is bad input.

@@ -30,7 +30,7 @@ run build 300 cmake --build $B -j 32 --target fabricbench-peer test_kernels test
 P=$B/benchmarks/peer/fabricbench-peer
 F=$B/benchmarks/fabricbench
 AR="mpirun -np 2 $F --collective allreduce --placement out --timeout 30"
-run test_cuda_collectives 150 mpirun -np 2 $B/tests/kernels/test_cuda_collectives
+run test_cuda_collectives 150 mpirun -np 2 $B/tests/collectives/test_cuda_collectives
 run peer 150 $P --sm-sweep --results-dir "$RD" --run-id peer-h200x2
 run allreduce 240 $AR --transport cuda,nccl --path nvlink -b 8 -e 1G -f 2 -n 50 -w 10 \
   --results-dir "$RD" --run-id allreduce-cuda-vs-nccl

@@ -3,7 +3,7 @@
 // up at the deadline, else yield the core and query again, as nccl-tests' testStreamSynchronize
 // does. Never a sleep: a waiter that sleeps sees the end of the work up to one sleep late, and the
 // host timer (nccl-tests' method) counts that. No CUDA here, so the loop is unit-tested with a fake
-// query (tests/unit/test_gpu_wait.cc).
+// query (tests/gpu/test_gpu_wait.cc).
 #pragma once
 #include <thread>
 

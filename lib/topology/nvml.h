@@ -1,7 +1,7 @@
 // NVML (the driver's GPU management library) opened at run time, as NCCL does: dlopen of
 // libnvidia-ml.so.1, no link-time dependency and no nvml.h. The few types and prototypes the
 // inventory calls are declared here from NVML's public API reference. The loader is a symbol
-// resolver so tests hand in fake functions (tests/topology/inventory_test.cc).
+// resolver so tests hand in fake functions (tests/topology/test_inventory.cc).
 #pragma once
 #include <cstddef>
 #include <functional>

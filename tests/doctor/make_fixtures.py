@@ -147,15 +147,16 @@ ROCE_GID_V2 = (3, "0000:0000:0000:0000:0000:ffff:0a00:0005", "RoCE v2", "eth2")
 
 def h200x2(root):
     common(root, env="NCCL_NVLS_ENABLE=0\n")
-    # recorded on the 2xH200 host: uuid, memory, vbios from tests/unit_report/data/
+    # recorded on the 2xH200 host: uuid, memory, vbios from tests/data/topology/
     # nvidia_smi_query_gpu_2xH200.csv, PCIe current/max from tests/data/topology/gpu_query.csv
     w(root, "/_commands/" + QUERY,
       gpu_row(0, "NVIDIA H200", "00000000:00:06.0", "Disabled", "580.159.04", "GPU-dcb12c3d-829c-e1af-f387-4975af14d0d4",
               "143771", "96.00.A5.00.1A", ("5", "5", "16", "16")) +
       gpu_row(1, "NVIDIA H200", "00000000:00:07.0", "Disabled", "580.159.04", "GPU-3a819cdb-d032-6280-36f1-3b58795dc238",
               "143771", "96.00.A5.00.1A", ("5", "5", "16", "16")))
-    shutil.copy(f"{TOPO}/topo_m.txt", os.path.join(root, "_commands/nvidia-smi_topo_-m"))
-    shutil.copy(f"{TOPO}/topo_p2p_r.txt", os.path.join(root, "_commands/nvidia-smi_topo_-p2p_r"))
+    # the recordings themselves, linked (one copy, in tests/data/topology)
+    for cmd, rec in (("nvidia-smi_topo_-m", "topo_m.txt"), ("nvidia-smi_topo_-p2p_r", "topo_p2p_r.txt")):
+        link(root, "/_commands/" + cmd, os.path.relpath(os.path.join(TOPO, rec), os.path.join(root, "_commands")))
     for bdf in ("0000:00:06.0", "0000:00:07.0"):  # on the root bus of a VM: no bridge above
         pci(root, [bdf], gpu_attrs())
     w(root, "/sys/module/nvidia/version", "580.159.04\n")

@@ -1,4 +1,4 @@
-"""Finding the ranks of one mpirun job from outside it (tests/mpi/e2e.py, tests/mpi/faults.py,
+"""Finding the ranks of one mpirun job from outside it (tests/e2e/mpi/e2e.py, tests/e2e/mpi/faults.py,
 benchmarks/soak.py): each job is started with a marker variable (-x NAME=value), and its ranks are
 the fabricbench processes whose environment holds that marker."""
 import os

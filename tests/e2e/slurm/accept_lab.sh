@@ -14,7 +14,7 @@
 # Needs root; the lab's own prefix/net (fba, 10.232.0) so it does not collide with another lab.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
 export FBLAB_NODES=${FBLAB_NODES:-6} FBLAB_PREFIX=${FBLAB_PREFIX:-fba} FBLAB_NET=${FBLAB_NET:-10.232.0} \
        FBLAB_DIR=${FBLAB_DIR:-/tmp/fabricbench-lab-accept}
 source "$HERE/lab_common.sh"

@@ -7,7 +7,7 @@
 # FB_MODULES names are loaded in order. Fast (label unit); no root, no lab.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }

@@ -133,7 +133,7 @@ def case_timer(a):
 def fake_gpu_path(d):
     """A directory with an nvidia-smi that reports the 2xH200 node (no real GPU behind it)."""
     # The 2xH200 answer to the inventory's GPU query (lib/topology/inventory.cc), from the doctor's fixture machine.
-    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "doctor", "h200x2", "_commands",
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "doctor", "h200x2", "_commands",
                         "nvidia-smi_--query-gpu=index,name,uuid,pci.bus_id,memory.total,driver_version,vbios_version,"
                         "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,"
                         "mig.mode.current_--format=csv,noheader,nounits")

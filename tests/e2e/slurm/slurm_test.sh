@@ -27,7 +27,7 @@
 # python3 and the fabricbench binary: FB_TEST_BIN=<build>/benchmarks/fabricbench (ctest sets it).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
 CASE=${1:?case}
 source "$HERE/lab_common.sh"
 

@@ -9,7 +9,7 @@
 # Needs root (exit 77 without, like every lab test). FB_TEST_BIN and FB_MODEL_BIN: the binaries.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces, tc)"; exit 77; }
 MODEL=${FB_MODEL_BIN:-$SRC/build/tools/fabricbench-model}
 [ -x "$MODEL" ] || { echo "FAIL: fabricbench-model not found: $MODEL"; exit 1; }

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 A = None
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FAILS = []
 
 
