@@ -316,15 +316,18 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
 std::map<std::string, long long> cpuContentionCounters() {
   namespace fs = std::filesystem;
   std::map<std::string, long long> c;
-  long long waitNs = 0;
+  long long runNs = 0, waitNs = 0;
   bool any = false;
   std::error_code ec;
   for (const auto& t : fs::directory_iterator("/proc/self/task", ec)) {
     std::ifstream in(t.path() / "schedstat");
     long long run = 0, wait = 0;
-    if (in >> run >> wait) waitNs += wait, any = true;
+    if (in >> run >> wait) runNs += run, waitNs += wait, any = true;
   }
-  if (any) c["cpu run-queue wait ms (rank)"] = waitNs / 1000000;
+  if (any) {
+    c[kRankWait] = waitNs / 1000000;
+    c[kRankRun] = runNs / 1000000;
+  }
   std::ifstream psi("/proc/pressure/cpu");
   for (std::string line; std::getline(psi, line);) {
     auto at = line.find("total=");
@@ -338,12 +341,11 @@ std::string counterCause(const std::string& key, double x, const std::vector<dou
   const double med = statsOf(allUnits, true).median;
   seconds = std::max(seconds, 1e-3);
   const std::string text = fmt::format("counter {} +{} during the pair test (median unit +{})", key, x, med);
+  if (key == kRankWait || key == kRankRun) return "";  // judged together by busyUnits
   if (key.rfind("cpu ", 0) == 0) {
-    // waiting for a CPU 10 % or more of the pair test beyond the median unit, and 1.5x as long: on
-    // nodes of their own the others wait ~0; on shared cores (the lab) every unit waits some
+    // node CPU pressure 10 % or more of the pair test beyond the median unit, and 1.5x as long
     if (x >= 1.5 * med && x - med >= 0.10 * seconds * 1000)
-      return fmt::format("{}: waited for a CPU {:.0f} % of the {:.1f} s pair test (median unit {:.0f} %): another process "
-                         "busy on this node",
+      return fmt::format("{}: CPU pressure {:.0f} % of the {:.1f} s pair test (median unit {:.0f} %): another process busy on this node",
                          text, 100 * x / (1000 * seconds), seconds, 100 * med / (1000 * seconds));
     return "";
   }
@@ -354,20 +356,42 @@ std::string counterCause(const std::string& key, double x, const std::vector<dou
 
 std::vector<std::pair<int, std::string>> busyUnits(const std::vector<std::map<std::string, double>>& deltas, double seconds) {
   std::vector<std::pair<int, std::string>> out;
+  const int n = static_cast<int>(deltas.size());
+  seconds = std::max(seconds, 1e-3);
+  auto get = [&](int u, const std::string& k) { return deltas[u].count(k) ? deltas[u].at(k) : 0.0; };
+  // The rank's wait: 10 % or more of the pair test beyond the median unit's, and per ms on a CPU
+  // 1.5x the median unit's. The second keeps out a rank that waits more only because it runs
+  // more (rank 0 gathers and prints).
+  std::vector<double> wait(n), share(n);
+  for (int u = 0; u < n; ++u) {
+    wait[u] = get(u, kRankWait);
+    double run = get(u, kRankRun);
+    share[u] = run > 0 ? wait[u] / run : 0;
+  }
+  const double medWait = statsOf(wait, true).median, medShare = statsOf(share, true).median;
   std::set<std::string> keys;
   for (const auto& d : deltas)
     for (const auto& [k, v] : d)
-      if (k.rfind("cpu ", 0) == 0) keys.insert(k);
-  for (int u = 0; u < static_cast<int>(deltas.size()); ++u)
+      if (k.rfind("cpu ", 0) == 0 && k != kRankWait && k != kRankRun) keys.insert(k);
+  for (int u = 0; u < n; ++u) {
+    if (wait[u] - medWait >= 0.10 * seconds * 1000 && share[u] >= 1.5 * medShare && share[u] > 0) {
+      out.emplace_back(u, fmt::format("counter {} +{} during the pair test (median unit +{}): the rank waited for a CPU "
+                                      "{:.0f} % of the {:.1f} s pair test (median unit {:.0f} %), {:.2g} ms per ms it ran "
+                                      "(median unit {:.2g}): another process busy on this node",
+                                      kRankWait, wait[u], medWait, 100 * wait[u] / (1000 * seconds), seconds,
+                                      100 * medWait / (1000 * seconds), share[u], medShare));
+      continue;
+    }
     for (const auto& k : keys) {
       std::vector<double> all;
-      for (const auto& d : deltas) all.push_back(d.count(k) ? d.at(k) : 0.0);
+      for (int x = 0; x < n; ++x) all.push_back(get(x, k));
       std::string why = counterCause(k, all[u], all, seconds);
       if (!why.empty()) {
         out.emplace_back(u, why);
         break;
       }
     }
+  }
   return out;
 }
 

@@ -137,15 +137,17 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
 // CPU contention, the evidence of a busy node (a CPU hog): counters of this process and node,
 // in ms, for the before/after deltas of the pair test.
 //   "cpu run-queue wait ms (rank)": this process's threads' time runnable but not running
-//     (/proc/self/task/*/schedstat, 2nd field): another process had the CPU;
+//     (/proc/self/task/*/schedstat, 2nd field): another process had the CPU; "cpu on-CPU ms
+//     (rank)": their time running (1st field);
 //   "cpu pressure some ms (node)": /proc/pressure/cpu "some" total (PSI, where the kernel has it).
+inline const std::string kRankWait = "cpu run-queue wait ms (rank)", kRankRun = "cpu on-CPU ms (rank)";
 std::map<std::string, long long> cpuContentionCounters();
 // Whether one unit's counter delta over the pair test explains a slow unit, judged against the
 // median unit (a counter rising alike everywhere explains nothing): the line of evidence, or "".
 // seconds: the pair test's wall time.
 std::string counterCause(const std::string& key, double delta, const std::vector<double>& allUnits, double seconds);
-// Busy nodes: units whose CPU-contention counter rose far above the median unit's (counterCause),
-// with that line. A node fault by itself, slow pairs or not: its ranks delay every collective.
+// Busy nodes: units whose rank waited for a CPU far beyond the median unit (in time and as a share
+// of its runnable time), or whose node CPU pressure rose far above the median's; with that line. A node fault by itself, slow pairs or not: its ranks delay every collective.
 // deltas[u]: unit u's counter deltas over the pair test.
 std::vector<std::pair<int, std::string>> busyUnits(const std::vector<std::map<std::string, double>>& deltas, double seconds);
 

@@ -491,14 +491,18 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     // Retests: the suspects again, in disjoint batches, until none clears or `retests` rounds.
     accept::Thresholds th;
     th.lineRateFloor = a.floor;
-    for (int k = 0; k < a.retests; ++k) {
+    // After the last round, one more for the pairs that became slow only then (the retests moved
+    // the median and MAD) and were never measured again: no pair is named without a retest.
+    std::set<accept::Pair> retested;
+    for (int k = 0; k < a.retests + (a.retests > 0 ? 1 : 0); ++k) {
       std::string list;
       if (bs.rank() == 0)
-        for (const auto& f : accept::slowPairs(pr.m, th)) list += fmt::format("{} {}\n", f.pair.first, f.pair.second);
+        for (const auto& f : accept::slowPairs(pr.m, th))
+          if (k < a.retests || !retested.count(f.pair)) list += fmt::format("{} {}\n", f.pair.first, f.pair.second);
       list = broadcastString(bs, list);
       std::vector<accept::Pair> sus;
       std::istringstream in(list);
-      for (int x, y; in >> x >> y;) sus.emplace_back(x, y);
+      for (int x, y; in >> x >> y;) sus.emplace_back(x, y), retested.insert(sus.back());
       if (sus.empty()) break;
       // Few suspects: each alone (no other pair's traffic or CPU load beside it); many (a node
       // fault's pairs, a fabric-wide spread): in disjoint batches.
@@ -708,9 +712,14 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         for (const auto& [k, v] : cf[u]["counters"].items()) deltas[u][k] = v.get<double>();
       for (const auto& [u, what] : accept::busyUnits(deltas, pairSeconds)) {
         bool named = false;
-        for (const auto& s : suspects) named = named || (s["kind"] == "node" && s["units"] == json::array({names[u]}));
+        for (auto& s : suspects)
+          if (s["kind"] == "node" && s["units"] == json::array({names[u]})) {
+            if (std::find(s["likely_cause"].begin(), s["likely_cause"].end(), json(names[u] + ": " + what)) == s["likely_cause"].end())
+              s["likely_cause"].push_back(names[u] + ": " + what);  // the rank counters have no counterCause line
+            named = true;
+          }
         if (named) continue;
-        json why = {"busy node: " + what}, cause = json::array(), rest = json::array();
+        json why = {"busy node: " + what}, cause = {names[u] + ": " + what}, rest = json::array();
         for (auto& s : suspects) {  // its slow pairs are explained by it, as a node fault's are
           auto us = s["units"].get<std::vector<std::string>>();
           if (s["kind"] == "link" && std::find(us.begin(), us.end(), names[u]) != us.end())
@@ -718,7 +727,8 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
           else rest.push_back(s);
         }
         suspects = rest;
-        for (const auto& c : causesOf(u, accept::PathVerdict{}, "")) cause.push_back(names[u] + ": " + c);
+        for (const auto& c : causesOf(u, accept::PathVerdict{}, ""))
+          if (c != what) cause.push_back(names[u] + ": " + c);
         suspects.push_back({{"kind", "node"}, {"path", "cpu"}, {"units", {names[u]}}, {"why", why}, {"likely_cause", cause}});
       }
     }

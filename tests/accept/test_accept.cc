@@ -137,19 +137,30 @@ TEST_CASE("verdict: a half-rate node with noisy pairs beside it is a node fault,
 }
 
 TEST_CASE("busy node: a rank waiting for a CPU far beyond the median unit") {
-  const std::string k = "cpu run-queue wait ms (rank)";
-  // 10 s pair test; the others waited ~1 s (shared cores), unit 3 waited 4 s: 30 % more
-  std::vector<std::map<std::string, double>> d = {{{k, 1000}}, {{k, 1100}}, {{k, 900}}, {{k, 4000}}, {{k, 1050}}, {{k, 950}}};
+  const std::string w = kRankWait, r = kRankRun;
+  // 10 s pair test; the others waited ~1 s per ~0.5 s on a CPU (shared cores), unit 3 waited 4 s
+  // per 0.5 s: 30 % of the test more, 8 ms per ms against 2
+  std::vector<double> waits = {1000, 1100, 900, 4000, 1050, 950}, runs = {500, 550, 450, 500, 520, 480};
+  std::vector<std::map<std::string, double>> d(6);
+  for (int u = 0; u < 6; ++u) d[u] = {{w, waits[u]}, {r, runs[u]}};
   auto b = busyUnits(d, 10.0);
   REQUIRE(b.size() == 1);
   REQUIRE(b[0].first == 3);
-  REQUIRE(b[0].second.find("waited for a CPU 40 % of the 10.0 s pair test (median unit 10 %)") != std::string::npos);
-  // 1.9 s: 9 % of the test beyond the median (under 10 %): not busy; nor 2 x a tiny median by 0.1 s
-  d[3][k] = 1900;
+  REQUIRE(b[0].second.find("waited for a CPU 40 % of the 10.0 s pair test (median unit 10 %), 8 ms per ms it ran (median unit 2)") !=
+          std::string::npos);
+  // 1.9 s: 9 % of the test beyond the median (under 10 %): not busy; nor 2x a tiny median by 0.1 s
+  d[3][w] = 1900;
   REQUIRE(busyUnits(d, 10.0).empty());
-  for (auto& x : d) x[k] = 50;
-  d[3][k] = 100;
+  for (auto& x : d) x[w] = 50;
+  d[3][w] = 100;
   REQUIRE(busyUnits(d, 10.0).empty());
+  // rank 0 waiting 3 s more because it ran 3x as long (the same wait per ms on a CPU): not busy
+  for (int u = 0; u < 6; ++u) d[u] = {{w, waits[u]}, {r, runs[u]}};
+  d[3] = {{w, 1000}, {r, 500}};
+  d[0] = {{w, 4000}, {r, 1900}};
+  REQUIRE(busyUnits(d, 10.0).empty());
+  // the rank counters alone give no counter line (busyUnits judges them together)
+  REQUIRE(counterCause(w, 4000, {1000, 4000, 900}, 10.0).empty());
   // node-wide PSI counts the same way; other counters never make a unit busy
   std::vector<std::map<std::string, double>> e = {{{"cpu pressure some ms (node)", 0}, {"eth0 rx_errors", 0}},
                                                   {{"cpu pressure some ms (node)", 3000}, {"eth0 rx_errors", 0}},
@@ -168,6 +179,8 @@ TEST_CASE("cpu contention counters of this process") {
   auto c = cpuContentionCounters();
   REQUIRE(c.count("cpu run-queue wait ms (rank)") == 1);  // /proc/self/task/*/schedstat
   REQUIRE(c["cpu run-queue wait ms (rank)"] >= 0);
+  REQUIRE(c.count(kRankRun) == 1);
+  REQUIRE(c[kRankRun] >= 0);
 }
 
 TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
