@@ -234,6 +234,22 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
   return out;
 }
 
+std::vector<Pair> retestPairs(const PairMatrix& m, const Thresholds& t, const Expectations& e) {
+  std::set<Pair> out;
+  for (const auto& f : slowPairs(m, t)) out.insert(f.pair);
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) {
+      double x = m.get(m.bw, a, b), l = m.get(m.lat, a, b), rate = m.get(m.lineRate, a, b);
+      bool fails = std::isfinite(x) && std::isfinite(rate) && rate > 0 && x < t.lineRateFloor * rate;
+      for (const auto& p : e.pairs)
+        if (p.path == m.path)
+          fails = fails || (p.minGBps && p.bytes == m.bwBytes && std::isfinite(x) && x < *p.minGBps) ||
+                  (p.maxLatUs && p.bytes == m.latBytes && std::isfinite(l) && l > *p.maxLatUs);
+      if (fails) out.insert({a, b});
+    }
+  return {out.begin(), out.end()};
+}
+
 PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
                       const std::vector<std::string>& names) {
   PathVerdict v;

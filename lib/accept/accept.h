@@ -129,6 +129,9 @@ struct PathVerdict {
 // Pairs slow by the relative rules (against the best pair and the median/MAD) — what a retest
 // re-measures.
 std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t);
+// What a retest round re-measures: the slow pairs, and the pairs below an absolute threshold (the
+// line-rate floor, an --expect minimum or maximum latency), so that one dip does not fail a pair.
+std::vector<Pair> retestPairs(const PairMatrix& m, const Thresholds& t, const Expectations& e);
 // The whole verdict on one path. names[i]: unit i's name for the texts.
 PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
                       const std::vector<std::string>& names);

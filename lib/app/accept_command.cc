@@ -497,8 +497,8 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     for (int k = 0; k < a.retests + (a.retests > 0 ? 1 : 0); ++k) {
       std::string list;
       if (bs.rank() == 0)
-        for (const auto& f : accept::slowPairs(pr.m, th))
-          if (k < a.retests || !retested.count(f.pair)) list += fmt::format("{} {}\n", f.pair.first, f.pair.second);
+        for (const auto& p : accept::retestPairs(pr.m, th, expect))
+          if (k < a.retests || !retested.count(p)) list += fmt::format("{} {}\n", p.first, p.second);
       list = broadcastString(bs, list);
       std::vector<accept::Pair> sus;
       std::istringstream in(list);

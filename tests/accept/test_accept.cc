@@ -234,6 +234,28 @@ TEST_CASE("verdict: thresholds from the line rate and from --expect") {
   REQUIRE(v2.failures.size() == 12);  // 6 pairs x (bandwidth, latency)
 }
 
+TEST_CASE("retests: slow pairs and pairs below an absolute threshold") {
+  auto m = clean(6, 10.0, 5.0, 11.0);  // floor 0.9 x 11 = 9.9 GB/s: the clean pairs (9.8-10.2) straddle it
+  Thresholds t;
+  auto r = retestPairs(m, t, Expectations{});
+  REQUIRE(slowPairs(m, t).empty());
+  int wrong = 0, below = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) {
+      bool want = m.get(m.bw, a, b) < 9.9;
+      below += want;
+      if (want != (std::find(r.begin(), r.end(), Pair{a, b}) != r.end())) ++wrong;
+    }
+  REQUIRE(below > 0);
+  REQUIRE(wrong == 0);
+  m.set(1, 4, 6.0, 5.0, 11.0);  // a slow pair is retested too
+  r = retestPairs(m, t, Expectations{});
+  REQUIRE(std::find(r.begin(), r.end(), Pair{1, 4}) != r.end());
+  Expectations e;
+  e.pairs.push_back({"tcp", 8, std::nullopt, 4.0});  // every pair's 5 us latency above 4: all retested
+  REQUIRE(retestPairs(clean(6), t, e).size() == 15);
+}
+
 TEST_CASE("clean() is what the clean test assumes") {
   auto m = clean(16, 10.0, 5.0, 12.5);
   auto v = judgePath(m, Thresholds{0.75}, Expectations{}, names(16));
