@@ -234,6 +234,22 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
   return out;
 }
 
+std::vector<Pair> retestPairs(const PairMatrix& m, const Thresholds& t, const Expectations& e) {
+  std::set<Pair> out;
+  for (const auto& f : slowPairs(m, t)) out.insert(f.pair);
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) {
+      double x = m.get(m.bw, a, b), l = m.get(m.lat, a, b), rate = m.get(m.lineRate, a, b);
+      bool fails = std::isfinite(x) && std::isfinite(rate) && rate > 0 && x < t.lineRateFloor * rate;
+      for (const auto& p : e.pairs)
+        if (p.path == m.path)
+          fails = fails || (p.minGBps && p.bytes == m.bwBytes && std::isfinite(x) && x < *p.minGBps) ||
+                  (p.maxLatUs && p.bytes == m.latBytes && std::isfinite(l) && l > *p.maxLatUs);
+      if (fails) out.insert({a, b});
+    }
+  return {out.begin(), out.end()};
+}
+
 PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
                       const std::vector<std::string>& names) {
   PathVerdict v;
@@ -265,7 +281,27 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
     for (int b = 0; b < m.n; ++b)
       if (a != b && std::isfinite(m.get(m.bw, a, b))) ++measured[a];
   const int pairsMeasured = v.bw.count > 0 ? v.bw.count : v.lat.count;
-  if (m.n >= 4 && static_cast<double>(v.slow.size()) > t.fabricFraction * pairsMeasured) {
+  // Node faults first: a unit with most of its pairs slow. With 6 units a half-rate node makes 5
+  // of 15 pairs slow; a few noisy pairs beside them must not turn that into "fabric".
+  std::set<int> nodeFaults;
+  if (m.n >= 3)
+    for (int a = 0; a < m.n; ++a)
+      if (slowCount[a] >= 2 && slowCount[a] >= t.nodeFraction * measured[a]) nodeFaults.insert(a);
+  // Fabric-wide: more than fabricFraction of the pairs slow, unless node faults explain at most
+  // that fraction of the pairs and the pairs between the other units are mostly fine.
+  int restSlow = 0, restPairs = 0, explained = 0;
+  for (const auto& f : v.slow)
+    if (!nodeFaults.count(f.pair.first) && !nodeFaults.count(f.pair.second)) ++restSlow;
+    else ++explained;
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b)
+      if (!nodeFaults.count(a) && !nodeFaults.count(b) &&
+          (std::isfinite(m.get(m.bw, a, b)) || std::isfinite(m.get(m.lat, a, b))))
+        ++restPairs;
+  const bool nodesExplain = !nodeFaults.empty() && explained <= t.fabricFraction * pairsMeasured &&
+                            restSlow <= t.fabricFraction * restPairs;
+  const bool fabric = m.n >= 4 && static_cast<double>(v.slow.size()) > t.fabricFraction * pairsMeasured && !nodesExplain;
+  if (fabric) {
     Suspect s{"fabric", {}, m.path, {}, {}};
     s.why.push_back(fmt::format("{} of {} pairs slow on {}: no node or link stands out (bandwidth median {:.3g} GB/s, MAD {:.3g}; "
                                 "latency median {:.3g} us, MAD {:.3g}); a shared switch, oversubscription or a busy host",
@@ -273,10 +309,6 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
     v.suspects.push_back(s);
     return v;
   }
-  std::set<int> nodeFaults;
-  if (m.n >= 3)
-    for (int a = 0; a < m.n; ++a)
-      if (slowCount[a] >= 2 && slowCount[a] >= t.nodeFraction * measured[a]) nodeFaults.insert(a);
   for (int a : nodeFaults) {
     Suspect s{"node", {a}, m.path, {}, {}};
     s.why.push_back(fmt::format("{} of its {} pairs slow on {}", slowCount[a], measured[a], m.path));
@@ -294,6 +326,89 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
     v.suspects.push_back(s);
   }
   return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+std::map<std::string, long long> cpuContentionCounters() {
+  namespace fs = std::filesystem;
+  std::map<std::string, long long> c;
+  long long runNs = 0, waitNs = 0;
+  bool any = false;
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(t.path() / "schedstat");
+    long long run = 0, wait = 0;
+    if (in >> run >> wait) runNs += run, waitNs += wait, any = true;
+  }
+  if (any) {
+    c[kRankWait] = waitNs / 1000000;
+    c[kRankRun] = runNs / 1000000;
+  }
+  std::ifstream psi("/proc/pressure/cpu");
+  for (std::string line; std::getline(psi, line);) {
+    auto at = line.find("total=");
+    if (line.rfind("some ", 0) == 0 && at != std::string::npos)
+      c["cpu pressure some ms (node)"] = std::atoll(line.c_str() + at + 6) / 1000;
+  }
+  return c;
+}
+
+std::string counterCause(const std::string& key, double x, const std::vector<double>& allUnits, double seconds) {
+  const double med = statsOf(allUnits, true).median;
+  seconds = std::max(seconds, 1e-3);
+  const std::string text = fmt::format("counter {} +{} during the pair test (median unit +{})", key, x, med);
+  if (key == kRankWait || key == kRankRun) return "";  // judged together by busyUnits
+  if (key.rfind("cpu ", 0) == 0) {
+    // node CPU pressure 10 % or more of the pair test beyond the median unit, and 1.5x as long
+    if (x >= 1.5 * med && x - med >= 0.10 * seconds * 1000)
+      return fmt::format("{}: CPU pressure {:.0f} % of the {:.1f} s pair test (median unit {:.0f} %): another process busy on this node",
+                         text, 100 * x / (1000 * seconds), seconds, 100 * med / (1000 * seconds));
+    return "";
+  }
+  // retransmissions happen on any busy shaped link: only far above the median unit counts
+  if (key.find("RetransSegs") != std::string::npos) return x > std::max(3 * med, med + 100) ? text : "";
+  return x > med ? text : "";
+}
+
+std::vector<std::pair<int, std::string>> busyUnits(const std::vector<std::map<std::string, double>>& deltas, double seconds) {
+  std::vector<std::pair<int, std::string>> out;
+  const int n = static_cast<int>(deltas.size());
+  seconds = std::max(seconds, 1e-3);
+  auto get = [&](int u, const std::string& k) { return deltas[u].count(k) ? deltas[u].at(k) : 0.0; };
+  // The rank's wait: 10 % or more of the pair test beyond the median unit's, and per ms on a CPU
+  // 1.5x the median unit's. The second keeps out a rank that waits more only because it runs
+  // more (rank 0 gathers and prints).
+  std::vector<double> wait(n), share(n);
+  for (int u = 0; u < n; ++u) {
+    wait[u] = get(u, kRankWait);
+    double run = get(u, kRankRun);
+    share[u] = run > 0 ? wait[u] / run : 0;
+  }
+  const double medWait = statsOf(wait, true).median, medShare = statsOf(share, true).median;
+  std::set<std::string> keys;
+  for (const auto& d : deltas)
+    for (const auto& [k, v] : d)
+      if (k.rfind("cpu ", 0) == 0 && k != kRankWait && k != kRankRun) keys.insert(k);
+  for (int u = 0; u < n; ++u) {
+    if (wait[u] - medWait >= 0.10 * seconds * 1000 && share[u] >= 1.5 * medShare && share[u] > 0) {
+      out.emplace_back(u, fmt::format("counter {} +{} during the pair test (median unit +{}): the rank waited for a CPU "
+                                      "{:.0f} % of the {:.1f} s pair test (median unit {:.0f} %), {:.2g} ms per ms it ran "
+                                      "(median unit {:.2g}): another process busy on this node",
+                                      kRankWait, wait[u], medWait, 100 * wait[u] / (1000 * seconds), seconds,
+                                      100 * medWait / (1000 * seconds), share[u], medShare));
+      continue;
+    }
+    for (const auto& k : keys) {
+      std::vector<double> all;
+      for (int x = 0; x < n; ++x) all.push_back(get(x, k));
+      std::string why = counterCause(k, all[u], all, seconds);
+      if (!why.empty()) {
+        out.emplace_back(u, why);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -75,12 +75,16 @@ struct PairMatrix {
   std::string path;                    // "tcp", "mpi", "verbs"
   int n = 0;
   std::vector<double> bw;              // n x n, GB/s per direction (symmetric), NaN = not measured
-  std::vector<double> lat;             // n x n, us (half round trip), NaN = not measured
+  // n x n, us, NaN = not measured: the latency floor, the shortest half round trip of every
+  // repetition of the pair (first round and retests). Host scheduling only adds to a round trip,
+  // so the floor is the path's; the median is kept beside it for the report.
+  std::vector<double> lat;
   std::vector<double> lineRate;        // n x n, GB/s nominal, NaN/negative = unknown
+  std::vector<double> latMedian;       // n x n, us: median half round trip (reported, not judged)
   std::size_t bwBytes = 0, latBytes = 0;
   explicit PairMatrix(int units = 0)
       : n(units), bw(std::size_t(units) * units, kNaN), lat(std::size_t(units) * units, kNaN),
-        lineRate(std::size_t(units) * units, kNaN) {}
+        lineRate(std::size_t(units) * units, kNaN), latMedian(std::size_t(units) * units, kNaN) {}
   double& at(std::vector<double>& v, int a, int b) { return v[std::size_t(a) * n + b]; }
   double get(const std::vector<double>& v, int a, int b) const { return v[std::size_t(a) * n + b]; }
   void set(int a, int b, double bwv, double latv, double rate) {
@@ -125,9 +129,30 @@ struct PathVerdict {
 // Pairs slow by the relative rules (against the best pair and the median/MAD) — what a retest
 // re-measures.
 std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t);
+// What a retest round re-measures: the slow pairs, and the pairs below an absolute threshold (the
+// line-rate floor, an --expect minimum or maximum latency), so that one dip does not fail a pair.
+std::vector<Pair> retestPairs(const PairMatrix& m, const Thresholds& t, const Expectations& e);
 // The whole verdict on one path. names[i]: unit i's name for the texts.
 PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectations& e,
                       const std::vector<std::string>& names);
+
+// ---------------------------------------------------------------------------------------------
+// CPU contention, the evidence of a busy node (a CPU hog): counters of this process and node,
+// in ms, for the before/after deltas of the pair test.
+//   "cpu run-queue wait ms (rank)": this process's threads' time runnable but not running
+//     (/proc/self/task/*/schedstat, 2nd field): another process had the CPU; "cpu on-CPU ms
+//     (rank)": their time running (1st field);
+//   "cpu pressure some ms (node)": /proc/pressure/cpu "some" total (PSI, where the kernel has it).
+inline const std::string kRankWait = "cpu run-queue wait ms (rank)", kRankRun = "cpu on-CPU ms (rank)";
+std::map<std::string, long long> cpuContentionCounters();
+// Whether one unit's counter delta over the pair test explains a slow unit, judged against the
+// median unit (a counter rising alike everywhere explains nothing): the line of evidence, or "".
+// seconds: the pair test's wall time.
+std::string counterCause(const std::string& key, double delta, const std::vector<double>& allUnits, double seconds);
+// Busy nodes: units whose rank waited for a CPU far beyond the median unit (in time and as a share
+// of its runnable time), or whose node CPU pressure rose far above the median's; with that line. A node fault by itself, slow pairs or not: its ranks delay every collective.
+// deltas[u]: unit u's counter deltas over the pair test.
+std::vector<std::pair<int, std::string>> busyUnits(const std::vector<std::map<std::string, double>>& deltas, double seconds);
 
 // ---------------------------------------------------------------------------------------------
 std::string sha256Hex(const std::string& data);

@@ -109,7 +109,7 @@ class MpiLink : public PairLink {
 };
 
 struct PairResult {
-  double bw = kNaNd(), lat = kNaNd();
+  double bw = kNaNd(), lat = kNaNd(), latMedian = kNaNd();  // lat: the floor (shortest round trip / 2)
   static double kNaNd() { return accept::kNaN; }
 };
 
@@ -127,7 +127,7 @@ PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::
     // a size's own time at 10 MB/s, plus the run's time-out
     return Deadline::in(timeout + std::chrono::milliseconds(bytes / 10000));
   };
-  // Latency: ping-pong, median of the round trips / 2.
+  // Latency: ping-pong; the shortest round trip / 2 is judged (accept.h: PairMatrix::lat), the median reported.
   std::vector<double> rtts;
   const int latWarm = 10;
   for (int i = 0; i < latWarm + a.latIters; ++i) {
@@ -143,7 +143,8 @@ PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::
   }
   if (lower && !rtts.empty()) {
     std::sort(rtts.begin(), rtts.end());
-    out.lat = rtts[rtts.size() / 2] / 2;
+    out.lat = rtts.front() / 2;
+    out.latMedian = rtts[rtts.size() / 2] / 2;
   }
   between();
   // Bandwidth: both directions at once.
@@ -198,6 +199,7 @@ std::map<std::string, long long> readCounters() {
     while (hk >> k && hv >> v)
       if (k == "RetransSegs") c["tcp RetransSegs"] = std::atoll(v.c_str());
   }
+  for (const auto& [k, v] : accept::cpuContentionCounters()) c[k] = v;  // a CPU hog
   return c;
 }
 
@@ -385,6 +387,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
 
   // Counters before the pair test.
   auto before = readCounters();
+  const auto pairT0 = Clock::now();
 
   // 2. All pairs, path by path.
   auto schedule = accept::circleSchedule(n);
@@ -457,7 +460,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         std::string mine;
         if (peer >= 0) {
           PairResult res = measurePair(*link, units[peer].rank, lower, a, buf, o.runner.timeout, [&] { bs.barrier(); });
-          mine = fmt::format("{} {} {:.9g} {:.9g}", std::min(myUnit, peer), std::max(myUnit, peer), res.bw, res.lat);
+          mine = fmt::format("{} {} {:.9g} {:.9g} {:.9g}", std::min(myUnit, peer), std::max(myUnit, peer), res.bw, res.lat, res.latMedian);
         } else {
           bs.barrier();  // the one between the latency and the bandwidth parts of the round
         }
@@ -467,12 +470,12 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
           if (s.empty()) continue;
           std::istringstream in(s);
           int x, y;
-          std::string bws, lats;
-          in >> x >> y >> bws >> lats;
+          std::string bws, lats, meds;
+          in >> x >> y >> bws >> lats >> meds;
           double bw = std::strtod(bws.c_str(), nullptr), lat = std::strtod(lats.c_str(), nullptr);
           auto& g = got[{x, y}];
           if (std::isfinite(bw)) g.bw = std::isfinite(g.bw) ? std::min(g.bw, bw) : bw;
-          if (std::isfinite(lat)) g.lat = lat;
+          if (std::isfinite(lat)) g.lat = lat, g.latMedian = std::strtod(meds.c_str(), nullptr);
         }
       }
       return got;
@@ -480,20 +483,26 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     if (bs.rank() == 0) fmt::print("# pairs over {} ({}): {} rounds of up to {} pairs, {} B bandwidth x {}, {} B latency x {}\n",
                                    path, pr.label, schedule.size(), n / 2, a.bwBytes, a.bwIters, a.latBytes, a.latIters);
     std::cout << std::flush;
-    for (auto& [p, r] : runRounds(schedule, path == a.paths.front() || roundMs.empty()))
+    for (auto& [p, r] : runRounds(schedule, path == a.paths.front() || roundMs.empty())) {
       pr.m.set(p.first, p.second, r.bw, r.lat,
                unitRate[p.first] > 0 && unitRate[p.second] > 0 ? std::min(unitRate[p.first], unitRate[p.second]) : accept::kNaN);
+      pr.m.at(pr.m.latMedian, p.first, p.second) = pr.m.at(pr.m.latMedian, p.second, p.first) = r.latMedian;
+    }
     // Retests: the suspects again, in disjoint batches, until none clears or `retests` rounds.
     accept::Thresholds th;
     th.lineRateFloor = a.floor;
-    for (int k = 0; k < a.retests; ++k) {
+    // After the last round, one more for the pairs that became slow only then (the retests moved
+    // the median and MAD) and were never measured again: no pair is named without a retest.
+    std::set<accept::Pair> retested;
+    for (int k = 0; k < a.retests + (a.retests > 0 ? 1 : 0); ++k) {
       std::string list;
       if (bs.rank() == 0)
-        for (const auto& f : accept::slowPairs(pr.m, th)) list += fmt::format("{} {}\n", f.pair.first, f.pair.second);
+        for (const auto& p : accept::retestPairs(pr.m, th, expect))
+          if (k < a.retests || !retested.count(p)) list += fmt::format("{} {}\n", p.first, p.second);
       list = broadcastString(bs, list);
       std::vector<accept::Pair> sus;
       std::istringstream in(list);
-      for (int x, y; in >> x >> y;) sus.emplace_back(x, y);
+      for (int x, y; in >> x >> y;) sus.emplace_back(x, y), retested.insert(sus.back());
       if (sus.empty()) break;
       // Few suspects: each alone (no other pair's traffic or CPU load beside it); many (a node
       // fault's pairs, a fabric-wide spread): in disjoint batches.
@@ -511,6 +520,9 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         double nb = std::isfinite(old) ? std::max(old, r.bw) : r.bw;
         double nl = std::isfinite(oldLat) ? std::min(oldLat, std::isfinite(r.lat) ? r.lat : oldLat) : r.lat;
         pr.m.set(p.first, p.second, nb, nl, pr.m.get(pr.m.lineRate, p.first, p.second));
+        double om = pr.m.get(pr.m.latMedian, p.first, p.second);
+        if (std::isfinite(r.latMedian) && !(om <= r.latMedian))
+          pr.m.at(pr.m.latMedian, p.first, p.second) = pr.m.at(pr.m.latMedian, p.second, p.first) = r.latMedian;
       }
       if (bs.rank() == 0) fmt::print("# {} retest {}: {} suspect pair(s) measured again\n", path, k + 1, sus.size());
       pr.retests.push_back(rt);
@@ -520,6 +532,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     runs.push_back(std::move(pr));
   }
   auto after = readCounters();
+  const double pairSeconds = std::chrono::duration<double>(Clock::now() - pairT0).count();
 
   // Counters (deltas over the pair test) and facts, per unit.
   json mineCF = json::object();
@@ -624,11 +637,8 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
       for (const auto& [k, val] : cf[u]["counters"].items()) {
         std::vector<double> all;
         for (const auto& x : cf) all.push_back(x["counters"].contains(k) ? x["counters"][k].get<double>() : 0.0);
-        double med = accept::statsOf(all, true).median, x = val.get<double>();
-        // retransmissions happen on any busy shaped link: only far above the median unit counts
-        bool retrans = k.find("RetransSegs") != std::string::npos;
-        if (retrans ? x > std::max(3 * med, med + 100) : x > med)
-          c.push_back(fmt::format("counter {} +{} during the pair test (median unit +{})", k, val.dump(), accept::statsOf(all, true).median));
+        std::string why = accept::counterCause(k, val.get<double>(), all, pairSeconds);
+        if (!why.empty()) c.push_back(why);
       }
       for (const auto& f : factDiffs[u]) c.push_back(f);
       for (const auto& r : runs)
@@ -676,6 +686,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
       pj["lat"] = {{"median", v.lat.median}, {"mad", v.lat.mad}, {"best", v.lat.best}, {"p10", v.lat.ref}, {"pairs", v.lat.count}};
       pj["matrix_bw_GBps"] = mat(r.m.bw);
       pj["matrix_lat_us"] = mat(r.m.lat);
+      pj["matrix_lat_median_us"] = mat(r.m.latMedian);
       pj["line_rate_GBps"] = mat(r.m.lineRate);
       pj["line_rate_basis"] = r.lineBasis;
       pj["retests"] = r.retests;
@@ -694,6 +705,32 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
       for (const auto& c : causesOf(u, accept::PathVerdict{}, "")) cause.push_back(names[u] + ": " + c);
       suspects.push_back({{"kind", "setting"}, {"path", "node"}, {"units", {names[u]}},
                           {"why", {"link setting differs from the other units: " + what}}, {"likely_cause", cause}});
+    }
+    {  // a busy node (a CPU hog): a suspect by its counters, unless its slow pairs named it already
+      std::vector<std::map<std::string, double>> deltas(n);
+      for (int u = 0; u < n; ++u)
+        for (const auto& [k, v] : cf[u]["counters"].items()) deltas[u][k] = v.get<double>();
+      for (const auto& [u, what] : accept::busyUnits(deltas, pairSeconds)) {
+        bool named = false;
+        for (auto& s : suspects)
+          if (s["kind"] == "node" && s["units"] == json::array({names[u]})) {
+            if (std::find(s["likely_cause"].begin(), s["likely_cause"].end(), json(names[u] + ": " + what)) == s["likely_cause"].end())
+              s["likely_cause"].push_back(names[u] + ": " + what);  // the rank counters have no counterCause line
+            named = true;
+          }
+        if (named) continue;
+        json why = {"busy node: " + what}, cause = {names[u] + ": " + what}, rest = json::array();
+        for (auto& s : suspects) {  // its slow pairs are explained by it, as a node fault's are
+          auto us = s["units"].get<std::vector<std::string>>();
+          if (s["kind"] == "link" && std::find(us.begin(), us.end(), names[u]) != us.end())
+            why.push_back(fmt::format("with {}: {}", us[0] == names[u] ? us[1] : us[0], fmt::join(s["why"].get<std::vector<std::string>>(), "; ")));
+          else rest.push_back(s);
+        }
+        suspects = rest;
+        for (const auto& c : causesOf(u, accept::PathVerdict{}, ""))
+          if (c != what) cause.push_back(names[u] + ": " + c);
+        suspects.push_back({{"kind", "node"}, {"path", "cpu"}, {"units", {names[u]}}, {"why", why}, {"likely_cause", cause}});
+      }
     }
     if (!suspects.empty()) reasons.push_back(fmt::format("{} suspect(s)", suspects.size()));
     if (!failures.empty()) reasons.push_back(fmt::format("{} pair threshold failure(s)", failures.size()));
@@ -785,12 +822,12 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
         continue;
       }
       md += fmt::format("{}. Bandwidth ({} B each way, both directions at once): median {} GB/s, MAD {}, best {}. "
-                        "Latency ({} B, half round trip): median {} us, MAD {}, best {}.\n\n",
+                        "Latency floor ({} B, shortest half round trip of each pair; medians in acceptance.json): median {} us, MAD {}, best {}.\n\n",
                         r.label, a.bwBytes, fmtNum(r.verdict.bw.median), fmtNum(r.verdict.bw.mad), fmtNum(r.verdict.bw.best), a.latBytes,
                         fmtNum(r.verdict.lat.median), fmtNum(r.verdict.lat.mad), fmtNum(r.verdict.lat.best));
       for (auto [stem, title, vec, unit] : {std::tuple<std::string, std::string, const std::vector<double>*, std::string>{
                                                 "heatmap-" + r.path + "-bw", r.path + " pair bandwidth GB/s", &r.m.bw, "GB/s"},
-                                            {"heatmap-" + r.path + "-lat", r.path + " pair latency us", &r.m.lat, "us"}}) {
+                                            {"heatmap-" + r.path + "-lat", r.path + " pair latency floor us", &r.m.lat, "us"}}) {
         std::string why = heatmap(dir, stem, title, r.m, *vec, unit);
         if (why.empty()) md += fmt::format("![{}]({}.png) ([SVG]({}.svg))\n\n", title, stem, stem);
         else md += "(" + why + ")\n\n";

@@ -2,6 +2,7 @@
 // sha256; and the doctor's --require on recorded fixture machines.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -103,6 +104,85 @@ TEST_CASE("verdict: a half-rate node is a node fault, not n-1 link faults") {
   for (const auto& f : v.slow) REQUIRE((f.pair.first == 5 || f.pair.second == 5));
 }
 
+TEST_CASE("verdict: a half-rate node with noisy pairs beside it is a node fault, not fabric-wide") {
+  // 6 units: the node's 5 pairs slow plus 3 noisy latency pairs = 8 of 15 (> half); the node
+  // explains 5 of them and 3 of the other 10 pairs are slow, so the node is named, not the fabric.
+  const int n = 6;
+  auto m = clean(n);
+  for (int b = 0; b < n; ++b)
+    if (b != 2) m.set(2, b, m.get(m.bw, 2, b) / 2, m.get(m.lat, 2, b), kNaN);
+  const std::vector<Pair> noisy = {{0, 1}, {3, 4}, {4, 5}};
+  for (auto [a, b] : noisy) m.set(a, b, m.get(m.bw, a, b), 40.0, kNaN);
+  auto v = judgePath(m, Thresholds{}, Expectations{}, names(n));
+  REQUIRE(v.slow.size() == 8);
+  REQUIRE(v.suspects.size() == 4);
+  REQUIRE(v.suspects[0].kind == "node");
+  REQUIRE(v.suspects[0].units == std::vector<int>{2});
+  int wrong = 0;
+  for (std::size_t i = 1; i < v.suspects.size(); ++i) {
+    const auto& s = v.suspects[i];
+    Pair p{s.units.at(0), s.units.at(1)};
+    if (s.kind != "link" || std::find(noisy.begin(), noisy.end(), p) == noisy.end()) ++wrong;
+  }
+  REQUIRE(wrong == 0);
+  // two half-rate nodes of 6 explain 9 of 15 pairs (> half): no one node stands out
+  auto m2 = clean(n);
+  for (int b = 0; b < n; ++b) {
+    if (b != 1) m2.set(1, b, m2.get(m2.bw, 1, b) / 2, 5.0, kNaN);
+    if (b != 4 && b != 1) m2.set(4, b, m2.get(m2.bw, 4, b) / 2, 5.0, kNaN);
+  }
+  auto v2 = judgePath(m2, Thresholds{}, Expectations{}, names(n));
+  REQUIRE(v2.suspects.size() == 1);
+  REQUIRE(v2.suspects[0].kind == "fabric");
+}
+
+TEST_CASE("busy node: a rank waiting for a CPU far beyond the median unit") {
+  const std::string w = kRankWait, r = kRankRun;
+  // 10 s pair test; the others waited ~1 s per ~0.5 s on a CPU (shared cores), unit 3 waited 4 s
+  // per 0.5 s: 30 % of the test more, 8 ms per ms against 2
+  std::vector<double> waits = {1000, 1100, 900, 4000, 1050, 950}, runs = {500, 550, 450, 500, 520, 480};
+  std::vector<std::map<std::string, double>> d(6);
+  for (int u = 0; u < 6; ++u) d[u] = {{w, waits[u]}, {r, runs[u]}};
+  auto b = busyUnits(d, 10.0);
+  REQUIRE(b.size() == 1);
+  REQUIRE(b[0].first == 3);
+  REQUIRE(b[0].second.find("waited for a CPU 40 % of the 10.0 s pair test (median unit 10 %), 8 ms per ms it ran (median unit 2)") !=
+          std::string::npos);
+  // 1.9 s: 9 % of the test beyond the median (under 10 %): not busy; nor 2x a tiny median by 0.1 s
+  d[3][w] = 1900;
+  REQUIRE(busyUnits(d, 10.0).empty());
+  for (auto& x : d) x[w] = 50;
+  d[3][w] = 100;
+  REQUIRE(busyUnits(d, 10.0).empty());
+  // rank 0 waiting 3 s more because it ran 3x as long (the same wait per ms on a CPU): not busy
+  for (int u = 0; u < 6; ++u) d[u] = {{w, waits[u]}, {r, runs[u]}};
+  d[3] = {{w, 1000}, {r, 500}};
+  d[0] = {{w, 4000}, {r, 1900}};
+  REQUIRE(busyUnits(d, 10.0).empty());
+  // the rank counters alone give no counter line (busyUnits judges them together)
+  REQUIRE(counterCause(w, 4000, {1000, 4000, 900}, 10.0).empty());
+  // node-wide PSI counts the same way; other counters never make a unit busy
+  std::vector<std::map<std::string, double>> e = {{{"cpu pressure some ms (node)", 0}, {"eth0 rx_errors", 0}},
+                                                  {{"cpu pressure some ms (node)", 3000}, {"eth0 rx_errors", 0}},
+                                                  {{"cpu pressure some ms (node)", 10}, {"eth0 rx_errors", 900}}};
+  auto be = busyUnits(e, 5.0);
+  REQUIRE(be.size() == 1);
+  REQUIRE(be[0].first == 1);
+  // the counter lines: retransmissions only far above the median, error counters above it
+  REQUIRE(counterCause("tcp RetransSegs", 100, {0, 10, 100, 20}, 5.0).empty());  // median 15: needs > 115
+  REQUIRE(!counterCause("tcp RetransSegs", 400, {0, 10, 400, 20}, 5.0).empty());
+  REQUIRE(!counterCause("eth0 rx_errors", 3, {0, 0, 3}, 5.0).empty());
+  REQUIRE(counterCause("eth0 rx_errors", 0, {0, 0, 3}, 5.0).empty());
+}
+
+TEST_CASE("cpu contention counters of this process") {
+  auto c = cpuContentionCounters();
+  REQUIRE(c.count("cpu run-queue wait ms (rank)") == 1);  // /proc/self/task/*/schedstat
+  REQUIRE(c["cpu run-queue wait ms (rank)"] >= 0);
+  REQUIRE(c.count(kRankRun) == 1);
+  REQUIRE(c[kRankRun] >= 0);
+}
+
 TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
   const int n = 6;
   auto m = clean(n);
@@ -152,6 +232,28 @@ TEST_CASE("verdict: thresholds from the line rate and from --expect") {
   e.pairs.push_back({"mpi", 8, std::nullopt, 0.1});  // another path: ignored here
   auto v2 = judgePath(m, t, e, names(4));
   REQUIRE(v2.failures.size() == 12);  // 6 pairs x (bandwidth, latency)
+}
+
+TEST_CASE("retests: slow pairs and pairs below an absolute threshold") {
+  auto m = clean(6, 10.0, 5.0, 11.0);  // floor 0.9 x 11 = 9.9 GB/s: the clean pairs (9.8-10.2) straddle it
+  Thresholds t;
+  auto r = retestPairs(m, t, Expectations{});
+  REQUIRE(slowPairs(m, t).empty());
+  int wrong = 0, below = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) {
+      bool want = m.get(m.bw, a, b) < 9.9;
+      below += want;
+      if (want != (std::find(r.begin(), r.end(), Pair{a, b}) != r.end())) ++wrong;
+    }
+  REQUIRE(below > 0);
+  REQUIRE(wrong == 0);
+  m.set(1, 4, 6.0, 5.0, 11.0);  // a slow pair is retested too
+  r = retestPairs(m, t, Expectations{});
+  REQUIRE(std::find(r.begin(), r.end(), Pair{1, 4}) != r.end());
+  Expectations e;
+  e.pairs.push_back({"tcp", 8, std::nullopt, 4.0});  // every pair's 5 us latency above 4: all retested
+  REQUIRE(retestPairs(clean(6), t, e).size() == 15);
 }
 
 TEST_CASE("clean() is what the clean test assumes") {
