@@ -105,7 +105,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
   try {
     agree(bs, "--expect", [&] {
       if (bs.rank() != 0 || a.expectFile.empty()) return;
-      expect = accept::readExpectations(a.expectFile, {"tcp", "mpi", "verbs", "nccl"});
+      expect = accept::readExpectations(a.expectFile, acceptPathNames());
       expectSha = accept::sha256File(a.expectFile);
     });
   } catch (const ConfigError& e) {
@@ -175,13 +175,14 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     pr.m.bwBytes = a.bwBytes;
     pr.m.latBytes = a.latBytes;
     std::unique_ptr<PairLink> link;
-    if (path == "nccl" || path == "cuda") {
-      pr.skipped = path + ": the pair test measures host paths (tcp, mpi, verbs) in this version; the collectives "
-                          "phase measures " + path + " when it is built and GPUs exist";
+    const BackendEntry* be = findBackend(path);
+    if (!be || be->facts->accept != ImplFacts::Accept::kPairs) {
+      pr.skipped = fmt::format("{}: the pair test measures host paths ({}) in this version; the collectives phase measures "
+                               "{} when it is built and GPUs exist", path, fmt::join(acceptPathNames(true), ", "), path);
     } else {
       try {
         agree(bs, path + " pair test", [&] {
-          if (path == "mpi") link = std::make_unique<MpiLink>();
+          if (be->pairLink) link = be->pairLink();
           else link = std::make_unique<TransportLink>(openTransport(path, bs, o.coll.transport));
           link->registerMemory(buf.s.data(), buf.s.size());
           link->registerMemory(buf.r.data(), buf.r.size());
