@@ -100,13 +100,7 @@ std::string timeDefinition(const RunnerConfig& r) {
 }
 
 FolderRequest folderRequest(const Options& o) {
-  FolderRequest f;
-  f.resultsDir = o.resultsDir;
-  f.runId = o.runId;
-  f.writeFiles = o.writeFiles;
-  f.resume = o.resume;
-  f.overwrite = o.overwrite;
-  return f;
+  return {.resultsDir = o.resultsDir, .runId = o.runId, .writeFiles = o.writeFiles, .resume = o.resume, .overwrite = o.overwrite};
 }
 
 ClaimedRun claimRun(Bootstrap& bs, const Options& o) { return claimRun(bs, folderRequest(o)); }
