@@ -330,10 +330,16 @@ std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv) {
   return out;
 }
 
-GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  // A recorded machine has no NVML of its own: the real one would describe this host instead.
+namespace {
+// A recorded machine has no NVML of its own: the real one would describe this host instead.
+const NvmlLoader& nvmlOf(const Machine& m) {
   static const NvmlLoader none = noNvml("no NVML on a recorded machine");
-  return readGpus(m, m.real() ? systemNvml() : none, want, timeout);
+  return m.real() ? systemNvml() : none;
+}
+}  // namespace
+
+GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  return readGpus(m, nvmlOf(m), want, timeout);
 }
 
 GpuInventory readGpus(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
@@ -379,8 +385,7 @@ std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& te
 }
 
 GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  static const NvmlLoader none = noNvml("no NVML on a recorded machine");
-  return readGpuLinks(m, m.real() ? systemNvml() : none, want, timeout);
+  return readGpuLinks(m, nvmlOf(m), want, timeout);
 }
 
 GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
