@@ -2,8 +2,9 @@
 // (or on a recorded machine root): GPUs from NVML and/or nvidia-smi, RDMA ports.
 //   fabricbench-inventory                      GPUs (NVML, else nvidia-smi) and RDMA ports
 //   fabricbench-inventory --gpu-source nvml    one source only (nvml | nvidia-smi | auto)
-//   fabricbench-inventory --compare            both GPU sources, field by field; exit 1 where they
-//                                              differ or one does not answer
+//   fabricbench-inventory --compare            both GPU sources, field by field, and the GPU x GPU
+//                                              link matrix (topo -m) cell by cell; exit 1 where
+//                                              they differ or one does not answer
 //   --root DIR                                 a recorded machine (tests/data/doctor/<name>)
 // Bad arguments: one line and exit 2.
 #include <algorithm>
@@ -35,6 +36,41 @@ void printGpus(const std::string& label, const GpuInventory& inv) {
   }
 }
 
+void printLinks(const std::string& label, const GpuLinkMatrix& l) {
+  std::cout << label << " links: source " << (l.source.empty() ? "none" : l.source);
+  if (!l.nvmlWhy.empty()) std::cout << " (NVML: " << l.nvmlWhy << ")";
+  if (!l.smiError.empty()) std::cout << " (nvidia-smi: " << l.smiError << ")";
+  std::cout << "\n";
+  for (std::size_t i = 0; i < l.code.size(); ++i) {
+    std::cout << "  GPU" << i;
+    for (const auto& c : l.code[i]) std::cout << " " << c;
+    if (l.activeNvlinks[i] >= 0) std::cout << "  (" << l.activeNvlinks[i] << " active NVLinks)";
+    std::cout << "\n";
+  }
+}
+
+// The two link matrices cell by cell; returns the differences (a missing source counts one).
+int compareLinks(const GpuLinkMatrix& nv, const GpuLinkMatrix& smi, std::size_t& cells) {
+  if (nv.source != "nvml" || smi.source != "nvidia-smi") {
+    std::cout << "compare: links: not both sources answered (NVML: " << (nv.source.empty() ? "no" : "yes")
+              << ", nvidia-smi: " << (smi.source.empty() ? "no" : "yes") << ")\n";
+    return 1;
+  }
+  int differ = 0;
+  if (nv.code.size() != smi.code.size()) {
+    ++differ;
+    std::cout << "compare: links: NVML has " << nv.code.size() << " GPU(s), nvidia-smi topo -m " << smi.code.size() << "\n";
+  }
+  for (std::size_t i = 0; i < std::min(nv.code.size(), smi.code.size()); ++i)
+    for (std::size_t j = 0; j < std::min(nv.code[i].size(), smi.code[i].size()); ++j, ++cells)
+      if (nv.code[i][j] != smi.code[i][j]) {
+        ++differ;
+        std::cout << "compare: link GPU" << i << "-GPU" << j << ": NVML '" << nv.code[i][j] << "', nvidia-smi '"
+                  << smi.code[i][j] << "'\n";
+      }
+  return differ;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +90,7 @@ int main(int argc, char** argv) {
   if (!compare) {
     GpuSource s = source == "nvml" ? GpuSource::kNvml : source == "nvidia-smi" ? GpuSource::kNvidiaSmi : GpuSource::kAuto;
     printGpus("GPUs", readGpus(m, s));
+    printLinks("GPU", readGpuLinks(m, s));
     for (const auto& d : readRdma(m))
       for (const auto& p : d.ports)
         std::cout << "RDMA " << d.name << " port " << p.port << ": " << p.linkLayer << ", " << p.state << ", "
@@ -82,5 +119,12 @@ int main(int argc, char** argv) {
   }
   std::cout << "compare: " << differ << " difference(s) over " << fields << " field(s) of " << nv.gpus.size()
             << " GPU(s)\n";
+  GpuLinkMatrix nvl = readGpuLinks(m, GpuSource::kNvml), smil = readGpuLinks(m, GpuSource::kNvidiaSmi);
+  printLinks("NVML", nvl);
+  printLinks("nvidia-smi", smil);
+  std::size_t cells = 0;
+  int linkDiffer = compareLinks(nvl, smil, cells);
+  std::cout << "compare: " << linkDiffer << " difference(s) over " << cells << " link cell(s)\n";
+  differ += linkDiffer;
   return differ ? 1 : 0;
 }

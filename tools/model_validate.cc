@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/impl_facts.h"
 #include "core/units.h"
 #include "model/model.h"
 #include "model_common.h"
@@ -87,6 +88,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
       if (s.nRanks % N != 0) continue;
       Shape sh{N, s.nRanks / N, nics};
       Inputs in;
+      const fb::ImplFacts* facts = fb::findImplFacts(s.impl);
       std::string why, refNote;
       auto fitFrom = [&](const std::optional<Loaded>& l, const char* what) -> std::optional<Link> {
         if (!l) {
@@ -101,10 +103,10 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
         FitOptions fo;
         fo.forceAlgo = force;
         auto hf = fitSeries(*f, fo);
-        if (!hf.usable && s.impl == "mpi") {
-          // The reference rows are reported, never held to the bound: Open MPI switches algorithm by
-          // size and rank count, so its 2-node curve may be too irregular for the fit's rule; it is
-          // used anyway and the rows say so.
+        if (!hf.usable && facts && facts->modelReference) {
+          // The reference rows (MPI) are reported, never held to the bound: Open MPI switches
+          // algorithm by size and rank count, so its 2-node curve may be too irregular for the fit's
+          // rule; it is used anyway and the rows say so.
           refNote += fmt::format("- {} fit input {}: {}; used anyway for this reference row (reported only)\n", what,
                                  seriesName(*l, *f), hf.why);
           hf.usable = true;
@@ -125,8 +127,8 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
         }
       }
       if (sh.nodes > 1 && why.empty()) in.inter = fitFrom(inter, "inter");
-      // host rings (tcp, mpi) step together; NCCL/CUDA pipeline their chunks
-      in.pipelined = s.impl == "nccl" || s.impl == "nccl-tests" || s.impl == "cuda";
+      // host rings (tcp, mpi) step together; NCCL/CUDA pipeline their chunks (core/impl_facts.h)
+      in.pipelined = facts && facts->pipelined;
       std::string name = seriesName(c, s);
       if (!why.empty()) {
         detail += fmt::format("## {}\n\nNot predicted: {}\n\n", cell(name), why);
@@ -238,7 +240,8 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
                 sm.run.c_str(), sm.coll.c_str(), sm.impl.c_str(), sm.shape.c_str(), sm.maxAbs, sm.medAbs, sm.inBand,
                 sm.smallMax, sm.pass ? "within bound" : "NOT within bound");
   for (auto& sm : sums)
-    if (!sm.closest.empty() && sm.impl != "tcp")
+    // fabricbench's host algorithms name theirs in the rows; for the others the closest formula
+    if (const fb::ImplFacts* f = fb::findImplFacts(sm.impl); !sm.closest.empty() && !(f && f->hostAlgorithms))
       std::printf("  %s %s %s %s: closest formula %s\n", sm.run.c_str(), sm.coll.c_str(), sm.impl.c_str(), sm.shape.c_str(),
                   sm.closest.c_str());
   std::printf("wrote %s/validation.md, %s/validation.csv\n", dir.c_str(), dir.c_str());

@@ -13,6 +13,7 @@
 // and, unless --no-results, to results/<run-id>/table.csv and run.json.
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,8 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "app/run_recorder.h"
+#include "app/shutdown.h"
 #include "benchmarks/peer/peer_plan.h"
 #include "benchmarks/peer/peer_tests.h"
 #include "core/error.h"
@@ -68,7 +71,7 @@ int realMain(int argc, char** argv) {
   }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  RunFolder folder;
+  ClaimedRun claimed;
   std::vector<std::string> skipped;
   std::string skipWhy;
   bool skippedNamed = false;
@@ -93,12 +96,16 @@ int realMain(int argc, char** argv) {
     skipWhy = plan.why;
     // Named on the line and not run: partial (exit 4), as fabricbench does for a named backend.
     skippedNamed = app.count("--tests") > 0 && !skipped.empty();
-    if (!o.noFiles) folder = RunFolder(o.resultsDir, o.runId, host, "peer");
+    claimed = claimRunHere({.resultsDir = o.resultsDir, .runId = o.runId, .suffix = "peer", .writeFiles = !o.noFiles}, host);
   } catch (const Error& e) {  // a bad size, a taken --run-id, a folder that cannot be created
     ::fb::printLine("fabricbench-peer: error: ", e.what());
     return kExitBadInput;
   }
+  RunRecorder recorder;
+  // SIGCONT checkpoints run.json and report.md; SIGTERM/SIGINT/SIGHUP finalise them.
+  recorder.handleSignals(true, "fabricbench-peer");
   RunMeta meta;
+  meta.runId = claimed.runId;
   meta.commandLine = joinArgs(argc, argv);
   try {
     meta.fingerprint = runFingerprint({collectLocalFingerprint().dump()}, {host});
@@ -108,11 +115,16 @@ int realMain(int argc, char** argv) {
   meta.config = nlohmann::json{{"size", o.size},       {"matrix_size", o.matrixSize}, {"iters", o.iters},
                                {"warmup", o.warmup},   {"tests", o.tests},            {"gpus", o.gpus},
                                {"no_peer_access", o.noPeerAccess}, {"inject_hang", o.injectHang}};
-  folder.begin(meta);
+  try {
+    recorder.beginFiles(o.noFiles ? std::string() : (std::filesystem::path(o.resultsDir) / claimed.runId).string(), meta);
+  } catch (const Error& e) {  // the files cannot be created
+    ::fb::printLine("fabricbench-peer: error: ", e.what());
+    return kExitBadInput;
+  }
   RunSummary sum;
   int rc = 0;
   try {
-    PeerOutcome bench = runPeerTests(o, folder);
+    PeerOutcome bench = runPeerTests(o, recorder);
     rc = bench.rc;
     // A pair whose P2P is advertised but broken fails the run (exit 1), as wrong data do.
     sum.ok = rc == 0 && bench.badRows == 0 && bench.sanityOk;
@@ -122,14 +134,19 @@ int realMain(int argc, char** argv) {
                  : skipped.empty()  ? "passed: wrong = 0 in every row"
                                     : fmt::format("{}: wrong = 0 in every row; skipped: {} ({})",
                                                   skippedNamed ? "partial" : "passed", fmt::join(skipped, ","), skipWhy);
+  } catch (const RunStopped&) {  // the recorder said why
+    sum.ok = false;
+    sum.status = "failed: writing the result files stopped after " + std::to_string(recorder.rows) + " rows";
+    rc = 1;
   } catch (const std::exception& e) {
     ::fb::printLine("fabricbench-peer: ", e.what());
     sum.ok = false;
     sum.status = std::string("aborted: ") + e.what();
     rc = 1;
   }
-  folder.end(sum);
-  fmt::print("\n# {}{}\n", sum.status, folder.dir().empty() ? "" : "; results in " + folder.dir() + "/");
+  const std::string dir = recorder.resultDir;
+  recorder.end(sum);
+  fmt::print("\n# {}{}\n", sum.status, dir.empty() ? "" : "; results in " + dir + "/");
   if (rc == 0 && !sum.ok) rc = 1;
   if (rc == 0 && skippedNamed) rc = kExitPartial;
   return rc;
@@ -138,4 +155,7 @@ int realMain(int argc, char** argv) {
 }  // namespace
 }  // namespace fb
 
-int main(int argc, char** argv) { return fb::realMain(argc, argv); }
+int main(int argc, char** argv) {
+  fb::shutdown::installSignalThread();  // first: every thread (CUDA's too) inherits the mask
+  return fb::realMain(argc, argv);
+}

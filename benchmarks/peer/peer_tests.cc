@@ -32,7 +32,7 @@
 #include "kernels/reduce.h"
 #include "report/fingerprint.h"
 #include "report/result_sink.h"
-#include "report/run_folder.h"
+#include "app/run_recorder.h"
 #include "topology/topology.h"
 #include "gpu/cuda/cuda_ipc.h"
 #include "gpu/cuda/p2p_check.h"
@@ -96,7 +96,7 @@ struct Gpu {
 
 class PeerBench {
  public:
-  PeerBench(const Opts& o, RunFolder& folder) : o_(o), folder_(folder) {}
+  PeerBench(const Opts& o, RunRecorder& recorder) : o_(o), recorder_(recorder) {}
 
   int run() {
     int n = 0;
@@ -220,7 +220,9 @@ class PeerBench {
     s.extra = std::move(extra);
     addNominal(s);
     if (wrong > 0) ++badRows_;
-    folder_.add(s);
+    recorder_.add(s, "peer");
+    // The files could not be written (disk full, folder gone): the run stops here (exit 1).
+    if (recorder_.stopRequested()) throw RunStopped("writing the result files stopped");
   }
 
   void sanity() {
@@ -653,7 +655,7 @@ class PeerBench {
   }
 
   const Opts& o_;
-  RunFolder& folder_;
+  RunRecorder& recorder_;
   int n_ = 0;
   std::size_t bytes_ = 0, matrixBytes_ = 0;
   std::vector<Gpu> gpus_;
@@ -665,8 +667,8 @@ class PeerBench {
 
 }  // namespace
 
-PeerOutcome runPeerTests(const Opts& o, RunFolder& folder) {
-  PeerBench bench(o, folder);
+PeerOutcome runPeerTests(const Opts& o, RunRecorder& recorder) {
+  PeerBench bench(o, recorder);
   PeerOutcome out;
   out.rc = bench.run();
   out.badRows = bench.badRows_;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "report/run_folder.h"
+#include "app/run_recorder.h"
 
 namespace fb {
 
@@ -30,7 +30,8 @@ struct PeerOutcome {
   int badRows = 0;     // rows with wrong elements
   bool sanityOk = true;  // the P2P sanity check passed on every pair it ran on
 };
-// Runs o.tests on o.gpus; rows go to the console and `folder`. Throws on a CUDA failure.
-PeerOutcome runPeerTests(const Opts& o, RunFolder& folder);
+// Runs o.tests on o.gpus; rows go to the console and `recorder`. Throws on a CUDA failure, and
+// RunStopped when the files could no longer be written.
+PeerOutcome runPeerTests(const Opts& o, RunRecorder& recorder);
 
 }  // namespace fb

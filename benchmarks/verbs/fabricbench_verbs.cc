@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/shutdown.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "bootstrap/socket_pair_bootstrap.h"
 #include "bootstrap/thread_bootstrap.h"
@@ -155,5 +156,8 @@ int mainNoMpi(int argc, char** argv) {
 }  // namespace fb::verbs
 
 int main(int argc, char** argv) {
+  // Signals first (every thread MPI or --threads starts inherits the mask): rank 0 finalises
+  // run.json and report.md on SIGTERM/SIGINT/SIGHUP, checkpoints them on SIGCONT (RunRecorder).
+  fb::shutdown::installSignalThread();
   return fb::verbs::wantsMpi(argc, argv) ? fb::verbs::mainMpi(argc, argv) : fb::verbs::mainNoMpi(argc, argv);
 }

@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/units.h"
 #include "report/fingerprint.h"
+#include "app/run_recorder.h"
 #include "report/run_folder.h"
 #include "transport/verbs/discovery.h"
 #include "transport/verbs/verbs.h"
@@ -32,7 +33,6 @@
 
 #include <optional>
 
-#include "app/phases.h"
 #include "bootstrap/agree.h"
 
 namespace fb::verbs {
@@ -332,17 +332,9 @@ Sample pairRow(const std::string& test, const std::string& path, std::size_t byt
 
 // Rank 0 claims the result folder once every rank accepted the settings; every rank hears the
 // outcome (a taken --run-id: exit 2 everywhere, nothing measured).
-bool openFolder(Bootstrap& bs, const Args& a, RunFolder& folder) {
+bool openFolder(Bootstrap& bs, const Args& a, ClaimedRun& run) {
   try {
-    onRankZero(bs, "the result folder", [&] {
-      if (a.noFiles) return std::string();
-      try {
-        folder = RunFolder(a.resultsDir, a.runId, bs.hostname(), "verbs");
-      } catch (const Error& e) {
-        throw ConfigError(e.what());
-      }
-      return std::string();
-    });
+    run = claimRun(bs, {.resultsDir = a.resultsDir, .runId = a.runId, .suffix = "verbs", .writeFiles = !a.noFiles});
   } catch (const ConfigError& e) {
     if (bs.rank() == 0) ::fb::printLine("fabricbench-verbs: error: ", e.what());
     return false;
@@ -351,8 +343,8 @@ bool openFolder(Bootstrap& bs, const Args& a, RunFolder& folder) {
 }
 
 // run.json's fingerprint: every rank's, with what verbs discovered; rank 0 begins the folder.
-void beginFolder(Bootstrap& bs, const Args& a, RunFolder& folder, const std::string& mpiVersion, int argc,
-                 char** argv) {
+void beginFolder(Bootstrap& bs, const Args& a, const ClaimedRun& run, RunRecorder& recorder,
+                 const std::string& mpiVersion, int argc, char** argv) {
   if (a.noFiles) return;
   FingerprintOptions fpo;
   fpo.mpiVersion = mpiVersion;
@@ -362,17 +354,24 @@ void beginFolder(Bootstrap& bs, const Args& a, RunFolder& folder, const std::str
   auto hosts = bs.hostnames();
   if (bs.rank() != 0) return;
   RunMeta meta;
+  meta.runId = run.runId;
   meta.commandLine = joinArgs(argc, argv);
   meta.fingerprint = runFingerprint(fps, hosts);
   meta.config = {{"test", a.test},     {"sizes", a.sizes},       {"iters", a.iters}, {"tx_depth", a.txDepth},
                  {"cq_mod", a.cqMod},  {"warmup", a.warmup},     {"check", a.check}, {"packed", a.packed},
                  {"timer", a.timer},   {"ib_dev", a.t.verbsDevice}, {"ib_port", a.t.verbsPort},
                  {"gid_index", a.t.gidIndex}};
-  folder.begin(meta);
+  recorder.beginFiles((std::filesystem::path(a.resultsDir) / run.runId).string(), meta);
 }
 
 int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& sel,
-            const std::vector<std::size_t>& sizes, RunFolder& folder);
+            const std::vector<std::size_t>& sizes, RunRecorder& recorder);
+
+// Rank 0 could not write its files: every rank stops after this size, together.
+void stopIfNotWriting(Bootstrap& bs, RunRecorder& recorder) {
+  if (bs.allReduceSum(bs.rank() == 0 && recorder.stopRequested() ? 1 : 0) > 0)
+    throw RunStopped("writing the result files stopped on rank 0");
+}
 
 int run(Bootstrap& bs, const Args& a, const char* launch, int argc, char** argv, const std::string& mpiVersion) {
   const bool root = bs.rank() == 0;
@@ -388,30 +387,42 @@ int run(Bootstrap& bs, const Args& a, const char* launch, int argc, char** argv,
     if (root) std::fprintf(stderr, "fabricbench-verbs: error: %s\n", e.what());
     return 2;
   }
-  RunFolder folder;
-  if (!openFolder(bs, a, folder)) return 2;
-  beginFolder(bs, a, folder, mpiVersion, argc, argv);
+  ClaimedRun claimed;
+  if (!openFolder(bs, a, claimed)) return 2;
+  RunRecorder recorder;
+  recorder.tool = "fabricbench-verbs";
+  // SIGCONT checkpoints run.json and report.md; SIGTERM/SIGINT/SIGHUP finalise them (rank 0).
+  if (root) recorder.handleSignals(true, "fabricbench-verbs");
+  beginFolder(bs, a, claimed, recorder, mpiVersion, argc, argv);
   try {
-    int rc = measure(bs, a, launch, *sel, sizes, folder);
+    int rc = measure(bs, a, launch, *sel, sizes, recorder);
     RunSummary sum;
     sum.ok = rc == 0;
     sum.status = rc == 0 ? "passed: wrong = 0 in every row" : "failed: wrong bytes (see the rows)";
     sum.exitCode = rc;
     sum.measured = {"verbs"};
-    folder.end(sum);
+    recorder.end(sum);
     return rc;
+  } catch (const RunStopped&) {
+    // Agreed by every rank after a size: a clean end, exit 1. Rank 0 said why already.
+    RunSummary sum;
+    sum.ok = false;
+    sum.status = "failed: writing the result files stopped after " + std::to_string(recorder.rows) + " rows";
+    sum.exitCode = 1;
+    recorder.end(sum);
+    return 1;
   } catch (const std::exception& e) {
     RunSummary sum;
     sum.ok = false;
     sum.status = std::string("aborted: ") + e.what();
     sum.exitCode = 1;
-    folder.end(sum);
+    recorder.end(sum);
     throw;
   }
 }
 
 int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& sel,
-            const std::vector<std::size_t>& sizes, RunFolder& folder) {
+            const std::vector<std::size_t>& sizes, RunRecorder& recorder) {
   const bool root = bs.rank() == 0;
   auto hosts = bs.hostnames();
   const int nodes = int(std::set<std::string>(hosts.begin(), hosts.end()).size());
@@ -467,12 +478,13 @@ int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& s
         row.extra.emplace_back("mbps", fmt::format("{:.2f}", bps / 1048576.0));
         row.extra.emplace_back("mpps", fmt::format("{:.4f}", iters / t / 1e6));
         row.extra.emplace_back("tx_depth", std::to_string(a.txDepth));
-        folder.add(row);
+        recorder.add(row, "verbs");
       }
       if (root)
         std::printf("RESULT test=write_bw bytes=%zu iters=%d pairs=%d mbps=%.2f gbps=%.4f wrong=%lld\n", s, iters,
                     bs.size() / 2, sumBw / 1048576.0, sumBw / 1e9, (long long)wrongAll);
       if (wrongAll) ++failures;
+      stopIfNotWriting(bs, recorder);
     }
   }
   if (doLat) {
@@ -521,10 +533,11 @@ int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& s
           row.p99Us = p99;
           row.algBwGBps = row.busBwGBps = md > 0 ? double(s) / (md * 1e-6) / 1e9 : 0;
           row.extra.emplace_back("t_avg_us", fmt::format("{:.3f}", av));
-          folder.add(row);
+          recorder.add(row, "verbs");
         }
       }
       if (wrongAll) ++failures;
+      stopIfNotWriting(bs, recorder);
     }
   }
   std::fflush(stdout);

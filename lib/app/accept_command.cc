@@ -17,6 +17,9 @@
 #include "accept/accept.h"
 #include "bootstrap/agree.h"
 #include "core/error.h"
+#include "app/accept_facts.h"
+#include "app/accept_pairs.h"
+#include "app/accept_report.h"
 #include "app/backends.h"
 #include "app/doctor_command.h"
 #include "report/process.h"
@@ -29,205 +32,12 @@ namespace fb {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-constexpr int kTagLat = 4101, kTagBw = 4102;
+using namespace acceptcmd;
 
 std::string broadcastString(Bootstrap& bs, const std::string& s) {
   auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(s.data(), s.size())));
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-}
-
-// ---------------------------------------------------------------------------------------------
-// One pair's measurement over one path. The lower unit starts the ping-pong (it times the round
-// trips); both time the bandwidth exchange (both directions at once), the slower side counts.
-class PairLink {
- public:
-  virtual ~PairLink() = default;
-  // Both directions at once, `bytes` each way.
-  virtual void exchange(int peer, void* s, void* r, std::size_t bytes, Deadline d) = 0;
-  virtual void send(int peer, const void* s, std::size_t bytes, Deadline d) = 0;
-  virtual void recv(int peer, void* r, std::size_t bytes, Deadline d) = 0;
-  virtual void registerMemory(void*, std::size_t) {}
-  virtual double lineRate() const { return -1; }
-  virtual std::string label() const = 0;
-};
-
-class TransportLink : public PairLink {
- public:
-  explicit TransportLink(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
-  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override { t_->sendRecv(peer, s, n, peer, r, n, d); }
-  void send(int peer, const void* s, std::size_t n, Deadline d) override {
-    Request q = t_->isend(peer, s, n);
-    t_->wait(q, d);
-  }
-  void recv(int peer, void* r, std::size_t n, Deadline d) override {
-    Request q = t_->irecv(peer, r, n);
-    t_->wait(q, d);
-  }
-  void registerMemory(void* p, std::size_t n) override { t_->registerMemory(p, n); }
-  double lineRate() const override { return t_->path().nominalGBps; }
-  std::string label() const override { return t_->path().label; }
-  Transport& transport() { return *t_; }
-
- private:
-  std::unique_ptr<Transport> t_;
-};
-
-// MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Test).
-class MpiLink : public PairLink {
- public:
-  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override {
-    MPI_Request q[2];
-    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[0]);
-    MPI_Isend(s, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[1]);
-    waitAll(q, 2, peer, d);
-  }
-  void send(int peer, const void* s, std::size_t n, Deadline d) override {
-    MPI_Request q;
-    MPI_Isend(const_cast<void*>(s), static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
-    waitAll(&q, 1, peer, d);
-  }
-  void recv(int peer, void* r, std::size_t n, Deadline d) override {
-    MPI_Request q;
-    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
-    waitAll(&q, 1, peer, d);
-  }
-  std::string label() const override { return "mpi (MPI_Isend/MPI_Irecv on MPI_COMM_WORLD)"; }
-
- private:
-  static void waitAll(MPI_Request* q, int n, int peer, Deadline d) {
-    for (std::uint64_t spin = 0;; ++spin) {
-      int done = 0;
-      MPI_Testall(n, q, &done, MPI_STATUSES_IGNORE);
-      if (done) return;
-      if (d.expired()) throw TimeoutError(fmt::format("mpi pair test: no progress with rank {} before the deadline", peer));
-      if (spin % 64 == 63) std::this_thread::yield();
-    }
-  }
-};
-
-struct PairResult {
-  double bw = kNaNd(), lat = kNaNd(), latMedian = kNaNd();  // lat: the floor (shortest round trip / 2)
-  static double kNaNd() { return accept::kNaN; }
-};
-
-struct Buffers {
-  std::vector<std::byte> s, r;
-};
-
-// This unit's side of one pair. lower: this unit has the lower index (it times the latency).
-// `between` runs after the latency part on every pair of the round (a barrier): no pair's latency
-// is measured while another pair of the round moves its bandwidth traffic.
-PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::Accept& a, Buffers& buf,
-                       std::chrono::milliseconds timeout, const std::function<void()>& between) {
-  PairResult out;
-  auto deadline = [&](std::size_t bytes) {
-    // a size's own time at 10 MB/s, plus the run's time-out
-    return Deadline::in(timeout + std::chrono::milliseconds(bytes / 10000));
-  };
-  // Latency: ping-pong; the shortest round trip / 2 is judged (accept.h: PairMatrix::lat), the median reported.
-  std::vector<double> rtts;
-  const int latWarm = 10;
-  for (int i = 0; i < latWarm + a.latIters; ++i) {
-    auto t0 = Clock::now();
-    if (lower) {
-      link.send(peerRank, buf.s.data(), a.latBytes, deadline(a.latBytes));
-      link.recv(peerRank, buf.r.data(), a.latBytes, deadline(a.latBytes));
-    } else {
-      link.recv(peerRank, buf.r.data(), a.latBytes, deadline(a.latBytes));
-      link.send(peerRank, buf.s.data(), a.latBytes, deadline(a.latBytes));
-    }
-    if (i >= latWarm) rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  if (lower && !rtts.empty()) {
-    std::sort(rtts.begin(), rtts.end());
-    out.lat = rtts.front() / 2;
-    out.latMedian = rtts[rtts.size() / 2] / 2;
-  }
-  between();
-  // Bandwidth: both directions at once.
-  for (int i = 0; i < 2; ++i) link.exchange(peerRank, buf.s.data(), buf.r.data(), a.bwBytes, deadline(a.bwBytes));
-  auto t0 = Clock::now();
-  for (int i = 0; i < a.bwIters; ++i) link.exchange(peerRank, buf.s.data(), buf.r.data(), a.bwBytes, deadline(a.bwBytes));
-  double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  out.bw = s > 0 ? static_cast<double>(a.bwBytes) * a.bwIters / s / 1e9 : accept::kNaN;
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Counters and facts of this node, from sysfs / procfs.
-std::string readLine(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
-std::map<std::string, long long> readCounters() {
-  std::map<std::string, long long> c;
-  static const char* kIb[] = {"link_downed", "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors",
-                              "port_xmit_discards", "link_error_recovery", "local_link_integrity_errors",
-                              "excessive_buffer_overrun_errors", "port_rcv_switch_relay_errors", "port_xmit_constraint_errors"};
-  static const char* kNet[] = {"rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors", "rx_frame_errors",
-                               "rx_missed_errors", "tx_carrier_errors", "collisions"};
-  std::error_code ec;
-  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband", ec)) {
-    std::error_code e2;
-    for (const auto& port : fs::directory_iterator(dev.path() / "ports", e2))
-      for (const char* k : kIb) {
-        std::string v = readLine(port.path() / "counters" / k);
-        if (!v.empty()) c[fmt::format("{}/{} {}", dev.path().filename().string(), port.path().filename().string(), k)] = std::atoll(v.c_str());
-      }
-  }
-  for (const auto& dev : fs::directory_iterator("/sys/class/net", ec)) {
-    std::string name = dev.path().filename().string();
-    if (name == "lo") continue;
-    for (const char* k : kNet) {
-      std::string v = readLine(dev.path() / "statistics" / k);
-      if (!v.empty()) c[name + " " + k] = std::atoll(v.c_str());
-    }
-  }
-  // TCP retransmissions (node-wide): packet loss on a path shows here first.
-  std::ifstream snmp("/proc/net/snmp");
-  std::string head, vals;
-  while (std::getline(snmp, head) && std::getline(snmp, vals)) {
-    if (head.rfind("Tcp:", 0) != 0) continue;
-    std::istringstream hk(head), hv(vals);
-    std::string k, v;
-    while (hk >> k && hv >> v)
-      if (k == "RetransSegs") c["tcp RetransSegs"] = std::atoll(v.c_str());
-  }
-  for (const auto& [k, v] : accept::cpuContentionCounters()) c[k] = v;  // a CPU hog
-  return c;
-}
-
-json readFacts(const Options& o, const std::string& host) {
-  json f = json::object();
-  try {
-    std::string how;
-    auto i = tcp::chooseInterface(o.coll.transport.tcpInterface, host, &how);
-    f["tcp_interface"] = i.name;
-    std::string mtu = readLine("/sys/class/net/" + i.name + "/mtu");
-    if (!mtu.empty()) f["mtu"] = mtu;
-    std::string sp = readLine("/sys/class/net/" + i.name + "/speed");
-    if (!sp.empty()) f["speed_Mbps"] = sp;
-  } catch (const std::exception& e) {
-    f["tcp_interface"] = std::string("(none: ") + e.what() + ")";
-  }
-  std::error_code ec;
-  for (const auto& dev : fs::directory_iterator("/sys/class/infiniband", ec)) {
-    std::error_code e2;
-    for (const auto& port : fs::directory_iterator(dev.path() / "ports", e2)) {
-      std::string k = dev.path().filename().string() + "/" + port.path().filename().string();
-      f["rdma " + k + " rate"] = readLine(port.path() / "rate");
-      f["rdma " + k + " state"] = readLine(port.path() / "state");
-    }
-  }
-  std::string la = readLine("/proc/loadavg");
-  f["loadavg1"] = la.substr(0, la.find(' '));
-  return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -243,51 +53,6 @@ struct PathRun {
   std::vector<json> retests;
   accept::PathVerdict verdict;
 };
-
-std::string fmtNum(double x, const char* spec = "{:.3g}") { return std::isfinite(x) ? fmt::format(fmt::runtime(spec), x) : "-"; }
-
-void writeText(const fs::path& p, const std::string& text) { writeFileAtomic(p.string(), text); }
-
-// gnuplot heatmap (PNG + SVG) of one matrix; "" when drawn, else why not.
-std::string heatmap(const fs::path& dir, const std::string& stem, const std::string& title, const accept::PairMatrix& m,
-                    const std::vector<double>& v, const std::string& unit) {
-  std::string data;
-  for (int a = 0; a < m.n; ++a) {
-    for (int b = 0; b < m.n; ++b) data += (b ? " " : "") + (std::isfinite(m.get(v, a, b)) ? fmt::format("{:.6g}", m.get(v, a, b)) : std::string("NaN"));
-    data += "\n";
-  }
-  writeText(dir / (stem + ".dat"), data);
-  if (findInPath("gnuplot").empty()) return "gnuplot not found in PATH (apt-get install gnuplot-nox): " + stem + ".dat holds the matrix";
-  std::string why;
-  for (auto [term, ext] : {std::pair<const char*, const char*>{"pngcairo size 900,800", "png"}, {"svg size 900,800", "svg"}}) {
-    std::string gp = fmt::format(
-        "set terminal {}\nset output '{}'\nset title \"{}\" noenhanced\nset xlabel 'unit'\nset ylabel 'unit'\n"
-        "set cblabel '{}'\nset size ratio -1\nset xtics {}\nset ytics {}\nset xrange [-0.5:{}.5]\nset yrange [{}.5:-0.5]\nset palette defined (0 'red', 0.5 'yellow', 1 'green')\n"
-        "{}set datafile missing 'NaN'\nplot '{}' matrix with image notitle\n",
-        term, (dir / (stem + "." + ext)).string(), title, unit, m.n <= 32 ? 1 : 4, m.n <= 32 ? 1 : 4, m.n - 1, m.n - 1,
-        unit == "us" ? "set palette negative\n" : "", (dir / (stem + ".dat")).string());
-    fs::path gpf = dir / (stem + "." + ext + ".gp");
-    writeText(gpf, gp);
-    auto r = runCommand({"gnuplot", gpf.string()}, std::chrono::seconds(30));
-    if (!r.ok() || !fs::exists(dir / (stem + "." + ext))) why += fmt::format("gnuplot {} failed ({}); ", gpf.filename().string(), r.error.empty() ? "no picture" : r.error);
-  }
-  return why;
-}
-
-// A markdown matrix (values), for the report without pictures.
-std::string mdMatrix(const accept::PairMatrix& m, const std::vector<double>& v) {
-  std::string s = "| |";
-  for (int b = 0; b < m.n; ++b) s += fmt::format(" {} |", b);
-  s += "\n|---|";
-  for (int b = 0; b < m.n; ++b) s += "---|";
-  s += "\n";
-  for (int a = 0; a < m.n; ++a) {
-    s += fmt::format("| **{}** |", a);
-    for (int b = 0; b < m.n; ++b) s += " " + (a == b ? std::string("·") : fmtNum(m.get(v, a, b))) + " |";
-    s += "\n";
-  }
-  return s;
-}
 
 }  // namespace
 
@@ -340,7 +105,7 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
   try {
     agree(bs, "--expect", [&] {
       if (bs.rank() != 0 || a.expectFile.empty()) return;
-      expect = accept::readExpectations(a.expectFile, {"tcp", "mpi", "verbs", "nccl"});
+      expect = accept::readExpectations(a.expectFile, acceptPathNames());
       expectSha = accept::sha256File(a.expectFile);
     });
   } catch (const ConfigError& e) {
@@ -411,13 +176,14 @@ int runAcceptance(MpiBootstrap& bs, Options& o, const std::string& commandLine,
     pr.m.bwBytes = a.bwBytes;
     pr.m.latBytes = a.latBytes;
     std::unique_ptr<PairLink> link;
-    if (path == "nccl" || path == "cuda") {
-      pr.skipped = path + ": the pair test measures host paths (tcp, mpi, verbs) in this version; the collectives "
-                          "phase measures " + path + " when it is built and GPUs exist";
+    const BackendEntry* be = findBackend(path);
+    if (!be || be->facts->accept != ImplFacts::Accept::kPairs) {
+      pr.skipped = fmt::format("{}: the pair test measures host paths ({}) in this version; the collectives phase measures "
+                               "{} when it is built and GPUs exist", path, fmt::join(acceptPathNames(true), ", "), path);
     } else {
       try {
         agree(bs, path + " pair test", [&] {
-          if (path == "mpi") link = std::make_unique<MpiLink>();
+          if (be->pairLink) link = be->pairLink();
           else link = std::make_unique<TransportLink>(openTransport(path, bs, o.coll.transport));
           link->registerMemory(buf.s.data(), buf.s.size());
           link->registerMemory(buf.r.data(), buf.r.size());

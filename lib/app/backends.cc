@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "app/accept_pairs.h"
 #include "bootstrap/agree.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "core/config.h"
@@ -106,6 +108,7 @@ BackendEntry mpiEntry() {
   e.probe = [](Bootstrap&, const Options&) { return BackendStatus{"mpi", true, true, mpiLibraryVersion()}; };
   e.versions = [](std::map<std::string, std::string>& v) { v["mpi"] = mpiLibraryVersion(); };
   e.variants = oneVariant;
+  e.pairLink = [] { return std::unique_ptr<acceptcmd::PairLink>(std::make_unique<acceptcmd::MpiLink>()); };
   e.open = [](Bootstrap& bs, const Options&, const std::string&) -> CollFactory {
     agree(bs, "mpi", [&] { failHook("mpi-open", bs.rank()); });
     return [](const CollRequest& r) {
@@ -165,7 +168,6 @@ BackendEntry ncclEntry() {
   BackendEntry e;
   e.name = "nccl";
   e.help = "NCCL's collectives, on the training path (nothing forced) or one isolated link (--path)";
-  e.gpu = true;
 #if defined(FB_BUILD_NCCL_COLL)
   e.built = true;
   e.versions = [](std::map<std::string, std::string>& v) {
@@ -220,7 +222,6 @@ BackendEntry cudaEntry() {
   BackendEntry e;
   e.name = "cuda";
   e.help = "ring and one-shot algorithms over CUDA IPC peer memory (one node)";
-  e.gpu = true;
 #if defined(FB_BUILD_CUDA_COLL)
   e.built = true;
 #if defined(FB_BACKENDS_CUDA_RUNTIME)
@@ -266,6 +267,9 @@ const std::vector<BackendEntry>& backendTable() {
   static const std::vector<BackendEntry> table = [] {
     std::vector<BackendEntry> t = {tcpEntry(), mpiEntry(), verbsEntry(), ncclEntry(), cudaEntry()};
     for (auto& e : t) {
+      e.facts = findImplFacts(e.name);
+      if (!e.facts) throw std::logic_error("backend " + e.name + " has no entry in core/impl_facts.cc");
+      e.gpu = e.facts->gpu;
       if (!e.built) {
         std::string why = e.notBuilt, name = e.name;
         e.probe = [name, why](Bootstrap&, const Options&) { return notBuiltStatus(name, why); };

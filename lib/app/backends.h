@@ -2,7 +2,9 @@
 // only place that knows a backend by name or by build switch. --list, option registration and
 // validation, --help, the fingerprint, the doctor, the verdict and the run all read it.
 //   name        --transport name
-//   gpu         its rows are GPU paths (--require gpu, "GPUs but no GPU path measured")
+//   facts       what code below lib/app knows of it too (core/impl_facts.h: GPU or not, pipelined,
+//               the report's ratio baseline, attestation, --accept paths), found by name
+//   gpu         its rows are GPU paths (--require gpu, "GPUs but no GPU path measured"; from facts)
 //   probe       what this build and this machine can run, and why not (--list; may be collective)
 //   variants    the rows' paths to run (nccl: one per forced path; others: {""}), on every rank
 //   open        creates the backend's resources on every rank at the same point (connections,
@@ -15,6 +17,7 @@
 //   doctorHooks the doctor checks only this binary can run (a P2P copy, a dma-buf registration)
 //   options     the backend's own command-line options, their form (validate, while parsing)
 //               and what this rank's machine must have for them (checkOnThisRank)
+//   pairLink    --accept's pair test over it when it has no transport (mpi)
 // A backend absent from this build has an entry too (built = false, with the reason).
 #pragma once
 #include <map>
@@ -28,6 +31,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collectives/collective.h"
+#include "core/impl_facts.h"
 #include "doctor/doctor.h"
 #include "app/options.h"
 #include "report/fingerprint.h"
@@ -39,6 +43,10 @@ class App;
 
 namespace fb {
 
+namespace acceptcmd {
+class PairLink;
+}
+
 using CollFactory = std::function<Support(const CollRequest&)>;
 
 struct BackendEntry {
@@ -46,7 +54,8 @@ struct BackendEntry {
   std::string help;  // one line: what rows it produces
   bool built = false;
   std::string notBuilt;  // why not, when !built
-  bool gpu = false;
+  const ImplFacts* facts = nullptr;  // the facts code below lib/app reads too (core/impl_facts.h)
+  bool gpu = false;                  // facts->gpu: its rows are GPU paths
   std::function<BackendStatus(Bootstrap&, const Options&)> probe;
   std::function<std::vector<std::string>(Bootstrap&, const Options&)> variants;
   std::function<CollFactory(Bootstrap&, const Options&, const std::string& variant)> open;
@@ -58,6 +67,8 @@ struct BackendEntry {
   std::function<void(CLI::App&, Options&)> addOptions;
   std::function<void(Options&)> validate;  // throws ConfigError
   std::function<void(const Options&, const std::string& hostname)> checkOnThisRank;  // throws ConfigError
+  // --accept's pair test over a backend without a transport (mpi); with one, its transport
+  std::function<std::unique_ptr<acceptcmd::PairLink>()> pairLink;
 };
 
 const std::vector<BackendEntry>& backendTable();

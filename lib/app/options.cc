@@ -1,7 +1,5 @@
 #include "app/options.h"
 
-#include <mpi.h>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +8,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/config.h"
 #include "app/backends.h"
 #include "collectives/host_algorithms.h"
 #include "core/error.h"
@@ -42,38 +39,6 @@ std::size_t sizeFlag(const std::string& flag, const std::string& text) {
 }
 
 }  // namespace
-
-std::string versionText() {
-  auto orNot = [](const char* v, const std::string& why) { return *v ? std::string(v) : why; };
-#if defined(OMPI_MAJOR_VERSION)
-  std::string mpi = fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
-#elif defined(MPICH_VERSION)
-  std::string mpi = std::string("MPICH ") + MPICH_VERSION;
-#else
-  std::string mpi = fmt::format("MPI {}.{} (library unknown)", MPI_VERSION, MPI_SUBVERSION);
-#endif
-  std::string rdma = FB_BUILD_RDMA_VERSION;
-  if (!rdma.empty()) {
-    // libibverbs.pc says 1.14.<rdma-core major>.<minor>
-    auto p = rdma.find('.', rdma.find('.') + 1);
-    rdma = (p == std::string::npos ? rdma : rdma.substr(p + 1)) + " (libibverbs " + rdma + ")";
-  }
-  return fmt::format(
-      "fabricbench {}\n"
-      "git revision: {} (when the build was configured)\n"
-      "built with:\n"
-      "  NCCL       {}\n"
-      "  CUDA       {}\n"
-      "  CUDA arch  {}\n"
-      "  MPI        {}\n"
-      "  rdma-core  {}\n"
-      "  compiler   {}\n",
-      FB_VERSION, orNot(FB_GIT_REV_CONFIGURED, "unknown (not built from a git checkout)"),
-      orNot(FB_BUILD_NCCL_VERSION, std::string("not built (") + FB_BUILD_NCCL_WHY + ")"),
-      orNot(FB_BUILD_CUDA_VERSION, std::string("not built (") + FB_BUILD_CUDA_WHY + ")"),
-      orNot(FB_BUILD_CUDA_ARCH, "none (built without CUDA)"), mpi,
-      rdma.empty() ? std::string("not built (") + FB_BUILD_VERBS_WHY + ")" : rdma, FB_CXX_COMPILER);
-}
 
 const std::vector<std::string>& knownTransports() {
   static const std::vector<std::string> k = [] {
@@ -271,8 +236,9 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
                  "collective and size), e.g. written by --accept-baseline");
   app.add_option("--accept-floor", o.acc.floor, "--accept: a pair's bandwidth must reach this fraction of the line rate, where known")
       ->capture_default_str();
-  app.add_option("--accept-paths", accPaths, "--accept: pair-test paths, from tcp,mpi,verbs,nccl (absent ones are skipped "
-                                             "with the reason; --require makes one mandatory: exit 4)")
+  app.add_option("--accept-paths", accPaths, fmt::format("--accept: pair-test paths, from {} (absent ones are skipped "
+                                                         "with the reason; --require makes one mandatory: exit 4)",
+                                                         fmt::join(acceptPathNames(), ",")))
       ->delimiter(',')->allow_extra_args(false)->capture_default_str();
   app.add_option("--accept-bw-bytes", accBw, "--accept: the pair bandwidth size")->capture_default_str();
   app.add_option("--accept-lat-bytes", accLat, "--accept: the pair latency size")->capture_default_str();
@@ -458,8 +424,8 @@ std::optional<Options> parseOptions(const std::vector<std::string>& argsIn, bool
     throw ConfigError("--doctor, --list, --accept and --accept-baseline are different commands: give one");
   o.acc.paths.clear();
   for (const auto& p : splitList("--accept-paths", accPaths)) {
-    if (p != "tcp" && p != "mpi" && p != "verbs" && p != "nccl")
-      throw ConfigError("--accept-paths: unknown path '" + p + "' (choose tcp, mpi, verbs, nccl)");
+    if (const auto known = acceptPathNames(); std::find(known.begin(), known.end(), p) == known.end())
+      throw ConfigError(fmt::format("--accept-paths: unknown path '{}' (choose {})", p, fmt::join(known, ", ")));
     if (std::find(o.acc.paths.begin(), o.acc.paths.end(), p) == o.acc.paths.end()) o.acc.paths.push_back(p);
   }
   o.acc.bwBytes = sizeFlag("--accept-bw-bytes", accBw);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "core/impl_facts.h"
 #include "collectives/spec.h"
 #include "app/gbench_flags.h"
 #include "harness/runner.h"
@@ -48,7 +49,7 @@ struct Options {
   bool doctor = false;                   // --doctor: check the fabric pitfalls on every node (lib/doctor)
   bool accept = false;                   // --accept: acceptance of the allocation (app/accept_command.h)
   struct Accept {                        // --accept-* (doc/acceptance.md)
-    std::vector<std::string> paths{"tcp", "mpi", "verbs"};  // --accept-paths: pair-test paths
+    std::vector<std::string> paths = acceptPathNames(true);  // --accept-paths: pair-test paths
     std::string expectFile;              // --expect FILE
     double floor = 0.90;                 // --accept-floor: fraction of the line rate a pair must reach
     std::size_t bwBytes = 16u << 20;     // --accept-bw-bytes

@@ -1,6 +1,6 @@
-// Phases every rank runs together, each ending in one verdict for all (agree(), lib/bootstrap/
-// agree.h): a step only rank 0 can take (claiming the result folder, creating its files), the
-// agreement on the options, and the end of a job after a failure not every rank knows about.
+// Phases every rank runs together, each ending in one verdict for all (agree() and onRankZero(),
+// for a step only rank 0 can take, are in lib/bootstrap/agree.h): the agreement on the options,
+// and the end of a job after a failure not every rank knows about.
 #pragma once
 #include <exception>
 #include <functional>
@@ -15,11 +15,6 @@
 namespace fb {
 
 struct RunRecorder;
-
-// Runs fn on rank 0 and gives every rank its result. When fn throws, every rank throws what
-// agree() would (UnavailableError, ConfigError, AgreedFailure by the exception's verdictOf()),
-// with rank 0's message as it is. One broadcast; `what` names the step for a debugger.
-std::string onRankZero(Bootstrap& bs, const std::string& what, const std::function<std::string()>& fn);
 
 // The options, checked on every rank (the form of each flag, then what needs this machine:
 // interfaces, memory, the result folder) and agreed in the first exchange before any other

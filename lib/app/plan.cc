@@ -10,11 +10,6 @@
 
 namespace fb {
 
-std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
-                   std::size_t bytes) {
-  return fmt::format("{}|{}|{}|{}|{}", coll, impl, dtype, inPlace ? "in" : "out", bytes);
-}
-
 std::vector<Point> planPoints(const Options& o, const Backend& be, int nRanks, const std::set<std::string>& done) {
   std::vector<Point> points;
   auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes);

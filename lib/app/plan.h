@@ -13,6 +13,7 @@
 #include "app/backends.h"
 #include "app/options.h"
 #include "app/progress.h"
+#include "app/run_recorder.h"  // rowKey
 #include "bootstrap/bootstrap.h"
 #include "collectives/collective.h"
 
@@ -31,11 +32,6 @@ struct Point {
   CollRequest req;
   std::size_t bytes;
 };
-
-// What identifies a row for --resume: the same collective, implementation, dtype, placement
-// and size.
-std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
-                   std::size_t bytes);
 
 // The points of one backend, in run order, that pass --benchmark_filter (so a backend none of
 // whose benchmarks would run is never opened) and, with --resume, are not measured yet (`done`

@@ -13,14 +13,13 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/gbench_flags.h"
-#include "app/options.h"
-#include "app/plan.h"
 #include "app/progress.h"
 #include "bootstrap/bootstrap.h"
 #include "core/error.h"
@@ -28,10 +27,19 @@
 
 namespace fb {
 
+struct Options;
+struct RunPlan;
+struct RunnerConfig;
+
 // The run stops on every rank (agreed at the end of a row): rank 0 could not write its files.
 class RunStopped : public Error {
   using Error::Error;
 };
+
+// What identifies a row for --resume: the same collective, implementation, dtype, placement
+// and size.
+std::string rowKey(std::string_view coll, std::string_view impl, std::string_view dtype, bool inPlace,
+                   std::size_t bytes);
 
 // The run's identity, the same on every rank: its id and, with --resume, the earlier run's rows.
 struct ClaimedRun {
@@ -40,8 +48,20 @@ struct ClaimedRun {
   std::set<std::string> done;        // rowKey()s of the earlier rows
 };
 
-// Rank 0 claims the folder (never an earlier run's) and reads the rows an earlier run left with
-// --resume; every rank learns the outcome. Throws ConfigError on every rank when that fails.
+// Where a run's folder goes: <resultsDir>/<runId>, the default id with `suffix` appended
+// ("peer", "verbs": the tools that have no --resume or --overwrite) when runId is empty.
+struct FolderRequest {
+  std::string resultsDir = "results", runId, suffix;
+  bool writeFiles = true, resume = false, overwrite = false;
+};
+FolderRequest folderRequest(const Options& o);
+
+// The claim on the process that writes: the default id is claimed (never an earlier run's
+// folder); a given id whose folder exists is refused unless resumed or overwritten; --resume
+// reads the rows the earlier run left. ConfigError when that fails.
+ClaimedRun claimRunHere(const FolderRequest& f, const std::string& host);
+// Rank 0 claims; every rank learns the outcome. Throws ConfigError on every rank when that fails.
+ClaimedRun claimRun(Bootstrap& bs, const FolderRequest& f);
 ClaimedRun claimRun(Bootstrap& bs, const Options& o);
 
 // The settings that make rows comparable: --resume keeps an earlier run's rows only when the run
@@ -72,6 +92,7 @@ struct RunRecorder {
   std::vector<std::string> measured;                          // backend labels with rows, in order
   std::vector<std::pair<std::string, std::string>> skipped;   // backend label, why
   std::vector<std::pair<std::string, std::string>> declined;  // backend label, "rows: why" (verdict.h)
+  std::string tool = "fabricbench";                           // starts its error lines
 
   // The result folder is created here, by rank 0, after every check passed, with the console
   // table (on tableOut) and the progress line; every rank learns the folder. Should that fail
@@ -80,6 +101,10 @@ struct RunRecorder {
   std::string begin(Bootstrap& bs, const Options& o, const ClaimedRun& run, const RunPlan& plan,
                     const std::vector<std::string>& fingerprints, const std::vector<std::string>& hosts,
                     const std::string& commandLine, std::FILE* tableOut);
+
+  // The tools whose rank 0 writes alone and prints its own console (fabricbench-peer,
+  // fabricbench-verbs): the files only, in `dir` ("" = none). meta.runId is the caller's.
+  void beginFiles(const std::string& dir, RunMeta meta);
 
   void add(const Sample& s, const std::string& backend, const std::string& name = "");
   // The console's held rows go out before other text on its stream.
@@ -98,7 +123,8 @@ struct RunRecorder {
 
   // SIGCONT: rank 0 checkpoints as interrupted; SIGTERM/SIGINT/SIGHUP: rank 0 ends the files with
   // the finished rows and says so on stderr (`tool` starts the line).
-  void handleSignals(Bootstrap& bs, const std::string& tool);
+  void handleSignals(Bootstrap& bs, const std::string& tool) { handleSignals(bs.rank() == 0, tool); }
+  void handleSignals(bool writes, const std::string& tool);  // writes: this process holds the files
   void stopHandlingSignals();  // also done by the destructor
   ~RunRecorder();
 

@@ -70,4 +70,27 @@ void failHook(const std::string& point, int rank) {
   }
 }
 
+std::string onRankZero(Bootstrap& bs, const std::string& what, const std::function<std::string()>& fn) {
+  (void)what;
+  // "0<value>" or "<verdict digit><message>".
+  std::string msg;
+  if (bs.rank() == 0) {
+    try {
+      msg = "0" + fn();
+    } catch (const std::exception& e) {
+      msg = std::string(1, static_cast<char>('0' + static_cast<int>(verdictOf(e)))) + e.what();
+    }
+  }
+  auto b = bs.broadcastFromRoot(std::as_bytes(std::span<const char>(msg.data(), msg.size())));
+  msg.assign(reinterpret_cast<const char*>(b.data()), b.size());
+  auto v = static_cast<StepVerdict>(msg.empty() ? 0 : msg[0] - '0');
+  std::string body = msg.empty() ? std::string() : msg.substr(1);
+  switch (v) {
+    case StepVerdict::kOk: return body;
+    case StepVerdict::kUnavailable: throw UnavailableError(body);
+    case StepVerdict::kBadInput: throw ConfigError(body);
+    default: throw AgreedFailure(body);
+  }
+}
+
 }  // namespace fb

@@ -37,6 +37,11 @@ void agree(Bootstrap& bs, const std::string& what, const std::function<void()>& 
 // The exchange alone, for code that computed its verdict itself (message empty when kOk).
 void agreeOn(Bootstrap& bs, const std::string& what, StepVerdict mine, const std::string& message);
 
+// Runs fn on rank 0 and gives every rank its result. When fn throws, every rank throws what
+// agree() would (UnavailableError, ConfigError, AgreedFailure by the exception's verdictOf()),
+// with rank 0's message as it is. One broadcast; `what` names the step for a debugger.
+std::string onRankZero(Bootstrap& bs, const std::string& what, const std::function<std::string()>& fn);
+
 // Test hook, for proving that an injected failure on one rank gives every rank the same
 // verdict: FB_TEST_FAIL=POINT:RANK[:KIND] (KIND unavailable|badinput|error, default error)
 // makes failHook(POINT, RANK) throw on that rank. Points: tcp-open, verbs-open, mpi-open,

@@ -19,8 +19,8 @@ const std::vector<Spec>& specTable() {
   static const std::vector<Spec> t = {
       {"eth-1g", "inter", 0.125, "1 Gb/s (1000BASE-T)", 0.94, 50,
        "IEEE 802.3ab 1000BASE-T: 1 Gb/s",
-       "efficiency 0.94: TCP payload in 1500-B frames (1448/1538); latency 50 us: TCP/IP through the kernel "
-       "(SEED.md: 'can pass 50 us')"},
+       "efficiency 0.94: TCP payload in 1500-B frames (1448/1538); latency 50 us (default): TCP/IP through the "
+       "kernel"},
       {"eth-10g", "inter", 1.25, "10 Gb/s (10GBASE)", 0.94, 30,
        "IEEE 802.3ae 10GBASE: 10 Gb/s",
        "efficiency 0.94: TCP payload in 1500-B frames; latency 30 us: TCP/IP through the kernel"},
@@ -38,7 +38,7 @@ const std::vector<Spec>& specTable() {
        "efficiency 0.96: ~12 GB/s NCCL rings on a 100G NIC (NVIDIA/nccl issue 307); " + netLat},
       {"roce-200g", "inter", 25.0, "200 GbE", 0.90, 14,
        "IEEE 802.3bs 200GBASE (RoCEv2 over 200 Gb Ethernet)",
-       "efficiency 0.90 (default; no public NCCL figure for 200G RoCE in MODEL.md); " + netLat},
+       "efficiency 0.90 (default; no public NCCL busbw figure for 200G RoCE found); " + netLat},
       {"roce-400g", "inter", 50.0, "400 GbE", 0.90, 14,
        "IEEE 802.3bs 400GBASE (RoCEv2 over 400 Gb Ethernet)",
        "efficiency 0.90 (default; 46-48 GB/s on NDR-class 400G, 231 GB/s for 8 rails in NVIDIA/nccl issue "

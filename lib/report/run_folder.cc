@@ -61,36 +61,4 @@ nlohmann::json runFingerprint(const std::vector<std::string>& perRank, const std
   return fp;
 }
 
-RunFolder::RunFolder(const std::string& resultsDir, const std::string& runId, const std::string& host,
-                     const std::string& suffix) {
-  namespace fs = std::filesystem;
-  if (runId.empty()) {
-    runId_ = claimRunDir(resultsDir, defaultRunId(host, suffix));
-  } else {
-    runId_ = runId;
-    fs::path dir = fs::path(resultsDir) / runId;
-    if (fs::exists(dir)) throw ConfigError("result folder " + dir.string() + " already exists (choose another --run-id)");
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw IoError("cannot create " + dir.string() + ": " + ec.message());
-  }
-  dir_ = (fs::path(resultsDir) / runId_).string();
-  files_ = makeRunSinks(dir_, /*console=*/false);
-}
-
-void RunFolder::begin(RunMeta meta) {
-  if (!files_) return;
-  meta.runId = runId_;
-  meta.resultDir = dir_;
-  files_->begin(meta);
-}
-
-void RunFolder::add(const Sample& s) {
-  if (files_) files_->add(s);
-}
-
-void RunFolder::end(const RunSummary& summary) {
-  if (files_) files_->end(summary);
-}
-
 }  // namespace fb

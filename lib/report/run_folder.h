@@ -1,6 +1,6 @@
-// The run folder results/<run-id>/ and what every benchmark executable (fabricbench,
-// fabricbench-peer, fabricbench-verbs) writes into it: table.csv, run.json (fingerprint,
-// config, rows, status) and report.md, through the sinks of result_sink.h.
+// The run folder results/<run-id>/: its name, its claim, and what run.json records of the run
+// (the command line, the fingerprint). lib/app/run_recorder.h writes the files into it (table.csv,
+// run.json, report.md through the sinks of result_sink.h) for every benchmark executable.
 #pragma once
 #include <memory>
 #include <string>
@@ -29,30 +29,5 @@ std::string joinArgs(int argc, char** argv);
 // run.json's "fingerprint": rank i's collectLocalFingerprint() (as JSON text) merged
 // (mergeFingerprints), with the job's "ranks" and "nodes" (distinct host names).
 nlohmann::json runFingerprint(const std::vector<std::string>& perRank, const std::vector<std::string>& hostnames);
-
-// The result folder of a tool whose rank 0 writes alone, without --resume (fabricbench-peer,
-// fabricbench-verbs; fabricbench itself also resumes and agrees on the folder across ranks, with
-// the same functions above). Rank 0 opens it before anything is measured.
-class RunFolder {
- public:
-  // No files (--no-files, or a rank other than 0).
-  RunFolder() = default;
-  // runId empty: defaultRunId(host, suffix), claimed. runId given: ConfigError when
-  // <resultsDir>/<runId> exists (choose another id), else created. IoError when it cannot be.
-  RunFolder(const std::string& resultsDir, const std::string& runId, const std::string& host,
-            const std::string& suffix);
-
-  const std::string& runId() const { return runId_; }
-  const std::string& dir() const { return dir_; }  // "" when no files are written
-  // table.csv, run.json, report.md: begin (meta.runId and meta.resultDir are filled in), a row at
-  // a time, end. Without a folder these do nothing.
-  void begin(RunMeta meta);
-  void add(const Sample& s);
-  void end(const RunSummary& summary);
-
- private:
-  std::string runId_, dir_;
-  std::unique_ptr<ResultSink> files_;
-};
 
 }  // namespace fb

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/impl_facts.h"
 #include "core/units.h"
 #include "report/fingerprint.h"
 #include "report/markdown_text.h"
@@ -308,16 +309,23 @@ std::string renderRunReport(const RunMeta& meta, const std::vector<Sample>& rows
   md += renderFingerprintMarkdown(meta.fingerprint, meta.commandLine);
   if (rows.empty()) md += "No rows were measured.\n";
   std::vector<std::string> notes;
-  // With NCCL and another implementation in one run, NCCL is the baseline of the ratio columns
-  // (the question a raw path answers: how much NCCL leaves on the table at each size).
+  // With the ratio baseline (NCCL) and another implementation in one run, the ratio columns are ÷
+  // the baseline (the question a raw path answers: how much NCCL leaves on the table at each size).
   CompareOptions opt;
   auto series = groupSeries(rows);
-  bool anyNccl = false, anyOther = false;
-  for (const auto& s : series) (s.impl == "nccl" ? anyNccl : anyOther) = true;
-  if (anyNccl && anyOther) {
-    opt.baseline = "nccl";
-    md += "Ratios: every other path ÷ NCCL (`nccl`, of the same placement where measured) at the same size — busbw "
-          "ratio (> 1: faster than NCCL) and, for the small sizes, time ratio (< 1: faster than NCCL).\n\n";
+  const ImplFacts* base = nullptr;  // the ratio baseline (core/impl_facts.h)
+  bool anyOther = false;
+  for (const auto& s : series) {
+    const ImplFacts* f = findImplFacts(s.impl);
+    if (f && f->ratioBaseline && (!base || base == f)) base = f;
+    else anyOther = true;
+  }
+  if (base && anyOther) {
+    opt.baseline = std::string(base->name);
+    std::string_view t = base->title.empty() ? base->name : base->title;
+    md += fmt::format("Ratios: every other path ÷ {} (`{}`, of the same placement where measured) at the same size — busbw "
+                      "ratio (> 1: faster than {}) and, for the small sizes, time ratio (< 1: faster than {}).\n\n",
+                      t, base->name, t, t);
   }
   md += renderGroups(series, opt, outDir, false, &notes);
   md += "Files: `table.csv` (every row, units in the header), `run.json` (fingerprint, config, rows).\n";

@@ -1,5 +1,7 @@
 #include "report/verdict.h"
 
+#include "core/impl_facts.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -66,9 +68,14 @@ Verdict judgeRun(const VerdictInput& in) {
       attestFailed = true;
       v.reasons.push_back(fmt::format("{}: {}", label, why));
     }
+  // A row of a backend that attests (core/impl_facts.h: NCCL) proves the attestation held.
   if (!in.attestRequired.empty() && !attestFailed &&
-      !std::any_of(in.measured.begin(), in.measured.end(), [](const std::string& m) { return implOf(m) == "nccl"; }))
-    v.reasons.push_back(fmt::format("--require {}: no nccl row was measured to attest it", fmt::join(in.attestRequired, ",")));
+      !std::any_of(in.measured.begin(), in.measured.end(), [](const std::string& m) {
+        const ImplFacts* f = findImplFacts(implOf(m));
+        return f && f->attests;
+      }))
+    v.reasons.push_back(fmt::format("--require {}: no {} row was measured to attest it", fmt::join(in.attestRequired, ","),
+                                    fmt::join(implNames(&ImplFacts::attests), "/")));
 
   if (in.badRows > 0) {
     v.ok = false;

@@ -1,10 +1,13 @@
 #include "topology/inventory.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "core/text.h"
+#include "topology/topology.h"
 
 namespace fb::topo {
 namespace {
@@ -39,40 +42,74 @@ struct NvmlRead {
   std::string driver;
 };
 
-NvmlRead readNvml(const NvmlLoader& l) {
-  NvmlRead r;
-  if (!l.symbol) {
-    r.why = l.why.empty() ? "no NVML library" : l.why;
-    return r;
+// NVML initialised, its devices' handles taken; shut down when it goes. `why` says what failed.
+struct NvmlSession {
+  std::function<void*(const char*)> sym;
+  nvml::InitFn shutdown = nullptr;
+  nvml::ErrorStringFn errStr = nullptr;
+  std::vector<nvml::Device> devices;
+  std::string why;
+  bool ok = false;
+  explicit NvmlSession(const NvmlLoader& l) {
+    if (!l.symbol) {
+      why = l.why.empty() ? "no NVML library" : l.why;
+      return;
+    }
+    sym = l.symbol;
+    auto init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2"));
+    auto down = reinterpret_cast<nvml::InitFn>(sym("nvmlShutdown"));
+    auto count = reinterpret_cast<nvml::CountFn>(sym("nvmlDeviceGetCount_v2"));
+    auto handle = reinterpret_cast<nvml::HandleFn>(sym("nvmlDeviceGetHandleByIndex_v2"));
+    errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
+    for (auto [p, n] : {std::pair<void*, const char*>{reinterpret_cast<void*>(init), "nvmlInit_v2"},
+                        {reinterpret_cast<void*>(down), "nvmlShutdown"},
+                        {reinterpret_cast<void*>(count), "nvmlDeviceGetCount_v2"},
+                        {reinterpret_cast<void*>(handle), "nvmlDeviceGetHandleByIndex_v2"}})
+      if (!p) {
+        why = std::string("libnvidia-ml.so.1 lacks ") + n;
+        return;
+      }
+    if (nvml::Return rc = init(); rc != nvml::kSuccess) {
+      why = "nvmlInit_v2: " + err(rc);
+      return;
+    }
+    shutdown = down;
+    unsigned int n = 0;
+    if (nvml::Return rc = count(&n); rc != nvml::kSuccess) {
+      why = "nvmlDeviceGetCount_v2: " + err(rc);
+      return;
+    }
+    for (unsigned int i = 0; i < n; ++i) {
+      nvml::Device d = nullptr;
+      if (nvml::Return rc = handle(i, &d); rc != nvml::kSuccess) {
+        why = "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + err(rc);
+        return;
+      }
+      devices.push_back(d);
+    }
+    ok = true;
   }
-  auto sym = [&](const char* n) { return l.symbol(n); };
-  auto init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<nvml::InitFn>(sym("nvmlShutdown"));
-  auto count = reinterpret_cast<nvml::CountFn>(sym("nvmlDeviceGetCount_v2"));
-  auto handle = reinterpret_cast<nvml::HandleFn>(sym("nvmlDeviceGetHandleByIndex_v2"));
-  auto errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
-  auto err = [&](nvml::Return rc) {
+  ~NvmlSession() {
+    if (shutdown) shutdown();
+  }
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
+  std::string err(nvml::Return rc) const {
     const char* s = errStr ? errStr(rc) : nullptr;
     return s ? std::string(s) : "NVML error " + std::to_string(rc);
-  };
-  for (auto [p, n] : {std::pair<void*, const char*>{reinterpret_cast<void*>(init), "nvmlInit_v2"},
-                      {reinterpret_cast<void*>(shutdown), "nvmlShutdown"},
-                      {reinterpret_cast<void*>(count), "nvmlDeviceGetCount_v2"},
-                      {reinterpret_cast<void*>(handle), "nvmlDeviceGetHandleByIndex_v2"}})
-    if (!p) {
-      r.why = std::string("libnvidia-ml.so.1 lacks ") + n;
-      return r;
-    }
-  if (nvml::Return rc = init(); rc != nvml::kSuccess) {
-    r.why = "nvmlInit_v2: " + err(rc);
+  }
+};
+
+NvmlRead readNvml(const NvmlLoader& l) {
+  NvmlRead r;
+  NvmlSession nv(l);
+  if (!nv.ok) {
+    r.why = nv.why;
     return r;
   }
-  unsigned int n = 0;
-  if (nvml::Return rc = count(&n); rc != nvml::kSuccess) {
-    r.why = "nvmlDeviceGetCount_v2: " + err(rc);
-    shutdown();
-    return r;
-  }
+  auto sym = [&](const char* n) { return nv.sym(n); };
+  auto err = [&](nvml::Return rc) { return nv.err(rc); };
+  const auto n = static_cast<unsigned int>(nv.devices.size());
   // A field NVML does not support reads "[N/A]", as nvidia-smi prints it; another error is named.
   auto failed = [&](nvml::Return rc) {
     if (rc == nvml::kNotSupported) return std::string("[N/A]");
@@ -105,12 +142,7 @@ NvmlRead readNvml(const NvmlLoader& l) {
     r.driver = missing;
   }
   for (unsigned int i = 0; i < n; ++i) {
-    nvml::Device d = nullptr;
-    if (nvml::Return rc = handle(i, &d); rc != nvml::kSuccess) {
-      r.why = "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + err(rc);
-      shutdown();
-      return r;
-    }
+    nvml::Device d = nv.devices[i];
     GpuFacts g;
     g.index = uint("nvmlDeviceGetIndex", d);
     if (g.index == missing) g.index = std::to_string(i);
@@ -145,9 +177,82 @@ NvmlRead readNvml(const NvmlLoader& l) {
     }
     r.gpus.push_back(std::move(g));
   }
-  shutdown();
   r.ok = true;
   return r;
+}
+
+// The GPU x GPU matrix from NVML (see GpuLinkMatrix).
+bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
+  NvmlSession nv(l);
+  if (!nv.ok) {
+    out.nvmlWhy = nv.why;
+    return false;
+  }
+  auto pci = reinterpret_cast<nvml::PciFn>(nv.sym("nvmlDeviceGetPciInfo_v3"));
+  auto state = reinterpret_cast<nvml::NvLinkStateFn>(nv.sym("nvmlDeviceGetNvLinkState"));
+  auto remote = reinterpret_cast<nvml::NvLinkRemotePciFn>(nv.sym("nvmlDeviceGetNvLinkRemotePciInfo_v2"));
+  auto ancestor = reinterpret_cast<nvml::CommonAncestorFn>(nv.sym("nvmlDeviceGetTopologyCommonAncestor"));
+  for (auto [p, name] : {std::pair<void*, const char*>{reinterpret_cast<void*>(pci), "nvmlDeviceGetPciInfo_v3"},
+                         {reinterpret_cast<void*>(state), "nvmlDeviceGetNvLinkState"},
+                         {reinterpret_cast<void*>(remote), "nvmlDeviceGetNvLinkRemotePciInfo_v2"},
+                         {reinterpret_cast<void*>(ancestor), "nvmlDeviceGetTopologyCommonAncestor"}})
+    if (!p) {
+      out.nvmlWhy = std::string("libnvidia-ml.so.1 lacks ") + name;
+      return false;
+    }
+  const std::size_t n = nv.devices.size();
+  auto busOf = [](const nvml::PciInfo& p) { return std::string(p.busId, strnlen(p.busId, sizeof p.busId)); };
+  std::vector<std::string> bus(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    nvml::PciInfo p{};
+    if (nvml::Return rc = pci(nv.devices[i], &p); rc != nvml::kSuccess) {
+      out.nvmlWhy = "nvmlDeviceGetPciInfo_v3: " + nv.err(rc);
+      return false;
+    }
+    bus[i] = busOf(p);
+  }
+  // Per GPU: its active links to each other GPU, and to anything else (an NVSwitch).
+  std::vector<std::vector<int>> direct(n, std::vector<int>(n, 0));
+  std::vector<int> viaSwitch(n, 0);
+  out.activeNvlinks.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
+      unsigned int active = 0;
+      if (state(nv.devices[i], link, &active) != nvml::kSuccess || active != nvml::kFeatureEnabled) continue;
+      ++out.activeNvlinks[i];
+      nvml::PciInfo p{};
+      if (remote(nv.devices[i], link, &p) != nvml::kSuccess) continue;
+      auto peer = std::find(bus.begin(), bus.end(), busOf(p));
+      if (peer == bus.end()) ++viaSwitch[i];
+      else ++direct[i][static_cast<std::size_t>(peer - bus.begin())];
+    }
+  out.code.assign(n, std::vector<std::string>(n));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) {
+        out.code[i][j] = "X";
+        continue;
+      }
+      int links = direct[i][j] + std::min(viaSwitch[i], viaSwitch[j]);
+      if (links > 0) {
+        out.code[i][j] = "NV" + std::to_string(links);
+        continue;
+      }
+      unsigned int level = 0;
+      nvml::Return rc = ancestor(nv.devices[i], nv.devices[j], &level);
+      if (rc != nvml::kSuccess) out.code[i][j] = "[" + nv.err(rc) + "]";
+      else
+        switch (level) {
+          case 10: out.code[i][j] = "PIX"; break;
+          case 20: out.code[i][j] = "PXB"; break;
+          case 30: out.code[i][j] = "PHB"; break;
+          case 40: out.code[i][j] = "NODE"; break;
+          case 50: out.code[i][j] = "SYS"; break;
+          default: out.code[i][j] = "level " + std::to_string(level);  // INTERNAL (one board): no topo -m code
+        }
+    }
+  out.source = "nvml";
+  return true;
 }
 
 }  // namespace
@@ -225,10 +330,16 @@ std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv) {
   return out;
 }
 
-GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  // A recorded machine has no NVML of its own: the real one would describe this host instead.
+namespace {
+// A recorded machine has no NVML of its own: the real one would describe this host instead.
+const NvmlLoader& nvmlOf(const Machine& m) {
   static const NvmlLoader none = noNvml("no NVML on a recorded machine");
-  return readGpus(m, m.real() ? systemNvml() : none, want, timeout);
+  return m.real() ? systemNvml() : none;
+}
+}  // namespace
+
+GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  return readGpus(m, nvmlOf(m), want, timeout);
 }
 
 GpuInventory readGpus(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
@@ -260,6 +371,41 @@ GpuInventory readGpus(const Machine& m, const NvmlLoader& nvmlLib, GpuSource wan
 }
 
 // ------------------------------------------------------------------ GPU links
+std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& text) {
+  Matrix mx = parseTopoMatrix(text);
+  std::vector<std::string> gpus;
+  for (const auto& c : mx.columns)
+    if (c.rfind("GPU", 0) == 0 && c.size() > 3 && std::isdigit(static_cast<unsigned char>(c[3])) &&
+        c.find(' ') == std::string::npos)
+      gpus.push_back(c);
+  std::vector<std::vector<std::string>> code(gpus.size(), std::vector<std::string>(gpus.size()));
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    for (std::size_t j = 0; j < gpus.size(); ++j) code[i][j] = mx.at(gpus[i], gpus[j]);
+  return code;
+}
+
+GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  return readGpuLinks(m, nvmlOf(m), want, timeout);
+}
+
+GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
+  GpuLinkMatrix out;
+  if (want != GpuSource::kNvidiaSmi) {
+    if (readNvmlLinks(nvmlLib, out) || want == GpuSource::kNvml) return out;
+  } else {
+    out.nvmlWhy = "not asked (nvidia-smi only)";
+  }
+  Command c = gpuTopoMatrix(m, timeout);
+  if (!c.ok) {
+    out.smiError = c.found ? c.error : "nvidia-smi not found";
+    return out;
+  }
+  out.source = "nvidia-smi";
+  out.code = gpuCodesOfTopoMatrix(c.out);
+  out.activeNvlinks.assign(out.code.size(), -1);
+  return out;
+}
+
 Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout) {
   return m.run({"nvidia-smi", "topo", "-m"}, timeout);
 }

@@ -4,7 +4,10 @@
 //   RDMA: /sys/class/infiniband (devices, ports, GID tables).
 //   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h), else the
 //         `nvidia-smi --query-gpu` text, and the inventory says which one answered.
-//   GPU links: `nvidia-smi topo -m`, `topo -p2p r`, `nvlink -s` (text; no NVML reader yet).
+//   GPU links: the GPU x GPU matrix of `nvidia-smi topo -m` (NV#, PIX, PXB, PHB, NODE, SYS) from
+//         NVML (active NVLinks and their remote PCI bus ids, the closest common PCI ancestor of
+//         each pair), else the `topo -m` text, saying which; `topo -p2p r` and `nvlink -s` (the
+//         link speeds) are still text.
 // Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses.
 #pragma once
 #include <chrono>
@@ -76,6 +79,23 @@ GpuInventory readGpus(const Machine& m, GpuSource want = GpuSource::kAuto,
                       std::chrono::milliseconds timeout = std::chrono::seconds(20));
 GpuInventory readGpus(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
                       std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// ---- GPU links. The GPU x GPU part of `nvidia-smi topo -m`, from either source, so the two
+// compare cell by cell: "X" (self), "NV<links>", "PIX", "PXB", "PHB", "NODE", "SYS". Through an
+// NVSwitch every pair that both reach it shows NV<the smaller link count>, as nvidia-smi prints it.
+struct GpuLinkMatrix {
+  std::string source;   // "nvml", "nvidia-smi", "" when neither answered
+  std::string nvmlWhy;  // why NVML did not answer ("" when it did)
+  std::string smiError; // why `nvidia-smi topo -m` did not answer, when it ran
+  std::vector<std::vector<std::string>> code;  // [GPU index][GPU index]
+  std::vector<int> activeNvlinks;              // per GPU; from NVML only (-1 from the text)
+};
+GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want = GpuSource::kAuto,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(20));
+GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// `nvidia-smi topo -m` text -> its GPU x GPU cells (GPU columns and rows only).
+std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& text);
 
 // ---- GPU links (nvidia-smi text): `topo -m`, `topo -p2p r`, `nvlink -s`.
 Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout = std::chrono::seconds(20));

@@ -46,6 +46,13 @@ using PciFn = Return (*)(Device, PciInfo*);                           // nvmlDev
 using MemoryFn = Return (*)(Device, Memory*);                         // nvmlDeviceGetMemoryInfo
 using MigFn = Return (*)(Device, unsigned int*, unsigned int*);       // nvmlDeviceGetMigMode(current, pending)
 constexpr unsigned int kMigEnable = 1;                                // NVML_DEVICE_MIG_ENABLE
+// GPU links (nvidia-smi topo -m's matrix from typed answers)
+using NvLinkStateFn = Return (*)(Device, unsigned int link, unsigned int* isActive);  // nvmlDeviceGetNvLinkState
+using NvLinkRemotePciFn = Return (*)(Device, unsigned int link, PciInfo*);  // nvmlDeviceGetNvLinkRemotePciInfo_v2
+using CommonAncestorFn = Return (*)(Device, Device, unsigned int* level);    // nvmlDeviceGetTopologyCommonAncestor
+constexpr unsigned int kNvLinkMaxLinks = 18;                          // NVML_NVLINK_MAX_LINKS
+constexpr unsigned int kFeatureEnabled = 1;                           // NVML_FEATURE_ENABLED
+// nvmlGpuTopologyLevel_t: INTERNAL 0, SINGLE 10, MULTIPLE 20, HOSTBRIDGE 30, NODE 40, SYSTEM 50
 }  // namespace nvml
 
 }  // namespace fb::topo

@@ -1,5 +1,5 @@
-// lib/report/run_folder: the run id, the claim of a free folder, and the folder a one-process
-// tool (fabricbench-peer, fabricbench-verbs) writes.
+// lib/report/run_folder: the run id and the claim of a free folder (the files written into it:
+// tests/app/test_run_recorder.cc).
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -57,44 +57,4 @@ TEST_CASE("run folder: claimRunDir takes the next free name, never an existing f
   CHECK(fb::claimRunDir(parent, "r") == "r-2");
   CHECK(fb::claimRunDir(parent, "r") == "r-3");
   CHECK(fs::is_directory(fs::path(parent) / "r-3"));
-}
-
-TEST_CASE("run folder: RunFolder writes table.csv, run.json with the fingerprint, report.md", "[run_folder]") {
-  fbtest::TempDir dir;
-  std::string parent = dir.str("results");
-  fb::RunFolder f(parent, "", "h", "peer");
-  CHECK(f.runId().ends_with("-h-peer"));
-  CHECK(f.dir() == (fs::path(parent) / f.runId()).string());
-  fb::RunMeta meta;
-  meta.fingerprint = fb::runFingerprint({R"({"hostname": "h", "rank": 0})", R"({"hostname": "h", "rank": 1})"},
-                                        {"h", "h"});
-  f.begin(meta);
-  fb::Sample s;
-  s.coll = "write_bw";
-  s.impl = "verbs";
-  s.dtype = "uint8";
-  s.bytes = s.count = 65536;
-  s.wrong = 0;
-  f.add(s);
-  fb::RunSummary sum;
-  sum.status = "passed";
-  f.end(sum);
-  auto rows = fb::readCsv(f.dir() + "/table.csv");
-  REQUIRE(rows.size() == 1);
-  CHECK(rows[0].coll == "write_bw");
-  CHECK(rows[0].bytes == 65536);
-  auto j = nlohmann::json::parse(fbtest::slurp(f.dir() + "/run.json"));
-  CHECK(j["run_id"] == f.runId());
-  CHECK(j["fingerprint"]["ranks"] == 2);
-  CHECK(j["fingerprint"]["nodes"] == 1);
-  CHECK(j["summary"]["status"] == "passed");
-  CHECK(fs::exists(f.dir() + "/report.md"));
-  // a given run id that exists is refused (an earlier run's folder is never written to)
-  CHECK_THROWS_AS(fb::RunFolder(parent, f.runId(), "h", "peer"), fb::ConfigError);
-  // no folder: nothing is written, nothing fails
-  fb::RunFolder none;
-  none.begin(meta);
-  none.add(s);
-  none.end(sum);
-  CHECK(none.dir().empty());
 }

@@ -59,6 +59,8 @@ struct FakeNvml {
   nvml::Return initRc = nvml::kSuccess;
   int inits = 0, shutdowns = 0;
   std::vector<std::string> missing;  // symbols the fake library lacks
+  std::vector<std::vector<std::string>> links;  // per GPU: each active NVLink's remote PCI bus id
+  unsigned ancestor = 50;                       // nvmlGpuTopologyLevel_t of every pair (SYSTEM)
 };
 FakeNvml* g_fake = nullptr;
 
@@ -117,6 +119,21 @@ nvml::Return fakeMig(nvml::Device d, unsigned* cur, unsigned* pending) {
   return nvml::kSuccess;
 }
 
+nvml::Return fakeLinkState(nvml::Device d, unsigned link, unsigned* active) {
+  const auto& l = g_fake->links.at(reinterpret_cast<std::uintptr_t>(d) - 1);
+  if (link >= 18) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *active = link < l.size() ? 1 : 0;
+  return nvml::kSuccess;
+}
+nvml::Return fakeLinkRemote(nvml::Device d, unsigned link, nvml::PciInfo* p) {
+  const auto& l = g_fake->links.at(reinterpret_cast<std::uintptr_t>(d) - 1);
+  if (link >= l.size()) return 2;
+  *p = {};
+  std::strcpy(p->busId, l[link].c_str());
+  return nvml::kSuccess;
+}
+nvml::Return fakeAncestor(nvml::Device, nvml::Device, unsigned* level) { return *level = g_fake->ancestor, nvml::kSuccess; }
+
 NvmlLoader fakeLoader(FakeNvml& f) {
   g_fake = &f;
   static const std::map<std::string, void*> syms = {
@@ -136,7 +153,10 @@ NvmlLoader fakeLoader(FakeNvml& f) {
       {"nvmlDeviceGetMaxPcieLinkGeneration", reinterpret_cast<void*>(&fakeGenMax)},
       {"nvmlDeviceGetCurrPcieLinkWidth", reinterpret_cast<void*>(&fakeWidthCur)},
       {"nvmlDeviceGetMaxPcieLinkWidth", reinterpret_cast<void*>(&fakeWidthMax)},
-      {"nvmlDeviceGetMigMode", reinterpret_cast<void*>(&fakeMig)}};
+      {"nvmlDeviceGetMigMode", reinterpret_cast<void*>(&fakeMig)},
+      {"nvmlDeviceGetNvLinkState", reinterpret_cast<void*>(&fakeLinkState)},
+      {"nvmlDeviceGetNvLinkRemotePciInfo_v2", reinterpret_cast<void*>(&fakeLinkRemote)},
+      {"nvmlDeviceGetTopologyCommonAncestor", reinterpret_cast<void*>(&fakeAncestor)}};
   NvmlLoader l;
   l.symbol = [&f](const char* name) -> void* {
     for (const auto& m : f.missing)
@@ -351,4 +371,58 @@ TEST_CASE("inventory GPU query parser: 12 fields per line, others skipped", "[in
   REQUIRE(g.size() == 1);
   CHECK(g[0].uuid == "GPU-x");
   CHECK(g[0].migMode == "Disabled");
+}
+
+TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cell by cell", "[inventory]") {
+  // h200x2: the two H200s reach each other over 18 NVLinks (through the NVSwitch: each link's
+  // remote is the switch, not the other GPU); its recorded topo -m says NV18.
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));  // an NVSwitch's bus id
+  auto nv = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  REQUIRE(nv.source == "nvml");
+  CHECK(nv.nvmlWhy.empty());
+  CHECK(f.shutdowns == f.inits);
+  auto smi = readGpuLinks(fixture("h200x2"));  // no NVML on a recorded machine: the text, saying so
+  REQUIRE(smi.source == "nvidia-smi");
+  CHECK(smi.nvmlWhy == "no NVML on a recorded machine");
+  const std::vector<std::vector<std::string>> want = {{"X", "NV18"}, {"NV18", "X"}};
+  int wrong = 0;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 2; ++j) {
+      if (nv.code.at(i).at(j) != want[i][j]) ++wrong, UNSCOPED_INFO("nvml " << i << j << ": " << nv.code[i][j]);
+      if (smi.code.at(i).at(j) != want[i][j]) ++wrong, UNSCOPED_INFO("smi " << i << j << ": " << smi.code[i][j]);
+    }
+  CHECK(wrong == 0);
+  CHECK(nv.activeNvlinks == std::vector<int>{18, 18});
+  CHECK(smi.activeNvlinks == std::vector<int>{-1, -1});
+  // Direct links: 4 from GPU0 to GPU1 (and back), 2 more to the switch on GPU0 only: NV4 (a switch
+  // link joins two GPUs only when both have one).
+  f.links = {{"00000000:00:07.0", "00000000:00:07.0", "00000000:00:07.0", "00000000:00:07.0", "00000000:c0:00.0",
+              "00000000:c0:00.0"},
+             {"00000000:00:06.0", "00000000:00:06.0", "00000000:00:06.0", "00000000:00:06.0"}};
+  auto direct = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  CHECK(direct.code.at(0).at(1) == "NV4");
+  CHECK(direct.code.at(1).at(0) == "NV4");
+  CHECK(direct.activeNvlinks == std::vector<int>{6, 4});
+  // No NVLink: the common PCI ancestor names the cell as topo -m does.
+  f.links = {{}, {}};
+  for (auto [level, code] : {std::pair<unsigned, const char*>{10, "PIX"}, {20, "PXB"}, {30, "PHB"}, {40, "NODE"}, {50, "SYS"}}) {
+    f.ancestor = level;
+    auto pcie = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+    CHECK(pcie.code.at(0).at(1) == code);
+  }
+  // rtx4090x2's recorded topo -m: PHB between the GPUs, the NIC column left out.
+  auto rtx = readGpuLinks(fixture("rtx4090x2"));
+  REQUIRE(rtx.code.size() == 2);
+  CHECK(rtx.code[0][1] == "PHB");
+  CHECK(rtx.code[1][0] == "PHB");
+  // kNvml alone does not fall back; an NVML without the link functions says which it lacks.
+  f.missing = {"nvmlDeviceGetNvLinkRemotePciInfo_v2"};
+  auto lacking = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  CHECK(lacking.source.empty());
+  CHECK(lacking.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  CHECK(lacking.code.empty());
+  auto fellBack = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  CHECK(fellBack.source == "nvidia-smi");
+  CHECK(fellBack.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetNvLinkRemotePciInfo_v2");
 }

@@ -18,6 +18,8 @@ check smi-width 0 $rc "$out" "GPU0 pcie.link.width.max = 16"
 [ "$(grep -c ' = ' <<< "$out")" = 24 ] || { echo "FAIL smi-fields: want 24 field lines"; fails=$((fails + 1)); }
 out=$("$tool" --root "$data/h200x2" 2>&1); rc=$?
 check auto-fallback 0 $rc "$out" "GPUs: source nvidia-smi (NVML: no NVML on a recorded machine), 2 GPU(s)"
+check links-fallback 0 $rc "$out" "GPU links: source nvidia-smi (NVML: no NVML on a recorded machine)"
+check links-matrix 0 $rc "$out" "  GPU1 NV18 X"
 out=$("$tool" --root "$data/roce_ok" 2>&1); rc=$?
 check rdma 0 $rc "$out" "RDMA mlx5_0 port 1: Ethernet, 4: ACTIVE, 100 Gb/sec (4X EDR), fw 20.35.1012, 4 GID(s)"
 out=$("$tool" --root "$data/h200x2" --compare 2>&1); rc=$?

@@ -1,0 +1,112 @@
+// fabricbench --accept, the pair test's measuring side: a path between two units (a transport, or
+// MPI point to point) and one pair's latency and bandwidth over it. The command is accept_command.cc.
+#pragma once
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "accept/accept.h"
+#include "app/options.h"
+#include "core/error.h"
+#include "transport/transport.h"
+
+namespace fb::acceptcmd {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTagLat = 4101, kTagBw = 4102;
+
+// ---------------------------------------------------------------------------------------------
+// One pair's measurement over one path. The lower unit starts the ping-pong (it times the round
+// trips); both time the bandwidth exchange (both directions at once), the slower side counts.
+class PairLink {
+ public:
+  virtual ~PairLink() = default;
+  // Both directions at once, `bytes` each way.
+  virtual void exchange(int peer, void* s, void* r, std::size_t bytes, Deadline d) = 0;
+  virtual void send(int peer, const void* s, std::size_t bytes, Deadline d) = 0;
+  virtual void recv(int peer, void* r, std::size_t bytes, Deadline d) = 0;
+  virtual void registerMemory(void*, std::size_t) {}
+  virtual double lineRate() const { return -1; }
+  virtual std::string label() const = 0;
+};
+
+class TransportLink : public PairLink {
+ public:
+  explicit TransportLink(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
+  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override { t_->sendRecv(peer, s, n, peer, r, n, d); }
+  void send(int peer, const void* s, std::size_t n, Deadline d) override {
+    Request q = t_->isend(peer, s, n);
+    t_->wait(q, d);
+  }
+  void recv(int peer, void* r, std::size_t n, Deadline d) override {
+    Request q = t_->irecv(peer, r, n);
+    t_->wait(q, d);
+  }
+  void registerMemory(void* p, std::size_t n) override { t_->registerMemory(p, n); }
+  double lineRate() const override { return t_->path().nominalGBps; }
+  std::string label() const override { return t_->path().label; }
+  Transport& transport() { return *t_; }
+
+ private:
+  std::unique_ptr<Transport> t_;
+};
+
+// MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Test).
+class MpiLink : public PairLink {
+ public:
+  void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override {
+    MPI_Request q[2];
+    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[0]);
+    MPI_Isend(s, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[1]);
+    waitAll(q, 2, peer, d);
+  }
+  void send(int peer, const void* s, std::size_t n, Deadline d) override {
+    MPI_Request q;
+    MPI_Isend(const_cast<void*>(s), static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
+    waitAll(&q, 1, peer, d);
+  }
+  void recv(int peer, void* r, std::size_t n, Deadline d) override {
+    MPI_Request q;
+    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
+    waitAll(&q, 1, peer, d);
+  }
+  std::string label() const override { return "mpi (MPI_Isend/MPI_Irecv on MPI_COMM_WORLD)"; }
+
+ private:
+  static void waitAll(MPI_Request* q, int n, int peer, Deadline d) {
+    for (std::uint64_t spin = 0;; ++spin) {
+      int done = 0;
+      MPI_Testall(n, q, &done, MPI_STATUSES_IGNORE);
+      if (done) return;
+      if (d.expired()) throw TimeoutError(fmt::format("mpi pair test: no progress with rank {} before the deadline", peer));
+      if (spin % 64 == 63) std::this_thread::yield();
+    }
+  }
+};
+
+struct PairResult {
+  double bw = kNaNd(), lat = kNaNd(), latMedian = kNaNd();  // lat: the floor (shortest round trip / 2)
+  static double kNaNd() { return accept::kNaN; }
+};
+
+struct Buffers {
+  std::vector<std::byte> s, r;
+};
+
+// This unit's side of one pair. lower: this unit has the lower index (it times the latency).
+// `between` runs after the latency part on every pair of the round (a barrier): no pair's latency
+// is measured while another pair of the round moves its bandwidth traffic.
+PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::Accept& a, Buffers& buf,
+                       std::chrono::milliseconds timeout, const std::function<void()>& between);
+
+}  // namespace fb::acceptcmd
