@@ -269,7 +269,6 @@ const std::vector<BackendEntry>& backendTable() {
     for (auto& e : t) {
       e.facts = findImplFacts(e.name);
       if (!e.facts) throw std::logic_error("backend " + e.name + " has no entry in core/impl_facts.cc");
-      e.gpu = e.facts->gpu;
       if (!e.built) {
         std::string why = e.notBuilt, name = e.name;
         e.probe = [name, why](Bootstrap&, const Options&) { return notBuiltStatus(name, why); };
@@ -289,7 +288,7 @@ const BackendEntry* findBackend(std::string_view name) {
 std::vector<std::string> gpuBackendNames() {
   std::vector<std::string> out;
   for (const auto& e : backendTable())
-    if (e.gpu) out.push_back(e.name);
+    if (e.facts->gpu) out.push_back(e.name);
   return out;
 }
 

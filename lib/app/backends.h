@@ -55,7 +55,6 @@ struct BackendEntry {
   bool built = false;
   std::string notBuilt;  // why not, when !built
   const ImplFacts* facts = nullptr;  // the facts code below lib/app reads too (core/impl_facts.h)
-  bool gpu = false;                  // facts->gpu: its rows are GPU paths
   std::function<BackendStatus(Bootstrap&, const Options&)> probe;
   std::function<std::vector<std::string>(Bootstrap&, const Options&)> variants;
   std::function<CollFactory(Bootstrap&, const Options&, const std::string& variant)> open;
