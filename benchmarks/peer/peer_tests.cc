@@ -560,15 +560,20 @@ class PeerBench {
     }
   }
 
+  // The GPU x GPU tables' column header: a blank row-label cell, then GPU0..GPUn-1.
+  static void columnHeader(int n) {
+    fmt::print("  {:>6}", "");
+    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
+    fmt::print("\n");
+  }
+
   void matrix() {
     const int n = n_;
     const std::size_t B = matrixBytes_;
     fmt::print("\n## GPU x GPU matrix (row = source/reader GPU i, column = GPU j)\n");
     // P2P capability.
     fmt::print("  P2P access (cudaDeviceCanAccessPeer / perf rank / native atomics / enabled here):\n");
-    fmt::print("  {:>6}", "");
-    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
-    fmt::print("\n");
+    columnHeader(n);
     for (int i = 0; i < n; ++i) {
       fmt::print("  {:>6}", fmt::format("GPU{}", i));
       for (int j = 0; j < n; ++j) {
@@ -598,9 +603,7 @@ class PeerBench {
     }
     fmt::print("  copy-engine bandwidth GB/s, {} per copy (i -> j; wrong elements in brackets when > 0):\n",
                formatSize(B) + "B");
-    fmt::print("  {:>6}", "");
-    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
-    fmt::print("\n");
+    columnHeader(n);
     for (int i = 0; i < n; ++i) {
       fmt::print("  {:>6}", fmt::format("GPU{}", i));
       for (int j = 0; j < n; ++j) {
@@ -626,9 +629,7 @@ class PeerBench {
       FB_CUDA_CHECK(kernels::buildPointerChain(bufs[j].get(), std::min(B, chainBytes), stride, gpus_[j].s));
       syncBounded(j, gpus_[j].s);
     }
-    fmt::print("  {:>6}", "");
-    for (int j = 0; j < n; ++j) fmt::print(" {:>14}", fmt::format("GPU{}", j));
-    fmt::print("\n");
+    columnHeader(n);
     for (int i = 0; i < n; ++i) {
       fmt::print("  {:>6}", fmt::format("GPU{}", i));
       FB_CUDA_CHECK(cudaSetDevice(i));
