@@ -13,6 +13,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import sys
 
 TESTS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
@@ -20,6 +21,7 @@ TESTS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter":
 NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
          "p2pring": "SendRecv (P2P ring)"}
 REL, ABS_US = 0.02, 0.5
+MEDIAN_OF = ("host", "host_w0", "gpu", "p50")  # comparisons also judged on the median of the rounds
 
 
 def within(fb, nt):
@@ -192,6 +194,7 @@ def main():
                   key=lambda k: (list(NAMES).index(k[0]) if k[0] in NAMES else 9, k[2] != "out", k[1]))
     big = 16 << 20  # below it, one GPU's operations take 5-15 us and the host's enqueue rate decides
     stats = {n: {"all": [0, 0], "big": [0, 0], "small": [0, 0], "worst": None} for n in comparisons}
+    med_stats = {n: {"all": [0, 0], "big": [0, 0], "small": [0, 0], "worst": None} for n in MEDIAN_OF}
     rows = []
     for key in keys:
         row = {"coll": key[0], "size_bytes": key[1], "placement": key[2]}
@@ -211,11 +214,28 @@ def main():
                 row[f"{n}_b_r{k + 1}"] = ref
                 row[f"{n}_ratio_r{k + 1}"] = r
                 row[f"{n}_ok_r{k + 1}"] = ok
+        # Per size over the rounds: fabricbench's median / nccl-tests' median (each tool's own
+        # round-to-round spread, which reaches 30 % below 1 MiB on one GPU, is then not charged to one pair).
+        for n in MEDIAN_OF:
+            fa = [row[f"{n}_a_r{k + 1}"] for k in range(rounds) if row[f"{n}_ratio_r{k + 1}"] is not None]
+            fb_ = [row[f"{n}_b_r{k + 1}"] for k in range(rounds) if row[f"{n}_ratio_r{k + 1}"] is not None]
+            r = ok = None
+            if fa:
+                ma, mb = statistics.median(fa), statistics.median(fb_)
+                r, ok = ma / mb, within(ma, mb)
+                st = med_stats[n]
+                for band in ("all", "big" if key[1] >= big else "small"):
+                    st[band][0] += 1
+                    st[band][1] += 0 if ok else 1
+                if not ok and (st["worst"] is None or abs(r - 1) > abs(st["worst"][0] - 1)):
+                    st["worst"] = (r, key, 0)
+            row[f"{n}_med_ratio"], row[f"{n}_med_ok"] = r, ok
         rows.append(row)
 
     os.makedirs(a.out, exist_ok=True)
     cols = ["coll", "size_bytes", "placement"] + [f"{n}_{w}_r{k + 1}" for n in comparisons
-                                                  for w in ("a", "b", "ratio", "ok") for k in range(rounds)]
+                                                  for w in ("a", "b", "ratio", "ok") for k in range(rounds)] + \
+        [f"{n}_med_{w}" for n in MEDIAN_OF for w in ("ratio", "ok")]
     with open(os.path.join(a.out, "table.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -233,6 +253,10 @@ def main():
             else:
                 out.append(f"{v:.{digits}f}")
         return " / ".join(out) if any(v is not None for v in vals) else "-"
+
+    def med(r, n):
+        v = r.get(f"{n}_med_ratio")
+        return "-" if v is None else f"{v:.3f}" + ("" if r.get(f"{n}_med_ok") else "*")
 
     md = ["# fabricbench beside nccl-tests", "",
           f"Written by scripts/vs_nccl_tests.py (scripts/gpu-steps/60-vs-nccl-tests.sh). Bound: within "
@@ -252,6 +276,16 @@ def main():
         w = st["worst"]
         ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]}, round {w[2]})" if w else "-"
         md.append(f"| {title} | {frac('all')} | {frac('big')} | {frac('small')} | {ws} |")
+    md += ["", f"## Summary: sizes within the bound, median of the {rounds} rounds (fabricbench's median / nccl-tests' median)", "",
+           "| comparison | all sizes | 16 MiB and up | below 16 MiB | worst outside the bound |", "|---|---:|---:|---:|---|"]
+    for n in MEDIAN_OF:
+        st = med_stats[n]
+        def mfrac(b):
+            c, bad = st[b]
+            return f"{c - bad} of {c}" if c else "-"
+        w = st["worst"]
+        ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]})" if w else "-"
+        md.append(f"| {comparisons[n][0]} | {mfrac('all')} | {mfrac('big')} | {mfrac('small')} | {ws} |")
     if problems:  # runs measured another way than nccl-tests: their ratios do not answer the question
         md += ["", "**Not comparable:** " + "; ".join(sorted(problems)[:8])]
     if missing:
@@ -263,12 +297,12 @@ def main():
             if not sub:
                 continue
             md += [f"## {NAMES[coll]}, {'out of place' if pl == 'out' else 'in place'}", "",
-                   "| size | nccl-tests us | fb nccl-tests-timer us | ratio | -w 0 --repeat 1 ratio | nccl-tests -I mean us | fb rank-timer us | rank ratio "
+                   "| size | nccl-tests us | fb nccl-tests-timer us | ratio | median ratio | -w 0 --repeat 1 ratio | nccl-tests -I mean us | fb rank-timer us | rank ratio "
                    "| nccl-tests -I p50 us | fb per-op p50 us | p50 ratio | nccl-tests rk/r1 |",
-                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for r in sub:
                 md.append(f"| {fmt_size(r['size_bytes'])} | {multi(r, 'host', 'b')} | {multi(r, 'host', 'a')} | "
-                          f"{multi(r, 'host', 'ratio')} | {multi(r, 'host_w0', 'ratio')} | {multi(r, 'gpu', 'b')} | {multi(r, 'gpu', 'a')} | "
+                          f"{multi(r, 'host', 'ratio')} | {med(r, 'host')} | {multi(r, 'host_w0', 'ratio')} | {multi(r, 'gpu', 'b')} | {multi(r, 'gpu', 'a')} | "
                           f"{multi(r, 'gpu', 'ratio')} | {multi(r, 'p50', 'b')} | {multi(r, 'p50', 'a')} | "
                           f"{multi(r, 'p50', 'ratio')} | {multi(r, 'nt_self', 'ratio')} |")
             md.append("")
