@@ -191,10 +191,11 @@ class NcclCollective : public Collective {
     const std::size_t span = std::max(opts_.rotateSpan > 0 ? opts_.rotateSpan : kDefaultRotateSpan, total);
     steps_ = opts_.rotateBuffers && total > 0 ? span / total : 1;
     shiftBytes_ = total;
-    // Only the positions a batch reaches are allocated: operation i < rotateOps of a batch sits
-    // where nccl-tests puts it, in less memory than nccl-tests' maxbytes at small sizes.
+    // Operation i < rotateOps of a batch sits where nccl-tests puts it (positions past rotateOps are never reached).
     positions_ = std::min<std::size_t>(steps_, std::max<std::size_t>(opts_.rotateOps, 1));
-    const std::size_t extent = total * positions_;
+    // Moved buffers are allocated once at the sweep's largest extent (span: nccl-tests' maxbytes, which
+    // it allocates once), so every size runs on the same memory instead of a fresh allocation per size.
+    const std::size_t extent = opts_.rotateBuffers ? std::max(span, total * positions_) : total * positions_;
     if (shape.inPlace) {
       ensure(&recv_, &recvCap_, extent);
       sendPtr_ = static_cast<char*>(recv_) + shape.sendInPlaceOffset(bs_.rank()) * elt;
@@ -657,7 +658,7 @@ class NcclCollective : public Collective {
   bool ncclMem_ = true;         // buffers from ncclMemAlloc (false: cudaMalloc; see ensure)
   std::set<void*> ncclBufs_;    // the buffers ncclMemAlloc gave (freed with ncclMemFree)
   std::size_t steps_ = 1;       // buffer positions (--rotate-buffers): operation i at shift (i % steps_)
-  std::size_t positions_ = 1;   // ... of which the first min(steps_, rotateOps) are allocated
+  std::size_t positions_ = 1;   // ... of which the first min(steps_, rotateOps) are reached
   std::size_t shiftBytes_ = 0;  // ... times this (nccl-tests: max(send, receive bytes))
   static constexpr std::size_t kDefaultRotateSpan = std::size_t(1) << 30;
   CollShape shape_{};
