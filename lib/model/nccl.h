@@ -28,8 +28,9 @@
 // (LL128 36.7 ring, 36.7/36.7/29 tree; Simple tree 38.7/41.4/36 on 1/2/more nodes) when a channel count is
 // known (NCCL_MIN_CTAS, a log's INFO). Each channel uses one NIC and keeps a fixed window in flight: a NIC
 // with k channels moves min(line rate, NIC x k / 2), NIC being the rate of NCCL's default 2 per NIC (16
-// over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default), so AllToAll
-// over many peers reaches the line rate where SendRecv to one peer does not.
+// over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default to 2.28; 2.29
+// computes up to 4, see doc/model.md), so AllToAll over many peers reaches the line rate where SendRecv to one
+// peer does not.
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 // Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
 // before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
