@@ -573,6 +573,25 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
   std::filesystem::remove_all(tmp);
 }
 
+TEST_CASE("fabricbench-model specs: every row and every nccl prior printed with its source", "[tool]") {
+  auto r = tool("specs");
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  int rows = 0;
+  for (auto& s : specTable()) {
+    INFO(s.name);
+    CHECK(r.text.find(s.name + " ") != std::string::npos);
+    CHECK(r.text.find("    defaults: " + s.defaultsSource + "\n") != std::string::npos);
+    ++rows;
+  }
+  CHECK(rows == 14);
+  // the nccl subcommand's priors, each with the thread or constant it comes from
+  for (const char* line : {"per-NIC 48 GB/s (--nic-gbps): 46-48 GB/s per NDR NIC (NVIDIA/nccl-tests issues 290, 267)",
+                           "node ring 365 GB/s (--ring-gbps): 8 x H100 NCCL_ALGO=Ring 365-370 GB/s (NVIDIA/nccl issue 1455;",
+                           "NVLS 480 GB/s (--nvls-gbps): ~480 GB/s on 8 x H100", "392.7 GB/s busbw at 8 GiB"})
+    CHECK(r.text.find(line) != std::string::npos);
+}
+
 TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_a2a_" + std::to_string(::getpid()));
   auto r = tool("project --inter spec:ib-ndr,eff=0.5,lat=10 --nodes 4 --coll alltoall,broadcast --sizes 4M --no-plots -o " +
