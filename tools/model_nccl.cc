@@ -32,11 +32,11 @@ Args g;
 
 void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nics", o.nics, "NICs per node (default: one per GPU, rails)");
-  c->add_option("--nic-gbps", o.nicGBps, "prior per-NIC rate as rings deliver it, GB/s (default 48: NDR 400G)");
+  c->add_option("--nic-gbps", o.nicGBps, "prior per-NIC rate as rings deliver it, GB/s (default 48: 46-48 per NDR NIC, nccl-tests issues 290, 267)");
   c->add_option("--nic-line-gbps", o.nicLineGBps,
                 "per-NIC signalling rate, reached with more than 2 channels on a NIC, GB/s (default --nic-gbps x 50/48: NDR 50)");
-  c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default 365: H100 NVLink)");
-  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default 480)");
+  c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
+  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default 480: 8 x H100, nccl-tests issue 212)");
   c->add_flag("--pcie", o.pcie, "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink");
   c->add_flag("--collnet", o.collNet, "the fabric offers CollNet/SHARP");
   c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24)");

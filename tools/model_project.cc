@@ -431,6 +431,18 @@ std::function<int()> setupSpecs(CLI::App&) {
       std::printf("%-14s %-5s %-32s %8.2f GB/s  eff %.2f (default)  %5.1f us/hop (default)\n    rate: %s\n    defaults: %s\n",
                   s.name.c_str(), s.kind.c_str(), s.rateText.c_str(), s.lineGbps, s.efficiency, s.latencyUs,
                   s.source.c_str(), s.defaultsSource.c_str());
+    // The priors of `fabricbench-model nccl` (lib/model/nccl.h), defaults until a fit moves them.
+    std::printf(
+        "\nfabricbench-model nccl priors (defaults; a fit replaces those its runs identify):\n"
+        "  per-NIC 48 GB/s (--nic-gbps): 46-48 GB/s per NDR NIC (NVIDIA/nccl-tests issues 290, 267)\n"
+        "  NIC line 50 GB/s (--nic-line-gbps): InfiniBand NDR 4x, 400 Gb/s\n"
+        "  node ring 365 GB/s (--ring-gbps): 8 x H100 NCCL_ALGO=Ring 365-370 GB/s (NVIDIA/nccl issue 1455;\n"
+        "    ~370 in nccl-tests issue 212; NCCL's 18 x 20.6 GB/s, src/graph/topo.h SM90_NVLINK_BW)\n"
+        "  NVLS 480 GB/s (--nvls-gbps): ~480 GB/s on 8 x H100 (nccl-tests issues 212, 309; NVIDIA/nccl issue 1455)\n"
+        "  latencies, per-protocol factors, LL caps, tree correction: NVIDIA/nccl src/graph/tuning.cc\n"
+        "  multi-node H100 rings, for comparison: 392.7 GB/s busbw at 8 GiB on 2 x 8 H100 with 8 x 400G IB,\n"
+        "    NCCL_ALGO=Ring NCCL_MIN_CTAS=24 (nccl-tests issue 309; tests/data/public-nccl-tests/\n"
+        "    h100-ib400-gjaion-2x8-ring-minctas24.log): 49 GB/s a NIC\n");
     return 0;
   };
 }

@@ -172,8 +172,9 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = L.base[pi] + log2i(N) * he / 3.5 + n * 2.8;
       break;
     case NcclAlgo::kP2p: {
-      // NCCL opens 2 channels to each remote peer (NCCL_NCHANNELS_PER_NET_PEER's default, src/graph/paths.cc
-      // 2.18-2.29): AllToAll's n - G remote peers per GPU put 2 (n - G) G / R channels on a NIC, SendRecv's one peer 2.
+      // 2 channels to each remote peer (src/graph/paths.cc: NCCL_NCHANNELS_PER_NET_PEER 2 in 2.18-2.28; 2.29 opens
+      // up to 4, ceil(GPU-NIC GB/s / 14), which set F's 2.29.2 SendRecv rate contradicts: doc/model.md): AllToAll's
+      // n - G remote peers per GPU put 2 (n - G) G / R channels on a NIC, SendRecv's one peer 2.
       const double pNic = m.nicRate(coll == "alltoall" ? 2.0 * (n - G) * G / R : 2.0);
       if (coll == "alltoall") bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * pNic * (n - 1) / (G * double(n - G)));
       else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, pNic * std::max(1.0, R / G));

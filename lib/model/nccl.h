@@ -28,8 +28,9 @@
 // (LL128 36.7 ring, 36.7/36.7/29 tree; Simple tree 38.7/41.4/36 on 1/2/more nodes) when a channel count is
 // known (NCCL_MIN_CTAS, a log's INFO). Each channel uses one NIC and keeps a fixed window in flight: a NIC
 // with k channels moves min(line rate, NIC x k / 2), NIC being the rate of NCCL's default 2 per NIC (16
-// over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default), so AllToAll
-// over many peers reaches the line rate where SendRecv to one peer does not.
+// over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default to 2.28; 2.29
+// computes up to 4, see doc/model.md), so AllToAll over many peers reaches the line rate where SendRecv to one
+// peer does not.
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 // Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
 // before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
@@ -78,12 +79,19 @@ double ncclBusFactor(const std::string& coll, int ranks);
 struct NcclMachine {
   int nodes = 1, gpusPerNode = 1;
   double nicsPerNode = 0;        // R; 0 = one NIC per GPU (rails)
-  double nicGBps = 48;           // per NIC with 2 channels on it (NCCL's default rings, or one p2p peer)
+  // Priors (defaults until a fit moves them), each from a public figure:
+  // per NIC with 2 channels on it (NCCL's default rings, or one p2p peer): "46-48 GB/s per NIC" at NDR
+  // (NVIDIA/nccl-tests issues 290 and 267).
+  double nicGBps = 48;
   // The NIC's signalling rate (400 Gb/s = 50 GB/s), reached with more channels on it: each channel keeps a
   // fixed window of chunks in flight, so k channels move min(line, nicGBps x k / 2). 0 = nicGBps x 50 / 48.
   double nicLineGBps = 0;
-  double ringIntraGBps = 365;    // the node's ring busbw (NVLink or PCIe)
-  double nvlsGBps = 480;         // NVLS busbw inside the node; 0 = no NVSwitch multicast
+  // The node's ring busbw (NVLink or PCIe): 8 x H100 NCCL_ALGO=Ring measured 365-370 GB/s (NVIDIA/nccl issue
+  // 1455; ~370 in nccl-tests issue 212; NCCL's own 18 x 20.6 = 370.8, src/graph/topo.h SM90_NVLINK_BW).
+  double ringIntraGBps = 365;
+  // NVLS busbw inside the node, 0 = no NVSwitch multicast: ~480 GB/s on 8 x H100 (nccl-tests issue 212,
+  // NVIDIA/nccl issue 1455; 480 in nccl-tests issue 309).
+  double nvlsGBps = 480;
   bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
   bool collNet = false;          // SHARP / CollNet available
   double latIntraScale = 1, latNetScale = 1;  // x tuning.cc's per-hop latencies
@@ -95,7 +103,8 @@ struct NcclMachine {
   double effTreeLL128 = 1;                    // x tuning.cc's tree LL128 factor (its own factor and cap there)
   int channels = 0;              // known channel count; 0 = not capped
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
-  // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy.
+  // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy. Starting points
+  // only: they apply to 1-rank runs alone, and a 1-rank run always calibrates all three.
   double launchUs = 6, copyLatUs = 3, copyGBps = 2000;
   int ncclVersion = 0;           // NCCL_VERSION_CODE of the run (22203 = 2.22.3); 0 = unknown, taken as the newest
   double nics() const { return nicsPerNode > 0 ? nicsPerNode : gpusPerNode; }

@@ -9,61 +9,76 @@
 
 namespace fb::model {
 
-// Line rates per direction in GB/s (1e9 B/s). Efficiency and per-hop latency are DEFAULTS: every
-// projection from a spec prints them as such; replace them with a measurement (--inter RUN:SERIES)
-// or give your own (--inter spec:ib-hdr,eff=0.9,lat=4).
+// Line rates per direction in GB/s (1e9 B/s). Efficiency and per-hop latency are DEFAULTS, each from a
+// public source named beside it (an NVIDIA engineer's figure in a GitHub thread, NCCL's own topology or
+// tuning constants, a published measurement): every projection from a spec prints them as defaults;
+// replace them with a measurement (--inter RUN:SERIES) or your own (--inter spec:ib-hdr,eff=0.9,lat=4).
 const std::vector<Spec>& specTable() {
   static const std::string netLat =
-      "per-hop latency 14 us: NCCL's network per-hop latency for the Simple protocol (NVIDIA/nccl "
-      "src/graph/tuning.cc)";
+      "per-hop latency 14 us: NCCL's network per-hop latency for Ring Simple (NVIDIA/nccl src/graph/tuning.cc "
+      "hwLatencies NET, 2.18-2.29)";
+  static const std::string tcpLat =
+      "latency 55 us: half the 110 us TCP round trip of a 100-byte socket ping-pong between two Linux hosts "
+      "over Intel 1G NICs (serverfault.com/questions/791539; 220 us on 3.x kernels)";
+  static const std::string nvlinkRing =
+      "; latency 3.4 us: NCCL's NVLink per-hop, Ring Simple (tuning.cc hwLatencies NVLINK)";
+  static const std::string pciEff =
+      "efficiency 0.76: NCCL's own PCIe link model, width x GT/s / 80 (NVIDIA/nccl src/graph/topo.cc: "
+      "Gen3 x16 = 12 GB/s of 15.75, Gen4 24 of 31.5, Gen5 48 of 63); latency 5.7 us: NCCL's PCIe per-hop, "
+      "Ring Simple (tuning.cc hwLatencies PCI)";
   static const std::vector<Spec> t = {
-      {"eth-1g", "inter", 0.125, "1 Gb/s (1000BASE-T)", 0.94, 50,
+      {"eth-1g", "inter", 0.125, "1 Gb/s (1000BASE-T)", 0.94, 55,
        "IEEE 802.3ab 1000BASE-T: 1 Gb/s",
-       "efficiency 0.94: TCP payload in 1500-B frames (1448/1538); latency 50 us (default): TCP/IP through the "
-       "kernel"},
-      {"eth-10g", "inter", 1.25, "10 Gb/s (10GBASE)", 0.94, 30,
+       "efficiency 0.94: TCP payload in 1500-B frames (1448 of 1538 bytes on the wire); " + tcpLat},
+      {"eth-10g", "inter", 1.25, "10 Gb/s (10GBASE)", 0.94, 55,
        "IEEE 802.3ae 10GBASE: 10 Gb/s",
-       "efficiency 0.94: TCP payload in 1500-B frames; latency 30 us: TCP/IP through the kernel"},
-      {"ib-edr", "inter", 12.5, "100 Gb/s (4x 25G)", 0.92, 14,
+       "efficiency 0.94: TCP payload in 1500-B frames; " + tcpLat +
+           " (the kernel path, not the wire: a 100-byte frame takes < 1 us at 1 Gb/s, so the 1G figure stands for 10G)"},
+      {"ib-edr", "inter", 12.5, "100 Gb/s (4x 25G)", 0.96, 14,
        "InfiniBand Trade Association, EDR 4x: 100 Gb/s",
-       "efficiency 0.92 (default); " + netLat},
+       "efficiency 0.96: 12 GB/s NCCL busbw per 100G NIC (NVIDIA/nccl-tests issue 119, sjeaugey; 12.2 GB/s "
+       "on a 4x EDR card in nccl-tests issue 29); " + netLat},
       {"ib-hdr", "inter", 25.0, "200 Gb/s (4x 50G PAM4)", 0.96, 14,
        "InfiniBand Trade Association, HDR 4x: 200 Gb/s (4 lanes x 50G PAM4)",
-       "efficiency 0.96: ~24 GB/s NCCL busbw on HDR (NVIDIA/nccl issue 412, nccl-tests issue 252); " + netLat},
+       "efficiency 0.96: 24 GB/s NCCL busbw per 200G NIC (NVIDIA/nccl-tests issue 119 and NVIDIA/nccl issue 412, "
+       "sjeaugey); " + netLat},
       {"ib-ndr", "inter", 50.0, "400 Gb/s (4x 100G PAM4)", 0.94, 14,
        "InfiniBand Trade Association, NDR 4x: 400 Gb/s",
-       "efficiency 0.94: 46-48 GB/s NCCL busbw on NDR (nccl-tests issues 290, 267); " + netLat},
+       "efficiency 0.94: 46-48 GB/s NCCL busbw per NDR NIC (NVIDIA/nccl-tests issue 290, AddyLaddy); 8 NICs: "
+       "392.7 GB/s busbw for a 2 x 8 H100 ring, 49 a NIC (nccl-tests issue 309, tests/data/public-nccl-tests/"
+       "h100-ib400-gjaion-2x8-ring-minctas24.log); " + netLat},
       {"roce-100g", "inter", 12.5, "100 GbE", 0.96, 14,
        "IEEE 802.3 100GBASE (RoCEv2 over 100 Gb Ethernet)",
-       "efficiency 0.96: ~12 GB/s NCCL rings on a 100G NIC (NVIDIA/nccl issue 307); " + netLat},
-      {"roce-200g", "inter", 25.0, "200 GbE", 0.90, 14,
+       "efficiency 0.96: 12 GB/s NCCL busbw per 100G NIC (NVIDIA/nccl-tests issue 119, sjeaugey); " + netLat},
+      {"roce-200g", "inter", 25.0, "200 GbE", 0.96, 14,
        "IEEE 802.3bs 200GBASE (RoCEv2 over 200 Gb Ethernet)",
-       "efficiency 0.90 (default; no public NCCL busbw figure for 200G RoCE found); " + netLat},
-      {"roce-400g", "inter", 50.0, "400 GbE", 0.90, 14,
+       "efficiency 0.96: 24 GB/s NCCL busbw per 200G NIC (NVIDIA/nccl-tests issue 119, sjeaugey: a NIC's "
+       "figure, IB or RoCE); " + netLat},
+      {"roce-400g", "inter", 50.0, "400 GbE", 0.96, 14,
        "IEEE 802.3bs 400GBASE (RoCEv2 over 400 Gb Ethernet)",
-       "efficiency 0.90 (default; 46-48 GB/s on NDR-class 400G, 231 GB/s for 8 rails in NVIDIA/nccl issue "
-       "2409 = 0.58); " +
-           netLat},
-      {"pcie-gen3-x16", "intra", 15.75, "PCIe 3.0 x16 (8 GT/s, 128b/130b)", 0.80, 5.7,
-       "PCI-SIG PCIe 3.0: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s per direction",
-       "efficiency 0.80 (default: TLP headers); latency 5.7 us: NCCL's PCIe per-hop, Simple (tuning.cc)"},
-      {"pcie-gen4-x16", "intra", 31.5, "PCIe 4.0 x16 (16 GT/s)", 0.80, 5.7,
-       "PCI-SIG PCIe 4.0: 16 GT/s x 16, 128b/130b = 31.5 GB/s per direction",
-       "efficiency 0.80 (default: TLP headers); latency 5.7 us: NCCL's PCIe per-hop, Simple (tuning.cc)"},
-      {"pcie-gen5-x16", "intra", 63.0, "PCIe 5.0 x16 (32 GT/s)", 0.80, 5.7,
-       "PCI-SIG PCIe 5.0: 32 GT/s x 16, 128b/130b = 63 GB/s per direction",
-       "efficiency 0.80 (default: TLP headers); latency 5.7 us: NCCL's PCIe per-hop, Simple (tuning.cc)"},
-      {"nvlink3-a100", "intra", 300.0, "NVLink 3: 12 links x 25 GB/s", 0.75, 3.4,
+       "efficiency 0.96: 48-49 GB/s per ConnectX-7 at 400 Gb/s, said of a RoCE cluster of 8 x 400G H100 nodes "
+       "(NVIDIA/nccl-tests issue 267, AddyLaddy); " + netLat},
+      {"pcie-gen3-x16", "intra", 15.75, "PCIe 3.0 x16 (8 GT/s, 128b/130b)", 0.76, 5.7,
+       "PCI-SIG PCIe 3.0: 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s per direction", pciEff},
+      {"pcie-gen4-x16", "intra", 31.5, "PCIe 4.0 x16 (16 GT/s)", 0.76, 5.7,
+       "PCI-SIG PCIe 4.0: 16 GT/s x 16, 128b/130b = 31.5 GB/s per direction", pciEff},
+      {"pcie-gen5-x16", "intra", 63.0, "PCIe 5.0 x16 (32 GT/s)", 0.76, 5.7,
+       "PCI-SIG PCIe 5.0: 32 GT/s x 16, 128b/130b = 63 GB/s per direction", pciEff},
+      {"nvlink3-a100", "intra", 300.0, "NVLink 3: 12 links x 25 GB/s", 0.80, 3.4,
        "NVIDIA A100 datasheet: 12 NVLink3 links, 600 GB/s total (300 GB/s per direction)",
-       "efficiency 0.75: this project's 2xH200 measured 349 GB/s busbw of 478 nominal (0.73); latency 3.4 us: "
-       "NCCL's NVLink per-hop, Simple (tuning.cc)"},
-      {"nvlink4-h100", "intra", 450.0, "NVLink 4: 18 links x 25 GB/s", 0.75, 3.4,
+       "efficiency 0.80: NCCL's NVLink3 figure, 20.0 GB/s a link of 25 (NVIDIA/nccl src/graph/topo.h "
+       "SM80_NVLINK_BW); measured: ~160 GB/s intra-node busbw on 8-link A800 (NVIDIA/nccl issue 412, sjeaugey)" +
+           nvlinkRing},
+      {"nvlink4-h100", "intra", 450.0, "NVLink 4: 18 links x 25 GB/s", 0.82, 3.4,
        "NVIDIA H100/H200 datasheet: 18 NVLink4 links, 900 GB/s total (nvidia-smi reports 26.56 GB/s per link)",
-       "efficiency 0.75: this project's 2xH200 measured 349 GB/s busbw of 478 nominal (0.73); latency 3.4 us: "
-       "NCCL's NVLink per-hop, Simple (tuning.cc)"},
-      {"nvlink5-b200", "intra", 900.0, "NVLink 5: 18 links x 50 GB/s", 0.75, 3.4,
+       "efficiency 0.82: NCCL's NVLink4 figure, 20.6 GB/s a link of 25 (NVIDIA/nccl src/graph/topo.h "
+       "SM90_NVLINK_BW; 18 links = 370.8 GB/s); measured: 365-370 GB/s Ring busbw on 8 x H100 (NVIDIA/nccl "
+       "issue 1455), ~370 (NVIDIA/nccl-tests issue 212, sjeaugey)" + nvlinkRing},
+      {"nvlink5-b200", "intra", 900.0, "NVLink 5: 18 links x 50 GB/s", 0.80, 3.4,
        "NVIDIA B200 datasheet: 18 NVLink5 links, 1.8 TB/s total",
-       "efficiency 0.75 (default, carried over from NVLink4); latency 3.4 us: NCCL's NVLink per-hop, Simple"},
+       "efficiency 0.80: NCCL's NVLink5 figure, 40.1 GB/s a link of 50 (NVIDIA/nccl src/graph/topo.h "
+       "SM100_NVLINK_BW; 18 links = 721.8 GB/s, the maxBw NCCL prints on B200 in NVIDIA/nccl issue 1807)" +
+           nvlinkRing},
   };
   return t;
 }

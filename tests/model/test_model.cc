@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -279,10 +280,30 @@ TEST_CASE("specs: table with sources, unknown name is bad input", "[model][spec]
   const auto& hdr = findSpec("ib-hdr");
   CHECK(hdr.lineGbps == 25.0);
   CHECK(hdr.source.find("200 Gb/s") != std::string::npos);
+  // Every default names a public source: an NVIDIA/nccl or nccl-tests thread, NCCL's own constants, or a
+  // published measurement; none says it has none.
+  int cited = 0;
   for (auto& s : specTable()) {
+    INFO(s.name);
     CHECK(!s.source.empty());
     CHECK(!s.defaultsSource.empty());
+    const auto& d = s.defaultsSource;
+    bool cites = d.find("NVIDIA/nccl") != std::string::npos || d.find("serverfault.com") != std::string::npos;
+    CHECK(cites);
+    CHECK(d.find("no public") == std::string::npos);
+    CHECK(d.find("(default") == std::string::npos);  // a bare "(default)" in place of a source
+    char eff[32];
+    std::snprintf(eff, sizeof eff, "efficiency %.2f", s.efficiency);
+    CHECK(d.find(eff) == 0);  // the text states the value it sources
+    cited += cites;
   }
+  CHECK(cited == static_cast<int>(specTable().size()));
+  // NCCL's own per-link NVLink figures (src/graph/topo.h) over the 25 / 50 GB/s line, to 2 places.
+  CHECK(findSpec("nvlink3-a100").efficiency == Approx(20.0 / 25).margin(0.005));
+  CHECK(findSpec("nvlink4-h100").efficiency == Approx(20.6 / 25).margin(0.005));
+  CHECK(findSpec("nvlink5-b200").efficiency == Approx(40.1 / 50).margin(0.005));
+  // NCCL's PCIe model: 16 lanes x 60 (Gen3) / 80 = 12 GB/s of 15.75.
+  CHECK(findSpec("pcie-gen3-x16").efficiency == Approx(12.0 / 15.75).margin(0.005));
   auto l = linkFromSpec(hdr);
   CHECK_FALSE(l.measured);
   CHECK(l.source.find("(default)") != std::string::npos);
@@ -550,6 +571,25 @@ TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
     CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
   }
   std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("fabricbench-model specs: every row and every nccl prior printed with its source", "[tool]") {
+  auto r = tool("specs");
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  int rows = 0;
+  for (auto& s : specTable()) {
+    INFO(s.name);
+    CHECK(r.text.find(s.name + " ") != std::string::npos);
+    CHECK(r.text.find("    defaults: " + s.defaultsSource + "\n") != std::string::npos);
+    ++rows;
+  }
+  CHECK(rows == 14);
+  // the nccl subcommand's priors, each with the thread or constant it comes from
+  for (const char* line : {"per-NIC 48 GB/s (--nic-gbps): 46-48 GB/s per NDR NIC (NVIDIA/nccl-tests issues 290, 267)",
+                           "node ring 365 GB/s (--ring-gbps): 8 x H100 NCCL_ALGO=Ring 365-370 GB/s (NVIDIA/nccl issue 1455;",
+                           "NVLS 480 GB/s (--nvls-gbps): ~480 GB/s on 8 x H100", "392.7 GB/s busbw at 8 GiB"})
+    CHECK(r.text.find(line) != std::string::npos);
 }
 
 TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed", "[tool]") {
