@@ -266,26 +266,22 @@ def main():
           "-w 0 --repeat 1, fabricbench --timer rank --per-op, nccl-tests -I 1. Cells hold round 1 / round 2 / ... Times are microseconds per operation.", ""]
     md += ["## Fingerprint", ""] + ["- " + x for x in fingerprint_lines(a.fb_host[0])] + \
           ["- nccl-tests: " + x.lstrip("# ") for x in header[:4]] + [""]
-    md += ["## Summary: (row, round) pairs within the bound", "",
-           "| comparison | all sizes | 16 MiB and up | below 16 MiB | worst outside the bound |", "|---|---:|---:|---:|---|"]
-    for n, (title, _) in comparisons.items():
-        st = stats[n]
-        def frac(b):
-            c, bad = st[b]
-            return f"{c - bad} of {c}" if c else "-"
-        w = st["worst"]
-        ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]}, round {w[2]})" if w else "-"
-        md.append(f"| {title} | {frac('all')} | {frac('big')} | {frac('small')} | {ws} |")
-    md += ["", f"## Summary: sizes within the bound, median of the {rounds} rounds (fabricbench's median / nccl-tests' median)", "",
-           "| comparison | all sizes | 16 MiB and up | below 16 MiB | worst outside the bound |", "|---|---:|---:|---:|---|"]
-    for n in MEDIAN_OF:
-        st = med_stats[n]
-        def mfrac(b):
-            c, bad = st[b]
-            return f"{c - bad} of {c}" if c else "-"
-        w = st["worst"]
-        ws = f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]})" if w else "-"
-        md.append(f"| {comparisons[n][0]} | {mfrac('all')} | {mfrac('big')} | {mfrac('small')} | {ws} |")
+    def summary(heading, table, titles, per_round):
+        out = ["", heading, "", "| comparison | all sizes | 16 MiB and up | below 16 MiB | worst outside the bound |",
+               "|---|---:|---:|---:|---|"]
+        for n, title in titles:
+            st = table[n]
+            frac = {b: f"{st[b][0] - st[b][1]} of {st[b][0]}" if st[b][0] else "-" for b in ("all", "big", "small")}
+            w = st["worst"]
+            ws = "-" if not w else (f"{w[0]:.3f} ({NAMES.get(w[1][0], w[1][0])} {fmt_size(w[1][1])} {w[1][2]}"
+                                    + (f", round {w[2]})" if per_round else ")"))
+            out.append(f"| {title} | {frac['all']} | {frac['big']} | {frac['small']} | {ws} |")
+        return out
+
+    md += summary("## Summary: (row, round) pairs within the bound", stats,
+                  [(n, t) for n, (t, _) in comparisons.items()], True)[1:]
+    md += summary(f"## Summary: sizes within the bound, median of the {rounds} rounds (fabricbench's median / "
+                  "nccl-tests' median)", med_stats, [(n, comparisons[n][0]) for n in MEDIAN_OF], False)
     if problems:  # runs measured another way than nccl-tests: their ratios do not answer the question
         md += ["", "**Not comparable:** " + "; ".join(sorted(problems)[:8])]
     if missing:
