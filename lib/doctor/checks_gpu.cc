@@ -22,6 +22,14 @@ int pathRank(const std::string& c) {
 }
 
 constexpr const char* kTopoSource = "nvidia-smi topo -m";
+constexpr const char* kP2pSource = "nvidia-smi topo -p2p r";
+
+// Cell of GPU indices a, b in an inventory matrix; "" when out of range.
+std::string cellOf(const topo::GpuLinkMatrix& m, int a, int b) {
+  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= m.code.size()) return {};
+  const auto& row = m.code[static_cast<std::size_t>(a)];
+  return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
+}
 
 }  // namespace
 
@@ -64,61 +72,64 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
         "MIG mode enabled on " + join(migOn, ", ") + ": MIG instances have no CUDA IPC and no NVLink P2P",
         qsrc, "nvidia-smi -i <gpu> -mig 0 (as root, GPU idle; may need a GPU reset)");
 
-  // ---- link class of every pair
-  auto topo = topo::gpuTopoMatrix(m, std::chrono::seconds(10));
+  // ---- link class of every pair (NVML, else the topo -m text)
+  topo::GpuLinkMatrix links;
+  if (n >= 2) links = topo::readGpuLinks(m, topo::GpuSource::kAuto, std::chrono::seconds(10));
+  const std::string lsrc =
+      links.source == "nvml" ? "NVML NVLink states and common PCI ancestors (libnvidia-ml.so.1)" : kTopoSource;
   if (n < 2) {
     add(r, "gpu.topology", Verdict::kPass, "1 GPU (" + names[0] + "): no GPU pair", kTopoSource);
-  } else if (!topo.ok) {
-    add(r, "gpu.topology", Verdict::kSkip, "nvidia-smi topo -m failed: " + topo.error, kTopoSource);
+  } else if (links.source.empty()) {
+    add(r, "gpu.topology", Verdict::kSkip, "nvidia-smi topo -m failed: " + links.smiError, kTopoSource);
   } else {
-    auto mat = topo::parseTopoMatrix(topo.out);
     std::vector<std::string> pairs, notNv, sys;
     for (int a = 0; a < n; ++a)
       for (int b = a + 1; b < n; ++b) {
         std::string ga = "GPU" + std::to_string(gl.gpus[a].index), gb = "GPU" + std::to_string(gl.gpus[b].index);
-        std::string c = mat.at(ga, gb);
+        std::string c = cellOf(links, gl.gpus[a].index, gl.gpus[b].index);
         if (c.empty()) c = "?";
         pairs.push_back(ga + "-" + gb + " " + c);
         if (!startsWith(c, "NV")) notNv.push_back(ga + "-" + gb + " " + c);
         if (c == "SYS") sys.push_back(ga + "-" + gb);
       }
     if (notNv.empty())
-      add(r, "gpu.topology", Verdict::kPass, "NVLink between every pair: " + join(pairs, ", "), kTopoSource);
+      add(r, "gpu.topology", Verdict::kPass, "NVLink between every pair: " + join(pairs, ", "), lsrc);
     else
       add(r, "gpu.topology", Verdict::kWarn,
           "no NVLink for " + join(notNv, ", ") + " (all pairs: " + join(pairs, ", ") + ")" +
               (sys.empty() ? "" : "; SYS = across the CPU interconnect, the slowest P2P path"),
-          kTopoSource,
+          lsrc,
           "expected where the GPUs have no NVLink (PCIe cards); otherwise check the NVLink bridges / "
           "fabric manager (nvidia-smi nvlink -s); PIX is best for PCIe P2P (move cards under one switch)");
   }
 
-  // ---- P2P: advertised (topo -p2p r) and a real copy (the P2P sanity check)
+  // ---- P2P: advertised (NVML, else topo -p2p r) and a real copy (the P2P sanity check)
   if (n < 2) {
-    add(r, "gpu.p2p", Verdict::kPass, "1 GPU: no pair to check", "nvidia-smi topo -p2p r");
+    add(r, "gpu.p2p", Verdict::kPass, "1 GPU: no pair to check", kP2pSource);
     return;
   }
-  auto p2p = topo::gpuP2pReadMatrix(m, std::chrono::seconds(10));
+  auto p2p = topo::readGpuP2p(m, topo::GpuSource::kAuto, std::chrono::seconds(10));
+  const bool p2pOk = !p2p.source.empty();
   std::vector<std::string> advertised, notAdvertised;
-  if (p2p.ok) {
-    auto mat = topo::parseTopoMatrix(p2p.out);
+  if (p2pOk) {
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
         std::string ga = "GPU" + std::to_string(gl.gpus[a].index), gb = "GPU" + std::to_string(gl.gpus[b].index);
-        std::string c = mat.at(ga, gb);
+        std::string c = cellOf(p2p, gl.gpus[a].index, gl.gpus[b].index);
         (c == "OK" ? advertised : notAdvertised).push_back(ga + "->" + gb + " " + (c.empty() ? "?" : c));
       }
   }
-  std::string src = std::string("nvidia-smi topo -p2p r") + (h.p2p ? " + a real copy between every pair "
-                                                                    "(copy engine and SM, checked element by element, "
-                                                                    "under a time-out)" : "");
+  std::string src = std::string(p2p.source == "nvml" ? "NVML nvmlDeviceGetP2PStatus (libnvidia-ml.so.1)" : kP2pSource) +
+                    (h.p2p ? " + a real copy between every pair (copy engine and SM, checked element by element, "
+                             "under a time-out)"
+                           : "");
   Hooks::P2P real;
   if (h.p2p) real = h.p2p();
-  std::string adv = p2p.ok ? (notAdvertised.empty() ? "P2P read advertised OK for all " +
-                                                          std::to_string(advertised.size()) + " ordered pairs"
-                                                    : "P2P read NOT advertised: " + join(notAdvertised, ", "))
-                           : "nvidia-smi topo -p2p r failed: " + p2p.error;
+  std::string adv = p2pOk ? (notAdvertised.empty() ? "P2P read advertised OK for all " +
+                                                         std::to_string(advertised.size()) + " ordered pairs"
+                                                   : "P2P read NOT advertised: " + join(notAdvertised, ", "))
+                          : "nvidia-smi topo -p2p r failed: " + p2p.smiError;
   if (real.ran && !real.ok && !real.brokenPairs.empty()) {
     add(r, "gpu.p2p", Verdict::kFail, adv + "; real copy: " + real.summary, src,
         "P2P advertised but broken: NCCL would hang or corrupt data; check ACS/IOMMU (pcie.acs, pcie.iommu), "
@@ -128,7 +139,7 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
         geforce.empty() ? "P2P not supported between these GPUs (topology/ACS/IOMMU/driver): copies go through "
                           "host memory; see pcie.acs and pcie.iommu"
                         : "GeForce: the driver disables P2P (no fix in software)");
-  } else if (!p2p.ok && !real.ran) {
+  } else if (!p2pOk && !real.ran) {
     add(r, "gpu.p2p", Verdict::kSkip, adv + "; no real copy (this build has no CUDA)", src);
   } else {
     add(r, "gpu.p2p", Verdict::kPass,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -255,6 +256,96 @@ bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
   return true;
 }
 
+// The P2P read matrix from NVML (see readGpuP2p).
+bool readNvmlP2p(const NvmlLoader& l, GpuLinkMatrix& out) {
+  NvmlSession nv(l);
+  if (!nv.ok) {
+    out.nvmlWhy = nv.why;
+    return false;
+  }
+  auto status = reinterpret_cast<nvml::P2PStatusFn>(nv.sym("nvmlDeviceGetP2PStatus"));
+  if (!status) {
+    out.nvmlWhy = "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus";
+    return false;
+  }
+  const std::size_t n = nv.devices.size();
+  out.code.assign(n, std::vector<std::string>(n));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) {
+        out.code[i][j] = "X";
+        continue;
+      }
+      int st = 0;
+      nvml::Return rc = status(nv.devices[i], nv.devices[j], nvml::kP2pCapsRead, &st);
+      out.code[i][j] = rc == nvml::kSuccess ? p2pStatusCode(st) : "[" + nv.err(rc) + "]";
+    }
+  out.source = "nvml";
+  return true;
+}
+
+// The NVLink speeds from NVML: per active link its speed field (per link, else the device's common
+// speed); a failed read of an active link's speed fails the whole answer, so the text takes over.
+bool readNvmlSpeeds(const NvmlLoader& l, GpuNvlinkSpeeds& out) {
+  NvmlSession nv(l);
+  if (!nv.ok) {
+    out.nvmlWhy = nv.why;
+    return false;
+  }
+  auto state = reinterpret_cast<nvml::NvLinkStateFn>(nv.sym("nvmlDeviceGetNvLinkState"));
+  auto fields = reinterpret_cast<nvml::FieldValuesFn>(nv.sym("nvmlDeviceGetFieldValues"));
+  auto version = reinterpret_cast<nvml::NvLinkVersionFn>(nv.sym("nvmlDeviceGetNvLinkVersion"));  // optional
+  for (auto [p, name] : {std::pair<void*, const char*>{reinterpret_cast<void*>(state), "nvmlDeviceGetNvLinkState"},
+                         {reinterpret_cast<void*>(fields), "nvmlDeviceGetFieldValues"}})
+    if (!p) {
+      out.nvmlWhy = std::string("libnvidia-ml.so.1 lacks ") + name;
+      return false;
+    }
+  // One field's value in MBps, or a reason.
+  auto mbps = [&](nvml::Device d, unsigned int field, unsigned int scope, double& v) -> std::string {
+    nvml::FieldValue f{};
+    f.fieldId = field;
+    f.scopeId = scope;
+    if (nvml::Return rc = fields(d, 1, &f); rc != nvml::kSuccess) return nv.err(rc);
+    if (f.nvmlReturn != nvml::kSuccess) return nv.err(f.nvmlReturn);
+    switch (f.valueType) {
+      case 0: v = f.value.dVal; break;
+      case 1: v = f.value.uiVal; break;
+      case 2: v = static_cast<double>(f.value.ulVal); break;
+      case 3: v = static_cast<double>(f.value.ullVal); break;
+      case 4: v = static_cast<double>(f.value.sllVal); break;
+      default: return "value type " + std::to_string(f.valueType);
+    }
+    return {};
+  };
+  for (std::size_t i = 0; i < nv.devices.size(); ++i) {
+    const int gpu = static_cast<int>(i);
+    auto& speeds = out.gbps[gpu];
+    auto& versions = out.version[gpu];
+    for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
+      unsigned int active = 0;
+      if (state(nv.devices[i], link, &active) != nvml::kSuccess || active != nvml::kFeatureEnabled) continue;
+      double v = 0;
+      std::string whyLink = mbps(nv.devices[i], nvml::kFiNvLinkGetSpeed, link, v);
+      if (!whyLink.empty()) {
+        std::string whyCommon = mbps(nv.devices[i], nvml::kFiNvLinkSpeedCommon, 0, v);
+        if (!whyCommon.empty()) {
+          out.nvmlWhy = "NVLink speed of GPU" + std::to_string(i) + " link " + std::to_string(link) +
+                        ": nvmlDeviceGetFieldValues: " + whyLink + " (per link), " + whyCommon + " (common)";
+          out.gbps.clear();
+          out.version.clear();
+          return false;
+        }
+      }
+      speeds.push_back(v / 1000.0);
+      unsigned int ver = 0;
+      versions.push_back(version && version(nv.devices[i], link, &ver) == nvml::kSuccess ? ver : 0);
+    }
+  }
+  out.source = "nvml";
+  return true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ RDMA
@@ -388,22 +479,136 @@ GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want, std::chrono::millis
   return readGpuLinks(m, nvmlOf(m), want, timeout);
 }
 
-GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
-  GpuLinkMatrix out;
+namespace {
+// NVML first (`fromNvml`), else the nvidia-smi command `smi` read by `fromText`, saying which; a
+// source named alone is the only one asked.
+template <class T, class Nvml, class Smi, class Text>
+T nvmlElseText(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout,
+               Nvml fromNvml, Smi smi, Text fromText) {
+  T out;
   if (want != GpuSource::kNvidiaSmi) {
-    if (readNvmlLinks(nvmlLib, out) || want == GpuSource::kNvml) return out;
+    if (fromNvml(nvmlLib, out) || want == GpuSource::kNvml) return out;
   } else {
     out.nvmlWhy = "not asked (nvidia-smi only)";
   }
-  Command c = gpuTopoMatrix(m, timeout);
+  Command c = smi(m, timeout);
   if (!c.ok) {
     out.smiError = c.found ? c.error : "nvidia-smi not found";
     return out;
   }
   out.source = "nvidia-smi";
-  out.code = gpuCodesOfTopoMatrix(c.out);
-  out.activeNvlinks.assign(out.code.size(), -1);
+  fromText(c.out, out);
   return out;
+}
+}  // namespace
+
+GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
+  return nvmlElseText<GpuLinkMatrix>(m, nvmlLib, want, timeout, readNvmlLinks, gpuTopoMatrix,
+                                     [](const std::string& text, GpuLinkMatrix& out) {
+                                       out.code = gpuCodesOfTopoMatrix(text);
+                                       out.activeNvlinks.assign(out.code.size(), -1);
+                                     });
+}
+
+GpuLinkMatrix readGpuP2p(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  return readGpuP2p(m, nvmlOf(m), want, timeout);
+}
+
+GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
+  return nvmlElseText<GpuLinkMatrix>(m, nvmlLib, want, timeout, readNvmlP2p, gpuP2pReadMatrix,
+                                     [](const std::string& text, GpuLinkMatrix& out) {
+                                       out.code = gpuCodesOfTopoMatrix(text);
+                                     });
+}
+
+std::string p2pStatusCode(int status) {
+  switch (status) {
+    case 0: return "OK";
+    case 1: return "CNS";
+    case 2: return "GNS";
+    case 3: return "TNS";
+    case 4: return "NS";  // disabled by a registry key: topo -p2p's legend has no own code for it
+    case 5: return "NS";
+    default: return "U";
+  }
+}
+
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
+  return readNvlinkSpeeds(m, nvmlOf(m), want, timeout);
+}
+
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want,
+                                 std::chrono::milliseconds timeout) {
+  return nvmlElseText<GpuNvlinkSpeeds>(m, nvmlLib, want, timeout, readNvmlSpeeds, gpuNvlinkStatus,
+                                       [](const std::string& text, GpuNvlinkSpeeds& out) {
+                                         out.gbps = parseNvlinkStatus(text);
+                                       });
+}
+
+std::string nvlinkSpeedText(double gbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", gbps);
+  return buf;
+}
+
+// ------------------------------------------------------------------ NVML against nvidia-smi
+namespace {
+bool bothAnswered(const std::string& what, const std::string& nvml, const std::string& smi, SourceComparison& c) {
+  if (nvml == "nvml" && smi == "nvidia-smi") return true;
+  ++c.differ;
+  c.lines.push_back("compare: " + what + ": not both sources answered (NVML: " + (nvml.empty() ? "no" : "yes") +
+                    ", nvidia-smi: " + (smi.empty() ? "no" : "yes") + ")");
+  return false;
+}
+}  // namespace
+
+SourceComparison compareGpuMatrices(const std::string& what, const GpuLinkMatrix& nv, const GpuLinkMatrix& smi) {
+  SourceComparison c;
+  if (!bothAnswered(what, nv.source, smi.source, c)) return c;
+  if (nv.code.size() != smi.code.size()) {
+    ++c.differ;
+    c.lines.push_back("compare: " + what + ": NVML has " + std::to_string(nv.code.size()) + " GPU(s), nvidia-smi " +
+                      std::to_string(smi.code.size()));
+  }
+  for (std::size_t i = 0; i < std::min(nv.code.size(), smi.code.size()); ++i) {
+    if (nv.code[i].size() != smi.code[i].size()) {
+      ++c.differ;
+      c.lines.push_back("compare: " + what + " GPU" + std::to_string(i) + ": NVML has " +
+                        std::to_string(nv.code[i].size()) + " cell(s), nvidia-smi " + std::to_string(smi.code[i].size()));
+    }
+    for (std::size_t j = 0; j < std::min(nv.code[i].size(), smi.code[i].size()); ++j, ++c.compared)
+      if (nv.code[i][j] != smi.code[i][j]) {
+        ++c.differ;
+        c.lines.push_back("compare: " + what + " GPU" + std::to_string(i) + "-GPU" + std::to_string(j) + ": NVML '" +
+                          nv.code[i][j] + "', nvidia-smi '" + smi.code[i][j] + "'");
+      }
+  }
+  return c;
+}
+
+SourceComparison compareNvlinkSpeeds(const GpuNvlinkSpeeds& nv, const GpuNvlinkSpeeds& smi) {
+  SourceComparison c;
+  if (!bothAnswered("NVLink speeds", nv.source, smi.source, c)) return c;
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> both;
+  for (const auto& [gpu, v] : nv.gbps) both[gpu].first = v;
+  for (const auto& [gpu, v] : smi.gbps) both[gpu].second = v;
+  for (const auto& [gpu, p] : both) {
+    const auto& [a, b] = p;
+    const std::string g = "compare: NVLink GPU" + std::to_string(gpu);
+    ++c.compared;  // the link count
+    if (a.size() != b.size()) {
+      ++c.differ;
+      c.lines.push_back(g + ": NVML has " + std::to_string(a.size()) + " active link(s), nvidia-smi " +
+                        std::to_string(b.size()));
+    }
+    for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k, ++c.compared)
+      if (nvlinkSpeedText(a[k]) != nvlinkSpeedText(b[k])) {
+        ++c.differ;
+        c.lines.push_back(g + " active link #" + std::to_string(k) + ": NVML " + nvlinkSpeedText(a[k]) +
+                          " GB/s, nvidia-smi " + nvlinkSpeedText(b[k]) + " GB/s");
+      }
+  }
+  return c;
 }
 
 Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout) {

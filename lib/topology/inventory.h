@@ -6,8 +6,10 @@
 //         `nvidia-smi --query-gpu` text, and the inventory says which one answered.
 //   GPU links: the GPU x GPU matrix of `nvidia-smi topo -m` (NV#, PIX, PXB, PHB, NODE, SYS) from
 //         NVML (active NVLinks and their remote PCI bus ids, the closest common PCI ancestor of
-//         each pair), else the `topo -m` text, saying which; `topo -p2p r` and `nvlink -s` (the
-//         link speeds) are still text.
+//         each pair), the P2P read matrix of `topo -p2p r` (nvmlDeviceGetP2PStatus) and the NVLink
+//         speeds of `nvlink -s` (NVLink state, version and speed field values); each from NVML,
+//         else its nvidia-smi text, saying which. The `topo -m` text stays the picture (NICs, CPU
+//         and NUMA affinity) that NVML does not give.
 // Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses.
 #pragma once
 #include <chrono>
@@ -96,6 +98,44 @@ GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvml, GpuSource w
                            std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // `nvidia-smi topo -m` text -> its GPU x GPU cells (GPU columns and rows only).
 std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& text);
+
+// ---- P2P read capability, GPU x GPU, as `nvidia-smi topo -p2p r` prints it: "X", "OK", "CNS"
+// (chipset), "GNS" (GPU), "TNS" (topology), "NS" (not supported), "U" (unknown). activeNvlinks is
+// left empty. The text's cells are read by gpuCodesOfTopoMatrix (same layout as topo -m).
+GpuLinkMatrix readGpuP2p(const Machine& m, GpuSource want = GpuSource::kAuto,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20));
+GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// nvmlGpuP2PStatus_t -> the topo -p2p code ("OK", "CNS", ...).
+std::string p2pStatusCode(int status);
+
+// ---- NVLink speeds, as `nvidia-smi nvlink -s` prints them: per GPU index, the GB/s of each active
+// link in link order (NVML's MBps / 1000: 26562 -> 26.562); a GPU without NVLink has an empty list.
+struct GpuNvlinkSpeeds {
+  std::string source;   // "nvml", "nvidia-smi", "" when neither answered
+  std::string nvmlWhy;  // why NVML did not answer ("" when it did)
+  std::string smiError; // why `nvidia-smi nvlink -s` did not answer, when it ran
+  std::map<int, std::vector<double>> gbps;
+  std::map<int, std::vector<unsigned>> version;  // NVLink version per active link; from NVML only
+};
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, GpuSource want = GpuSource::kAuto,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// A speed as nvidia-smi prints it and as --compare compares it: "26.562" (three decimals).
+std::string nvlinkSpeedText(double gbps);
+
+// ---- NVML against nvidia-smi (fabricbench-inventory --compare and the GPU step): the differences,
+// one line each, and how many cells or speeds were compared. A source that did not answer is one
+// difference. Speeds compare as nvlinkSpeedText; a GPU missing from one side has no links there.
+struct SourceComparison {
+  int differ = 0;
+  std::size_t compared = 0;
+  std::vector<std::string> lines;  // "compare: ..." per difference
+};
+// `what` names the matrix in the lines: "links", "p2p".
+SourceComparison compareGpuMatrices(const std::string& what, const GpuLinkMatrix& nvml, const GpuLinkMatrix& smi);
+SourceComparison compareNvlinkSpeeds(const GpuNvlinkSpeeds& nvml, const GpuNvlinkSpeeds& smi);
 
 // ---- GPU links (nvidia-smi text): `topo -m`, `topo -p2p r`, `nvlink -s`.
 Command gpuTopoMatrix(const Machine& m, std::chrono::milliseconds timeout = std::chrono::seconds(20));

@@ -53,6 +53,31 @@ using CommonAncestorFn = Return (*)(Device, Device, unsigned int* level);    // 
 constexpr unsigned int kNvLinkMaxLinks = 18;                          // NVML_NVLINK_MAX_LINKS
 constexpr unsigned int kFeatureEnabled = 1;                           // NVML_FEATURE_ENABLED
 // nvmlGpuTopologyLevel_t: INTERNAL 0, SINGLE 10, MULTIPLE 20, HOSTBRIDGE 30, NODE 40, SYSTEM 50
+using NvLinkVersionFn = Return (*)(Device, unsigned int link, unsigned int* version);  // nvmlDeviceGetNvLinkVersion
+// P2P capability of a pair (nvidia-smi topo -p2p r's matrix from typed answers)
+using P2PStatusFn = Return (*)(Device, Device, int capsIndex, int* status);  // nvmlDeviceGetP2PStatus
+constexpr int kP2pCapsRead = 0;                                             // NVML_P2P_CAPS_INDEX_READ
+// nvmlGpuP2PStatus_t: OK 0, CHIPSET_NOT_SUPPORTED 1, GPU_NOT_SUPPORTED 2, IOH_TOPOLOGY_NOT_SUPPORTED 3,
+// DISABLED_BY_REGKEY 4, NOT_SUPPORTED 5, UNKNOWN 6
+// Field values (NVLink speeds): nvmlFieldValue_t and nvmlDeviceGetFieldValues.
+struct FieldValue {
+  unsigned int fieldId, scopeId;  // scopeId: the link, for per-link fields
+  long long timestamp, latencyUsec;
+  int valueType;                  // nvmlValueType_t: DOUBLE 0, UINT 1, ULONG 2, ULONGLONG 3, SLONGLONG 4
+  Return nvmlReturn;
+  union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+  } value;
+};
+static_assert(offsetof(FieldValue, valueType) == 24 && offsetof(FieldValue, value) == 32 && sizeof(FieldValue) == 40,
+              "nvmlFieldValue_t layout");
+using FieldValuesFn = Return (*)(Device, int count, FieldValue*);  // nvmlDeviceGetFieldValues
+constexpr unsigned int kFiNvLinkSpeedCommon = 90;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: MBps of the active links
+constexpr unsigned int kFiNvLinkGetSpeed = 164;    // NVML_FI_DEV_NVLINK_GET_SPEED: MBps of link scopeId
 }  // namespace nvml
 
 }  // namespace fb::topo

@@ -181,27 +181,51 @@ std::vector<RdmaPort> rdmaPorts(const std::vector<RdmaDeviceFacts>& devices) {
 
 std::vector<RdmaPort> scanRdmaPorts(const Machine& m) { return rdmaPorts(readRdma(m)); }
 
-std::string Topology::link(int a, int b) const {
-  return links.at("GPU" + std::to_string(a), "GPU" + std::to_string(b));
+namespace {
+std::string cell(const GpuLinkMatrix& m, int a, int b) {
+  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= m.code.size()) return {};
+  const auto& row = m.code[static_cast<std::size_t>(a)];
+  return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
 }
+}  // namespace
+
+std::string Topology::link(int a, int b) const { return cell(gpuLinks, a, b); }
 
 bool Topology::nvlinkBetween(int a, int b) const { return link(a, b).rfind("NV", 0) == 0; }
 
 bool Topology::p2pOk(int a, int b) const {
   if (a == b) return true;
-  return p2pRead.at("GPU" + std::to_string(a), "GPU" + std::to_string(b)) == "OK";
+  return cell(p2pRead, a, b) == "OK";
 }
 
 namespace {
-// Links, NVLink speeds and NUMA/CPU affinity from the texts onto the GPUs of t.
-void addLinks(Topology& t, std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS) {
+// The inventory's text answers as the NVML ones would be: cells of the texts, "nvidia-smi" where
+// the text is there.
+GpuLinkMatrix codesOfText(std::string_view text) {
+  GpuLinkMatrix m;
+  if (text.empty()) return m;
+  m.source = "nvidia-smi";
+  m.code = gpuCodesOfTopoMatrix(std::string(text));
+  return m;
+}
+GpuNvlinkSpeeds speedsOfText(std::string_view text) {
+  GpuNvlinkSpeeds s;
+  if (text.empty()) return s;
+  s.source = "nvidia-smi";
+  s.gbps = parseNvlinkStatus(text);
+  return s;
+}
+// Links, NVLink speeds and NUMA/CPU affinity onto the GPUs of t.
+void addLinks(Topology& t, std::string_view topoM, GpuLinkMatrix gpuLinks, GpuLinkMatrix p2pRead,
+              const GpuNvlinkSpeeds& nvlink) {
   t.topoText = stripAnsi(std::string(topoM));
   t.links = parseTopoMatrix(topoM);
-  t.p2pRead = parseTopoMatrix(p2pR);
-  auto nv = parseNvlinkStatus(nvlinkS);
+  t.gpuLinks = std::move(gpuLinks);
+  t.p2pRead = std::move(p2pRead);
+  t.nvlink = nvlink;
   for (auto& g : t.gpus) {
-    auto it = nv.find(g.index);
-    if (it != nv.end()) g.nvlinkGBps = it->second;
+    auto it = nvlink.gbps.find(g.index);
+    if (it != nvlink.gbps.end()) g.nvlinkGBps = it->second;
     std::string row = "GPU" + std::to_string(g.index);
     g.cpuAffinity = t.links.at(row, "CPU Affinity");
     std::string numa = t.links.at(row, "NUMA Affinity");
@@ -222,12 +246,17 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
       break;
     }
   }
-  addLinks(t, topoM, p2pR, nvlinkS);
+  addLinks(t, topoM, codesOfText(topoM), codesOfText(p2pR), speedsOfText(nvlinkS));
   return t;
 }
 
 Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
                        const std::vector<GpuFacts>& gpus) {
+  return buildTopology(topoM, codesOfText(topoM), codesOfText(p2pR), speedsOfText(nvlinkS), gpus);
+}
+
+Topology buildTopology(std::string_view topoM, GpuLinkMatrix gpuLinks, GpuLinkMatrix p2pRead,
+                       const GpuNvlinkSpeeds& nvlink, const std::vector<GpuFacts>& gpus) {
   Topology t;
   for (const auto& f : gpus) {
     GpuInfo g;
@@ -243,7 +272,7 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
     if (t.gpus.empty()) t.driverVersion = f.driverVersion;
     t.gpus.push_back(std::move(g));
   }
-  addLinks(t, topoM, p2pR, nvlinkS);
+  addLinks(t, topoM, std::move(gpuLinks), std::move(p2pRead), nvlink);
   return t;
 }
 
@@ -274,7 +303,8 @@ LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const st
   std::ostringstream os;
   if (nvlink) {
     n.gbps = me->nvlinkTotalGBps();
-    os << me->nvlinkGBps.size() << " NVLink links x " << me->nvlinkGBps.front() << " GB/s (nvidia-smi nvlink -s)";
+    os << me->nvlinkGBps.size() << " NVLink links x " << me->nvlinkGBps.front() << " GB/s ("
+       << (t.nvlink.source == "nvml" ? "NVML" : "nvidia-smi nvlink -s") << ")";
   } else if (me->pcieGenMax > 0 && me->pcieWidthMax > 0) {
     n.gbps = pcieNominalGBps(me->pcieGenMax, me->pcieWidthMax);
     os << "PCIe Gen" << me->pcieGenMax << " x" << me->pcieWidthMax;
@@ -289,8 +319,9 @@ LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const st
 Topology readTopology(const Machine& m) {
   GpuInventory inv = readGpus(m);
   if (inv.gpus.empty()) return {};
-  auto out = [](const Command& c) { return c.ok ? c.out : std::string(); };
-  Topology topo = buildTopology(out(gpuTopoMatrix(m)), out(gpuP2pReadMatrix(m)), out(gpuNvlinkStatus(m)), inv.gpus);
+  Command topoM = gpuTopoMatrix(m);
+  Topology topo = buildTopology(topoM.ok ? topoM.out : std::string(), readGpuLinks(m), readGpuP2p(m),
+                                readNvlinkSpeeds(m), inv.gpus);
   // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
   for (auto& g : topo.gpus) {
     if (g.numaNode >= 0 || g.busId.size() < 12) continue;
@@ -319,10 +350,18 @@ std::string describe(const Topology& t) {
        << pcieNominalGBps(g.pcieGenMax, g.pcieWidthMax) << " GB/s)";
     if (!g.nvlinkGBps.empty())
       os << ", NVLink " << g.nvlinkGBps.size() << " links x " << g.nvlinkGBps.front() << " GB/s = "
-         << g.nvlinkTotalGBps() << " GB/s per direction";
+         << g.nvlinkTotalGBps() << " GB/s per direction (" << (t.nvlink.source == "nvml" ? "NVML" : "nvidia-smi") << ")";
     os << ", NUMA " << g.numaNode << ", CPUs " << (g.cpuAffinity.empty() ? "?" : g.cpuAffinity) << "\n";
   }
   if (!t.driverVersion.empty()) os << "driver " << t.driverVersion << "\n";
+  // Which source answered each; a text answer says why NVML did not.
+  auto src = [](const std::string& s, const std::string& nvmlWhy) {
+    if (s.empty()) return std::string("none");
+    return s == "nvidia-smi" && !nvmlWhy.empty() ? s + " (NVML: " + nvmlWhy + ")" : s;
+  };
+  os << "GPU links from " << src(t.gpuLinks.source, t.gpuLinks.nvmlWhy) << "; P2P from "
+     << src(t.p2pRead.source, t.p2pRead.nvmlWhy) << "; NVLink speeds from " << src(t.nvlink.source, t.nvlink.nvmlWhy)
+     << "\n";
   for (const auto& p : t.rdma)
     os << "RDMA " << p.device << " port " << p.port << ": " << p.linkLayer << ", " << p.state << ", " << p.rate
        << (p.roceV2GidIndex >= 0 ? ", RoCEv2 GID index " + std::to_string(p.roceV2GidIndex) : std::string())

@@ -1,7 +1,8 @@
 // The GPU and RDMA picture for --list, run.json and "% of nominal link rate", assembled from the
 // machine inventory (inventory.h): GPUs, the link matrix and P2P capability matrix (`nvidia-smi
-// topo -m` / `topo -p2p r`), NVLink links and per-link speed (`nvidia-smi nvlink -s`), PCIe
-// generation and width, NUMA/CPU affinity, RDMA ports. The text parsers are tested on saved real
+// topo -m` / `topo -p2p r` cells), NVLink links and per-link speed (`nvidia-smi nvlink -s`), each
+// from NVML when it answers, else the nvidia-smi text; PCIe generation and width, NUMA/CPU
+// affinity (topo -m text, else sysfs), RDMA ports. The text parsers are tested on saved real
 // outputs (tests/topology); this library needs neither CUDA nor NVML to build.
 #pragma once
 #include <cstddef>
@@ -70,8 +71,10 @@ std::vector<RdmaPort> rdmaPorts(const std::vector<RdmaDeviceFacts>& devices);
 
 struct Topology {
   std::vector<GpuInfo> gpus;
-  Matrix links;      // nvidia-smi topo -m
-  Matrix p2pRead;    // nvidia-smi topo -p2p r
+  Matrix links;      // nvidia-smi topo -m text: CPU/NUMA affinity and NIC columns
+  GpuLinkMatrix gpuLinks;  // GPU x GPU link codes, by GPU index (NVML, else topo -m)
+  GpuLinkMatrix p2pRead;   // GPU x GPU P2P read codes, by GPU index (NVML, else topo -p2p r)
+  GpuNvlinkSpeeds nvlink;  // NVLink speeds by GPU index (NVML, else nvlink -s), copied to GpuInfo::nvlinkGBps
   std::string topoText;  // raw `nvidia-smi topo -m`, legend included
   std::string driverVersion;
   std::vector<RdmaPort> rdma;
@@ -88,6 +91,9 @@ Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::strin
 // The same from the inventory's GPUs (any source) and the link texts.
 Topology buildTopology(std::string_view topoM, std::string_view p2pR, std::string_view nvlinkS,
                        const std::vector<GpuFacts>& gpus);
+// The same from the inventory's answers (any source); topoM only for affinity and the picture.
+Topology buildTopology(std::string_view topoM, GpuLinkMatrix gpuLinks, GpuLinkMatrix p2pRead,
+                       const GpuNvlinkSpeeds& nvlink, const std::vector<GpuFacts>& gpus);
 
 // The inventory of machine `m`: GPUs (NVML or nvidia-smi), the link texts, NUMA from sysfs where
 // topo -m does not say, RDMA ports. No GPU → an empty Topology (no RDMA ports either), never an
@@ -98,7 +104,7 @@ const Topology& localTopology();
 
 // Nominal rate of the link between GPU `busId` and its peers `peerBusIds` (bus ids in any case, with
 // or without nvidia-smi's 8-digit domain): NVLink to every peer → active links × link rate
-// (nvidia-smi nvlink -s); otherwise the GPU's PCIe generation × width. gbps -1 when unknown.
+// (NVML or nvidia-smi nvlink -s, named in the basis); otherwise the GPU's PCIe generation × width. gbps -1 when unknown.
 struct LinkNominal {
   double gbps = -1;
   std::string basis;

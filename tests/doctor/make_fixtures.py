@@ -155,7 +155,8 @@ def h200x2(root):
       gpu_row(1, "NVIDIA H200", "00000000:00:07.0", "Disabled", "580.159.04", "GPU-3a819cdb-d032-6280-36f1-3b58795dc238",
               "143771", "96.00.A5.00.1A", ("5", "5", "16", "16")))
     # the recordings themselves, linked (one copy, in tests/data/topology)
-    for cmd, rec in (("nvidia-smi_topo_-m", "topo_m.txt"), ("nvidia-smi_topo_-p2p_r", "topo_p2p_r.txt")):
+    for cmd, rec in (("nvidia-smi_topo_-m", "topo_m.txt"), ("nvidia-smi_topo_-p2p_r", "topo_p2p_r.txt"),
+                     ("nvidia-smi_nvlink_-s", "nvlink_s.txt")):
         link(root, "/_commands/" + cmd, os.path.relpath(os.path.join(TOPO, rec), os.path.join(root, "_commands")))
     for bdf in ("0000:00:06.0", "0000:00:07.0"):  # on the root bus of a VM: no bridge above
         pci(root, [bdf], gpu_attrs())

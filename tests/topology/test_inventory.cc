@@ -61,6 +61,9 @@ struct FakeNvml {
   std::vector<std::string> missing;  // symbols the fake library lacks
   std::vector<std::vector<std::string>> links;  // per GPU: each active NVLink's remote PCI bus id
   unsigned ancestor = 50;                       // nvmlGpuTopologyLevel_t of every pair (SYSTEM)
+  std::vector<std::vector<int>> p2p;            // [i][j] nvmlGpuP2PStatus_t; empty: OK for every pair
+  unsigned linkMbps = 26562;                    // every active NVLink's speed field (MBps)
+  bool perLinkSpeed = true, commonSpeed = true; // NVLINK_GET_SPEED / NVLINK_SPEED_MBPS_COMMON answer
 };
 FakeNvml* g_fake = nullptr;
 
@@ -133,6 +136,34 @@ nvml::Return fakeLinkRemote(nvml::Device d, unsigned link, nvml::PciInfo* p) {
   return nvml::kSuccess;
 }
 nvml::Return fakeAncestor(nvml::Device, nvml::Device, unsigned* level) { return *level = g_fake->ancestor, nvml::kSuccess; }
+std::size_t idx(nvml::Device d) { return reinterpret_cast<std::uintptr_t>(d) - 1; }
+nvml::Return fakeP2p(nvml::Device a, nvml::Device b, int caps, int* status) {
+  if (caps != nvml::kP2pCapsRead) return 2;  // only the read capability is asked
+  *status = g_fake->p2p.empty() ? 0 : g_fake->p2p.at(idx(a)).at(idx(b));
+  return nvml::kSuccess;
+}
+nvml::Return fakeFields(nvml::Device d, int n, nvml::FieldValue* v) {
+  const auto& l = g_fake->links.at(idx(d));
+  for (int k = 0; k < n; ++k) {
+    auto& f = v[k];
+    f.nvmlReturn = nvml::kNotSupported;
+    if (f.fieldId == nvml::kFiNvLinkGetSpeed && g_fake->perLinkSpeed && f.scopeId < l.size()) {
+      f.nvmlReturn = nvml::kSuccess;
+      f.valueType = 1;  // unsigned int
+      f.value.uiVal = g_fake->linkMbps;
+    } else if (f.fieldId == nvml::kFiNvLinkSpeedCommon && g_fake->commonSpeed) {
+      f.nvmlReturn = nvml::kSuccess;
+      f.valueType = 3;  // unsigned long long
+      f.value.ullVal = g_fake->linkMbps;
+    }
+  }
+  return nvml::kSuccess;
+}
+nvml::Return fakeLinkVersion(nvml::Device d, unsigned link, unsigned* v) {
+  if (link >= g_fake->links.at(idx(d)).size()) return 2;
+  *v = 4;
+  return nvml::kSuccess;
+}
 
 NvmlLoader fakeLoader(FakeNvml& f) {
   g_fake = &f;
@@ -156,7 +187,10 @@ NvmlLoader fakeLoader(FakeNvml& f) {
       {"nvmlDeviceGetMigMode", reinterpret_cast<void*>(&fakeMig)},
       {"nvmlDeviceGetNvLinkState", reinterpret_cast<void*>(&fakeLinkState)},
       {"nvmlDeviceGetNvLinkRemotePciInfo_v2", reinterpret_cast<void*>(&fakeLinkRemote)},
-      {"nvmlDeviceGetTopologyCommonAncestor", reinterpret_cast<void*>(&fakeAncestor)}};
+      {"nvmlDeviceGetTopologyCommonAncestor", reinterpret_cast<void*>(&fakeAncestor)},
+      {"nvmlDeviceGetP2PStatus", reinterpret_cast<void*>(&fakeP2p)},
+      {"nvmlDeviceGetFieldValues", reinterpret_cast<void*>(&fakeFields)},
+      {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void*>(&fakeLinkVersion)}};
   NvmlLoader l;
   l.symbol = [&f](const char* name) -> void* {
     for (const auto& m : f.missing)
@@ -425,4 +459,180 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
   auto fellBack = readGpuLinks(fixture("h200x2"), fakeLoader(f));
   CHECK(fellBack.source == "nvidia-smi");
   CHECK(fellBack.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetNvLinkRemotePciInfo_v2");
+}
+
+TEST_CASE("inventory compare: link matrices cell by cell, one difference per wrong cell", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
+  auto nv = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto smi = readGpuLinks(fixture("h200x2"), GpuSource::kNvidiaSmi);
+  auto same = compareGpuMatrices("links", nv, smi);
+  CHECK(same.differ == 0);
+  CHECK(same.compared == 4);
+  CHECK(same.lines.empty());
+  f.links = {std::vector<std::string>(12, "00000000:c0:00.0"), std::vector<std::string>(12, "00000000:c0:00.0")};
+  auto nv12 = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto two = compareGpuMatrices("links", nv12, smi);
+  CHECK(two.differ == 2);
+  CHECK(two.compared == 4);
+  REQUIRE(two.lines.size() == 2);
+  CHECK(two.lines[0] == "compare: links GPU0-GPU1: NVML 'NV12', nvidia-smi 'NV18'");
+  auto none = compareGpuMatrices("links", readGpuLinks(fixture("h200x2"), GpuSource::kNvml), smi);
+  CHECK(none.differ == 1);
+  CHECK(none.compared == 0);
+  REQUIRE(none.lines.size() == 1);
+  CHECK(none.lines[0] == "compare: links: not both sources answered (NVML: no, nvidia-smi: yes)");
+  // A GPU more on one side: counted once, the common cells still compared.
+  GpuLinkMatrix three = nv;
+  three.code = {{"X", "NV18", "SYS"}, {"NV18", "X", "SYS"}, {"SYS", "SYS", "X"}};
+  auto extra = compareGpuMatrices("links", three, smi);
+  CHECK(extra.compared == 4);
+  CHECK(extra.differ == 3);  // the GPU count, and rows 0 and 1 one cell longer
+}
+
+TEST_CASE("inventory P2P read: NVML's statuses and the topo -p2p r fallback agree cell by cell", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, {});
+  auto nv = readGpuP2p(fixture("h200x2"), fakeLoader(f));
+  REQUIRE(nv.source == "nvml");
+  CHECK(nv.nvmlWhy.empty());
+  CHECK(f.shutdowns == f.inits);
+  CHECK(nv.activeNvlinks.empty());
+  auto smi = readGpuP2p(fixture("h200x2"));
+  REQUIRE(smi.source == "nvidia-smi");
+  CHECK(smi.nvmlWhy == "no NVML on a recorded machine");
+  const std::vector<std::vector<std::string>> ok = {{"X", "OK"}, {"OK", "X"}};
+  CHECK(nv.code == ok);
+  CHECK(smi.code == ok);
+  auto c = compareGpuMatrices("p2p", nv, smi);
+  CHECK(c.differ == 0);
+  CHECK(c.compared == 4);
+  // rtx4090x2: the GeForce driver says chipset not supported; NVML status 1 reads the same.
+  f.p2p = {{0, 1}, {1, 0}};
+  auto nvCns = readGpuP2p(fixture("rtx4090x2"), fakeLoader(f));
+  auto smiCns = readGpuP2p(fixture("rtx4090x2"));
+  const std::vector<std::vector<std::string>> cns = {{"X", "CNS"}, {"CNS", "X"}};
+  CHECK(nvCns.code == cns);
+  CHECK(smiCns.code == cns);
+  CHECK(compareGpuMatrices("p2p", nvCns, smiCns).differ == 0);
+  CHECK(compareGpuMatrices("p2p", nvCns, smi).differ == 2);
+  // Every nvmlGpuP2PStatus_t as topo -p2p's legend names it.
+  const std::vector<std::string> codes = {"OK", "CNS", "GNS", "TNS", "NS", "NS", "U", "U"};
+  int wrong = 0;
+  for (int st = 0; st < 8; ++st)
+    if (p2pStatusCode(st) != codes[static_cast<std::size_t>(st)]) ++wrong, UNSCOPED_INFO(st << ": " << p2pStatusCode(st));
+  CHECK(wrong == 0);
+  // An NVML without the function: kNvml says so, kAuto falls back to the text saying why.
+  f.missing = {"nvmlDeviceGetP2PStatus"};
+  auto lacking = readGpuP2p(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  CHECK(lacking.source.empty());
+  CHECK(lacking.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus");
+  auto fellBack = readGpuP2p(fixture("h200x2"), fakeLoader(f));
+  CHECK(fellBack.source == "nvidia-smi");
+  CHECK(fellBack.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus");
+  CHECK(fellBack.code == ok);
+}
+
+TEST_CASE("inventory NVLink speeds: NVML's fields and the nvlink -s fallback agree link by link", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
+  auto nv = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f));
+  REQUIRE(nv.source == "nvml");
+  CHECK(nv.nvmlWhy.empty());
+  CHECK(f.shutdowns == f.inits);
+  auto smi = readNvlinkSpeeds(fixture("h200x2"));  // the recorded nvlink -s: 18 x 26.562 GB/s per GPU
+  REQUIRE(smi.source == "nvidia-smi");
+  CHECK(smi.nvmlWhy == "no NVML on a recorded machine");
+  int wrong = 0;
+  for (const auto* s : {&nv, &smi}) {
+    REQUIRE(s->gbps.size() == 2);
+    for (const auto& [gpu, v] : s->gbps) {
+      if (v.size() != 18) ++wrong, UNSCOPED_INFO(s->source << " GPU" << gpu << " " << v.size() << " links");
+      for (double x : v)
+        if (nvlinkSpeedText(x) != "26.562") ++wrong, UNSCOPED_INFO(s->source << " GPU" << gpu << " " << x);
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(nv.version.at(0) == std::vector<unsigned>(18, 4));
+  CHECK(smi.version.empty());
+  auto same = compareNvlinkSpeeds(nv, smi);
+  CHECK(same.differ == 0);
+  CHECK(same.compared == 2 + 36);  // a link count per GPU, then each link
+  // Only the device's common speed answers: the same speeds.
+  f.perLinkSpeed = false;
+  auto common = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  REQUIRE(common.source == "nvml");
+  CHECK(compareNvlinkSpeeds(common, smi).differ == 0);
+  // Neither: the fallback names the link and both answers.
+  f.commonSpeed = false;
+  auto fellBack = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f));
+  CHECK(fellBack.source == "nvidia-smi");
+  CHECK(fellBack.nvmlWhy == "NVLink speed of GPU0 link 0: nvmlDeviceGetFieldValues: Unknown Error (per link), "
+                            "Unknown Error (common)");
+  CHECK(fellBack.gbps.at(1).size() == 18);
+  f.perLinkSpeed = f.commonSpeed = true;
+  // A slower link rate: every link differs; one link fewer on GPU1: the count differs once.
+  f.linkMbps = 25000;
+  auto slow = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f)), smi);
+  CHECK(slow.differ == 36);
+  REQUIRE(!slow.lines.empty());
+  CHECK(slow.lines[0] == "compare: NVLink GPU0 active link #0: NVML 25.000 GB/s, nvidia-smi 26.562 GB/s");
+  f.linkMbps = 26562;
+  f.links[1].pop_back();
+  auto fewer = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f)), smi);
+  CHECK(fewer.differ == 1);
+  CHECK(fewer.compared == 2 + 35);
+  REQUIRE(fewer.lines.size() == 1);
+  CHECK(fewer.lines[0] == "compare: NVLink GPU1: NVML has 17 active link(s), nvidia-smi 18");
+  // No NVLink at all (rtx4090x2 has no nvlink -s recording): an empty list per GPU from NVML.
+  f.links = {{}, {}};
+  auto none = readNvlinkSpeeds(fixture("rtx4090x2"), fakeLoader(f));
+  REQUIRE(none.source == "nvml");
+  CHECK(none.gbps.size() == 2);
+  CHECK(none.gbps.at(0).empty());
+  auto noText = readNvlinkSpeeds(fixture("rtx4090x2"));
+  CHECK(noText.source.empty());
+  CHECK(!noText.smiError.empty());
+  CHECK(compareNvlinkSpeeds(none, noText).differ == 1);
+}
+
+TEST_CASE("topology from the inventory: NVML's answers first, the texts with their reason", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
+  auto m = fixture("h200x2");
+  auto gpus = readGpus(m, fakeLoader(f)).gpus;
+  auto links = readGpuLinks(m, fakeLoader(f));
+  auto p2p = readGpuP2p(m, fakeLoader(f));
+  auto speeds = readNvlinkSpeeds(m, fakeLoader(f));
+  auto t = buildTopology(gpuTopoMatrix(m).out, links, p2p, speeds, gpus);
+  REQUIRE(t.gpus.size() == 2);
+  CHECK(t.link(0, 1) == "NV18");
+  CHECK(t.link(0, 2).empty());
+  CHECK(t.p2pOk(0, 1));
+  CHECK(t.gpus[1].nvlinkGBps.size() == 18);
+  CHECK(t.gpus[0].cpuAffinity == "0-31");  // affinity from the topo -m text
+  auto nom = gpuPeerNominal(t, "0000:00:06.0", {"0000:00:07.0"});
+  CHECK(nom.gbps == Approx(18 * 26.562));
+  CHECK(nom.basis == "18 NVLink links x 26.562 GB/s (NVML)");
+  auto text = describe(t);
+  CHECK(text.find("GPU links from nvml; P2P from nvml; NVLink speeds from nvml\n") != std::string::npos);
+  CHECK(text.find("per direction (NVML)") != std::string::npos);
+  // A recorded machine: every link fact from its texts, saying why not NVML.
+  auto rec = readTopology(m);
+  REQUIRE(rec.gpus.size() == 2);
+  CHECK(rec.link(1, 0) == "NV18");
+  CHECK(rec.p2pOk(1, 0));
+  CHECK(rec.gpus[0].nvlinkGBps.size() == 18);
+  CHECK(gpuPeerNominal(rec, "00000000:00:07.0", {"00000000:00:06.0"}).basis ==
+        "18 NVLink links x 26.562 GB/s (nvidia-smi nvlink -s)");
+  CHECK(describe(rec).find("GPU links from nvidia-smi (NVML: no NVML on a recorded machine); P2P from nvidia-smi "
+                           "(NVML: no NVML on a recorded machine); NVLink speeds from nvidia-smi (NVML: no NVML on a "
+                           "recorded machine)") != std::string::npos);
+  // rtx4090x2: PHB and CNS from the texts, no NVLink speeds (none recorded).
+  auto rtx = readTopology(fixture("rtx4090x2"));
+  REQUIRE(rtx.gpus.size() == 2);
+  CHECK(rtx.link(0, 1) == "PHB");
+  CHECK(!rtx.p2pOk(0, 1));
+  CHECK(rtx.gpus[0].nvlinkGBps.empty());
+  CHECK(rtx.nvlink.source.empty());
 }

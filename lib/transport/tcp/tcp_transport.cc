@@ -244,6 +244,17 @@ class TcpTransport final : public Transport {
   void setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook);
 
  private:
+  // setup()'s steps, in order (defined with it, below).
+  Socket listenOnInterface(std::size_t sockBuf, const std::string& cc, Endpoint& me, std::string& bufNote);
+  Token agreeToken(Bootstrap& bs);
+  void exchangeEndpoints(Bootstrap& bs, const Endpoint& me, const std::string& myHost, const Token& token,
+                         const SetupHook& hook);
+  int connectAll(Socket& listener, const Token& token, const Endpoint& me, std::size_t sockBuf, const std::string& cc,
+                 const TransportOptions& options, Deadline deadline);
+  void describePath(Bootstrap& bs, std::size_t sockBuf, const CongestionChoice& cc, const std::string& bufNote,
+                    const std::string& myHost, int dropped);
+  struct Handshake;  // connectAll's connections in progress
+
   void checkUsable(int peer, const void* buf, std::size_t bytes, const char* what) {
     if (dead_) FB_THROW(Error, "tcp: transport is unusable after an earlier error: ", deadReason_);
     FB_ENFORCE(peer >= 0 && peer < size_, what, ": peer ", peer, " out of range [0, ", size_, ")");
@@ -581,17 +592,11 @@ bool sendAll(int fd, const void* data, std::size_t n) {
 
 }  // namespace
 
-void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook) {
-  const std::size_t sockBuf = sockBufFromEnv();
-  const CongestionChoice cc = congestionFromEnv();
-  const std::string myHost = bs.hostname();
-  Deadline deadline = Deadline::in(options.connectTimeout);
-
-  // 1. Listen on the chosen address only.
+Socket TcpTransport::listenOnInterface(std::size_t sockBuf, const std::string& cc, Endpoint& me, std::string& bufNote) {
   Socket listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.valid()) FB_THROW(IoError, "tcp: socket(): ", detail::errnoText(errno));
-  std::string bufNote = configureSocket(listener.fd(), sockBuf, cc.name);  // accepted sockets inherit the sizes
-  Endpoint me{iface_.addr, 0};
+  bufNote = configureSocket(listener.fd(), sockBuf, cc);  // accepted sockets inherit the sizes
+  me = Endpoint{iface_.addr, 0};
   sockaddr_in sa = me.sockaddr();
   if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
     FB_THROW(IoError, "tcp: bind to ", iface_.name, " ", iface_.ip(), ": ", detail::errnoText(errno));
@@ -599,15 +604,20 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   socklen_t len = sizeof(sa);
   FB_SYSCALL_CHECK(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&sa), &len));
   me.port = ntohs(sa.sin_port);
+  return listener;
+}
 
-  // 2. The job's token, from rank 0.
+Token TcpTransport::agreeToken(Bootstrap& bs) {
   Token token{};
   if (rank_ == 0) randomBytes(token.data(), token.size());
   auto tok = bs.broadcastFromRoot(token);
   FB_ENFORCE_EQ(tok.size(), kTokenBytes, "tcp: token from rank 0 has the wrong size");
   std::memcpy(token.data(), tok.data(), kTokenBytes);
+  return token;
+}
 
-  // 3. Everyone's address.
+void TcpTransport::exchangeEndpoints(Bootstrap& bs, const Endpoint& me, const std::string& myHost, const Token& token,
+                                     const SetupHook& hook) {
   auto blobs = bs.allGather(encodeEndpoint(me, myHost));
   SetupInfo info;
   info.rank = rank_;
@@ -619,48 +629,70 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
     info.endpoints.push_back(ep);
   }
   if (hook) hook(bs, info);
+}
 
-  // 4. Connect to lower ranks, accept higher ranks; one poll loop drives both.
-  Hello mine{kHelloMagic, static_cast<std::uint32_t>(rank_), token};
-  auto validHello = [&](const Hello& h) {
-    return h.magic == kHelloMagic && std::memcmp(h.token.data(), token.data(), kTokenBytes) == 0;
-  };
+// Connections on their way to being peers: outbound to lower ranks (retried until the deadline),
+// inbound from higher ranks (authenticated by the job's token in their hello).
+struct TcpTransport::Handshake {
+  TcpTransport& t;
+  const Token& token;
+  const Endpoint& me;
+  std::size_t sockBuf;
+  const std::string& cc;
+  Hello mine;
   std::vector<Pending> pend;
-  std::vector<bool> established(size_, false);
-  established[rank_] = true;
-  int missing = size_ - 1;
+  std::vector<bool> established;
+  int missing;
   int dropped = 0;
-  for (int r = 0; r < rank_; ++r) {
-    Pending c{Pending::State::kConnecting, Socket(), r, true, peers_[r].remote};
-    c.sock = startConnect(peers_[r].remote, sockBuf, cc.name, &c.lastError);
-    c.retryAt = Clock::now() + std::chrono::milliseconds(20);
-    pend.push_back(std::move(c));
+  std::vector<pollfd> fds;
+
+  Handshake(TcpTransport& tr, const Token& tok, const Endpoint& m, std::size_t buf, const std::string& ccName)
+      : t(tr), token(tok), me(m), sockBuf(buf), cc(ccName), mine{kHelloMagic, static_cast<std::uint32_t>(tr.rank_), tok},
+        established(tr.size_, false), missing(tr.size_ - 1) {
+    established[t.rank_] = true;
   }
-  auto drop = [&](Pending& c, const std::string& why) {
+
+  bool validHello(const Hello& h) const {
+    return h.magic == kHelloMagic && std::memcmp(h.token.data(), token.data(), kTokenBytes) == 0;
+  }
+
+  void drop(Pending& c, const std::string& why) {
     // The first few are said on stderr; path() counts them all.
     if (++dropped <= 3)
       std::fprintf(stderr, "%s tcp: dropped a connection from %s: %s%s\n", identity().c_str(), c.remote.str().c_str(),
                    why.c_str(), dropped == 3 ? " (further drops are only counted)" : "");
     c.sock.reset();
-  };
-  std::vector<pollfd> fds;
-  while (missing > 0) {
-    if (deadline.expired()) {
-      std::string who;
-      for (int r = 0; r < size_; ++r) {
-        if (established[r]) continue;
-        who += (who.empty() ? "" : ", ") + std::string(r < rank_ ? "connect to " : "accept from ") + "rank " +
-               std::to_string(r) + " (" + peers_[r].host + " " + peers_[r].remote.str() + ")";
-        for (auto& c : pend)
-          if (c.outbound && c.peer == r && !c.lastError.empty()) who += " [last attempt: " + c.lastError + "]";
-      }
-      FB_THROW(TimeoutError, "tcp: connection set-up timed out after ", options.connectTimeout.count(),
-               " ms; rank ", rank_, " (", iface_.name, " ", me.str(), ") still waits to ", who);
+  }
+
+  void connectLowerRanks() {
+    for (int r = 0; r < t.rank_; ++r) {
+      Pending c{Pending::State::kConnecting, Socket(), r, true, t.peers_[r].remote};
+      c.sock = startConnect(t.peers_[r].remote, sockBuf, cc, &c.lastError);
+      c.retryAt = Clock::now() + std::chrono::milliseconds(20);
+      pend.push_back(std::move(c));
     }
+  }
+
+  // Who is still missing and why, as the time-out error says it.
+  [[noreturn]] void throwTimedOut(const TransportOptions& options) {
+    std::string who;
+    for (int r = 0; r < t.size_; ++r) {
+      if (established[r]) continue;
+      who += (who.empty() ? "" : ", ") + std::string(r < t.rank_ ? "connect to " : "accept from ") + "rank " +
+             std::to_string(r) + " (" + t.peers_[r].host + " " + t.peers_[r].remote.str() + ")";
+      for (auto& c : pend)
+        if (c.outbound && c.peer == r && !c.lastError.empty()) who += " [last attempt: " + c.lastError + "]";
+    }
+    FB_THROW(TimeoutError, "tcp: connection set-up timed out after ", options.connectTimeout.count(),
+             " ms; rank ", t.rank_, " (", t.iface_.name, " ", me.str(), ") still waits to ", who);
+  }
+
+  // Restarts failed outbound attempts, then polls the listener and every pending socket.
+  void poll(Socket& listener, Deadline deadline) {
     // (Re)start outbound connections whose earlier attempt failed.
     for (auto& c : pend)
       if (c.outbound && !c.sock.valid() && Clock::now() >= c.retryAt)
-        c.sock = startConnect(c.remote, sockBuf, cc.name, &c.lastError), c.state = Pending::State::kConnecting, c.got = 0;
+        c.sock = startConnect(c.remote, sockBuf, cc, &c.lastError), c.state = Pending::State::kConnecting, c.got = 0;
 
     fds.clear();
     fds.push_back({listener.fd(), POLLIN, 0});
@@ -669,63 +701,66 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
                      static_cast<short>(c.state == Pending::State::kConnecting ? POLLOUT : POLLIN), 0});
     int rv = ::poll(fds.data(), fds.size(), std::min(deadline.msLeft(), 50));
     if (rv < 0 && errno != EINTR) FB_THROW(IoError, "tcp: poll: ", detail::errnoText(errno));
+  }
 
-    for (std::size_t i = 0; i < pend.size(); ++i) {
-      Pending& c = pend[i];
-      short re = fds[i + 1].revents;
-      if (!c.sock.valid() || re == 0) continue;
-      if (c.state == Pending::State::kConnecting) {
-        int err = 0;
-        socklen_t l = sizeof(err);
-        ::getsockopt(c.sock.fd(), SOL_SOCKET, SO_ERROR, &err, &l);
-        if (err != 0 || !sendAll(c.sock.fd(), &mine, sizeof(mine))) {
-          c.lastError = err ? "connect: " + detail::errnoText(err) : "could not send the hello";
-          c.sock.reset();  // refused / reset: try again shortly, until the deadline
-          c.retryAt = Clock::now() + std::chrono::milliseconds(20);
-          continue;
-        }
-        c.state = Pending::State::kAwaitHello;
-        continue;
+  // One pending connection after poll: the connect finished (send our hello) or hello bytes
+  // arrived; a complete valid hello makes it the peer's connection.
+  void advance(Pending& c, short re) {
+    if (!c.sock.valid() || re == 0) return;
+    if (c.state == Pending::State::kConnecting) {
+      int err = 0;
+      socklen_t l = sizeof(err);
+      ::getsockopt(c.sock.fd(), SOL_SOCKET, SO_ERROR, &err, &l);
+      if (err != 0 || !sendAll(c.sock.fd(), &mine, sizeof(mine))) {
+        c.lastError = err ? "connect: " + detail::errnoText(err) : "could not send the hello";
+        c.sock.reset();  // refused / reset: try again shortly, until the deadline
+        c.retryAt = Clock::now() + std::chrono::milliseconds(20);
+        return;
       }
-      // Await the 24-byte hello.
-      ssize_t n = ::recv(c.sock.fd(), reinterpret_cast<char*>(&c.hello) + c.got, sizeof(Hello) - c.got, 0);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (n <= 0) {
-        if (c.outbound) {
-          c.lastError = n == 0 ? "closed by the listener before its hello" : "recv: " + detail::errnoText(errno);
-          c.sock.reset();
-          c.retryAt = Clock::now() + std::chrono::milliseconds(20);
-        } else {
-          drop(c, n == 0 ? "closed before its hello" : "error before its hello: " + detail::errnoText(errno));
-        }
-        continue;
-      }
-      c.got += static_cast<std::size_t>(n);
-      if (c.got < sizeof(Hello)) continue;
-      int r = static_cast<int>(c.hello.rank);
-      if (c.outbound) {
-        if (!validHello(c.hello) || r != c.peer)
-          FB_THROW(IoError, "tcp: the listener at ", c.remote.str(), " (expected rank ", c.peer,
-                   ") answered with a wrong token or rank ", c.hello.rank, ": not our job's peer");
-      } else {
-        if (!validHello(c.hello)) {
-          drop(c, "wrong token");
-          continue;
-        }
-        if (c.hello.rank >= static_cast<std::uint32_t>(size_) || r <= rank_ || established[r]) {
-          drop(c, "unexpected rank " + std::to_string(c.hello.rank));
-          continue;
-        }
-        if (!sendAll(c.sock.fd(), &mine, sizeof(mine))) {
-          drop(c, "could not answer its hello");
-          continue;
-        }
-        c.peer = r;
-      }
-      peers_[c.peer].sock = std::move(c.sock);
-      established[c.peer] = true;
-      --missing;
+      c.state = Pending::State::kAwaitHello;
+      return;
     }
+    // Await the 24-byte hello.
+    ssize_t n = ::recv(c.sock.fd(), reinterpret_cast<char*>(&c.hello) + c.got, sizeof(Hello) - c.got, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      if (c.outbound) {
+        c.lastError = n == 0 ? "closed by the listener before its hello" : "recv: " + detail::errnoText(errno);
+        c.sock.reset();
+        c.retryAt = Clock::now() + std::chrono::milliseconds(20);
+      } else {
+        drop(c, n == 0 ? "closed before its hello" : "error before its hello: " + detail::errnoText(errno));
+      }
+      return;
+    }
+    c.got += static_cast<std::size_t>(n);
+    if (c.got < sizeof(Hello)) return;
+    int r = static_cast<int>(c.hello.rank);
+    if (c.outbound) {
+      if (!validHello(c.hello) || r != c.peer)
+        FB_THROW(IoError, "tcp: the listener at ", c.remote.str(), " (expected rank ", c.peer,
+                 ") answered with a wrong token or rank ", c.hello.rank, ": not our job's peer");
+    } else {
+      if (!validHello(c.hello)) {
+        drop(c, "wrong token");
+        return;
+      }
+      if (c.hello.rank >= static_cast<std::uint32_t>(t.size_) || r <= t.rank_ || established[r]) {
+        drop(c, "unexpected rank " + std::to_string(c.hello.rank));
+        return;
+      }
+      if (!sendAll(c.sock.fd(), &mine, sizeof(mine))) {
+        drop(c, "could not answer its hello");
+        return;
+      }
+      c.peer = r;
+    }
+    t.peers_[c.peer].sock = std::move(c.sock);
+    established[c.peer] = true;
+    --missing;
+  }
+
+  void forgetFinished() {
     // Inbound connections that did not say hello in time are strangers (or dead): closed.
     for (auto& c : pend)
       if (!c.outbound && c.sock.valid() && Clock::now() - c.acceptedAt > kHelloDeadline)
@@ -733,39 +768,55 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
     // Forget finished or dropped inbound attempts (outbound ones without a socket retry).
     std::erase_if(pend, [](const Pending& c) { return !c.sock.valid() && (!c.outbound || c.peer < 0); });
     std::erase_if(pend, [&](const Pending& c) { return c.outbound && established[c.peer]; });
+  }
 
-    if (fds[0].revents & POLLIN) {
-      for (;;) {
-        sockaddr_in from{};
-        socklen_t fl = sizeof(from);
-        int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&from), &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-          if (errno == EINTR || errno == ECONNABORTED) continue;
-          break;  // EAGAIN: backlog drained
-        }
-        Pending c{Pending::State::kAwaitHello, Socket(fd), -1, false, Endpoint{from.sin_addr.s_addr, ntohs(from.sin_port)}};
-        c.acceptedAt = Clock::now();
-        setNoDelay(fd);
-        setCongestionOrThrow(fd, cc.name);
-        // At the cap, the OLDEST connection still without a hello goes, not the new one: a real
-        // peer sends its hello at once, so it is never the oldest for long, while idle strangers
-        // age; they can delay a peer by a poll round but never take its place.
-        auto inboundWaiting = [&] {
-          return std::count_if(pend.begin(), pend.end(), [](auto& p) { return !p.outbound && p.sock.valid(); });
-        };
-        if (inboundWaiting() >= kMaxStrangers) {
-          Pending* oldest = nullptr;
-          for (auto& p : pend)
-            if (!p.outbound && p.sock.valid() && (!oldest || p.acceptedAt < oldest->acceptedAt)) oldest = &p;
-          if (oldest) drop(*oldest, "too many connections without a hello (the oldest is closed)");
-        }
-        pend.push_back(std::move(c));
+  // Every connection waiting in the listener's backlog.
+  void acceptNew(Socket& listener) {
+    for (;;) {
+      sockaddr_in from{};
+      socklen_t fl = sizeof(from);
+      int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&from), &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        break;  // EAGAIN: backlog drained
       }
+      Pending c{Pending::State::kAwaitHello, Socket(fd), -1, false, Endpoint{from.sin_addr.s_addr, ntohs(from.sin_port)}};
+      c.acceptedAt = Clock::now();
+      setNoDelay(fd);
+      setCongestionOrThrow(fd, cc);
+      // At the cap, the OLDEST connection still without a hello goes, not the new one: a real
+      // peer sends its hello at once, so it is never the oldest for long, while idle strangers
+      // age; they can delay a peer by a poll round but never take its place.
+      auto inboundWaiting = [&] {
+        return std::count_if(pend.begin(), pend.end(), [](auto& p) { return !p.outbound && p.sock.valid(); });
+      };
+      if (inboundWaiting() >= kMaxStrangers) {
+        Pending* oldest = nullptr;
+        for (auto& p : pend)
+          if (!p.outbound && p.sock.valid() && (!oldest || p.acceptedAt < oldest->acceptedAt)) oldest = &p;
+        if (oldest) drop(*oldest, "too many connections without a hello (the oldest is closed)");
+      }
+      pend.push_back(std::move(c));
     }
   }
-  listener.reset();  // no more strangers
+};
 
-  // 5. What path() reports.
+int TcpTransport::connectAll(Socket& listener, const Token& token, const Endpoint& me, std::size_t sockBuf,
+                             const std::string& cc, const TransportOptions& options, Deadline deadline) {
+  Handshake h(*this, token, me, sockBuf, cc);
+  h.connectLowerRanks();
+  while (h.missing > 0) {
+    if (deadline.expired()) h.throwTimedOut(options);
+    h.poll(listener, deadline);
+    for (std::size_t i = 0; i < h.pend.size(); ++i) h.advance(h.pend[i], h.fds[i + 1].revents);
+    h.forgetFinished();
+    if (h.fds[0].revents & POLLIN) h.acceptNew(listener);
+  }
+  return h.dropped;
+}
+
+void TcpTransport::describePath(Bootstrap& bs, std::size_t sockBuf, const CongestionChoice& cc,
+                                const std::string& bufNote, const std::string& myHost, int dropped) {
   path_.label = "tcp " + iface_.name + " " + iface_.ip();
   auto& d = path_.details;
   d.emplace_back("interface", iface_.name);
@@ -812,6 +863,27 @@ void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const S
   }
   path_.setNominal(nominal.gbps, nominal.basis);
   if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
+}
+
+void TcpTransport::setup(Bootstrap& bs, const TransportOptions& options, const SetupHook& hook) {
+  const std::size_t sockBuf = sockBufFromEnv();
+  const CongestionChoice cc = congestionFromEnv();
+  const std::string myHost = bs.hostname();
+  Deadline deadline = Deadline::in(options.connectTimeout);
+
+  // 1. Listen on the chosen address only.
+  Endpoint me;
+  std::string bufNote;
+  Socket listener = listenOnInterface(sockBuf, cc.name, me, bufNote);
+  // 2. The job's token, from rank 0.
+  Token token = agreeToken(bs);
+  // 3. Everyone's address.
+  exchangeEndpoints(bs, me, myHost, token, hook);
+  // 4. Connect to lower ranks, accept higher ranks; one poll loop drives both.
+  int dropped = connectAll(listener, token, me, sockBuf, cc.name, options, deadline);
+  listener.reset();  // no more strangers
+  // 5. What path() reports.
+  describePath(bs, sockBuf, cc, bufNote, myHost, dropped);
 }
 
 std::unique_ptr<Transport> createTransport(Bootstrap& bootstrap, const TransportOptions& options,
