@@ -173,6 +173,115 @@ int run(Bootstrap& bs, const Args& a, const char* launch, int argc, char** argv,
   }
 }
 
+// WRITE bandwidth per size, every pair at once: a row per pair, one RESULT line. Returns the sizes
+// with wrong bytes.
+int measureBw(Bootstrap& bs, const Args& a, const Selection& sel, Pair& pair, const std::vector<std::size_t>& sizes,
+              int nodes, RunRecorder& recorder) {
+  const bool root = bs.rank() == 0;
+  int failures = 0;
+  int iters = a.iters ? a.iters : 5000;
+  if (root) std::printf("%-10s %-8s %-7s %12s %10s %10s %8s\n", "#test", "#bytes", "#iters", "BW[MB/s]", "BW[GB/s]", "Mpps", "wrong");
+  for (std::size_t s : sizes) {
+    if (a.warmup > 0) {
+      if (!pair.driver()) pair.postDoneRecv();
+      bs.barrier();
+      pair.writeBw(s, a.warmup, a.txDepth, a.cqMod);
+    }
+    pair.fillSend(s);
+    pair.clearRecv(s);
+    if (!pair.driver()) pair.postDoneRecv();
+    bs.barrier();
+    double sec = pair.writeBw(s, iters, a.txDepth, a.cqMod);
+    bs.barrier();  // the driver's completions mean the data is in the partner's memory
+    std::int64_t wrong = a.check && !pair.driver() ? pair.countWrong(s, false) : 0;
+    std::int64_t wrongAll = bs.allReduceSum(wrong);
+    std::vector<double> secs(bs.size());
+    auto gathered = bs.allGatherStrings(fmt::format("{:.9f}", sec));
+    double sumBw = 0;
+    for (int r = 0; r < bs.size(); r += 2) {
+      double t = std::stod(gathered[r]);
+      double bps = double(s) * iters / t;
+      sumBw += bps;
+      if (!root) continue;
+      std::printf("%-10s %-8zu %-7d %12.2f %10.4f %10.4f %8lld   pair %d-%d\n", "write_bw", s, iters, bps / 1048576.0,
+                  bps / 1e9, iters / t / 1e6, (long long)wrongAll, r, r + 1);
+      Sample row = pairRow("write_bw", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
+      row.timeUs = t / iters * 1e6;
+      row.algBwGBps = row.busBwGBps = bps / 1e9;
+      row.extra.emplace_back("mbps", fmt::format("{:.2f}", bps / 1048576.0));
+      row.extra.emplace_back("mpps", fmt::format("{:.4f}", iters / t / 1e6));
+      row.extra.emplace_back("tx_depth", std::to_string(a.txDepth));
+      recorder.add(row, "verbs");
+    }
+    if (root)
+      std::printf("RESULT test=write_bw bytes=%zu iters=%d pairs=%d mbps=%.2f gbps=%.4f wrong=%lld\n", s, iters,
+                  bs.size() / 2, sumBw / 1048576.0, sumBw / 1e9, (long long)wrongAll);
+    if (wrongAll) ++failures;
+    stopIfNotWriting(bs, recorder);
+  }
+  return failures;
+}
+
+// WRITE latency per size (half round trips): a row per pair, one RESULT line for pair 0-1. Returns
+// the sizes with wrong bytes.
+int measureLat(Bootstrap& bs, const Args& a, const Selection& sel, Pair& pair, const std::vector<std::size_t>& sizes,
+               int nodes, RunRecorder& recorder) {
+  const bool root = bs.rank() == 0;
+  int failures = 0;
+  int iters = a.iters ? a.iters : 1000;
+  if (iters < 2) iters = 2;
+  if (root)
+    std::printf("%-10s %-8s %-7s %10s %12s %10s %10s %10s %8s\n", "#test", "#bytes", "#iters", "t_min[us]",
+                "t_typical", "t_avg", "t_max", "t_99%", "wrong");
+  for (std::size_t s : sizes) {
+    pair.fillSend(s);
+    pair.clearRecv(s);
+    bs.barrier();
+    auto half = pair.writeLat(s, iters, a.timer == "tsc");
+    if (root && !a.dump.empty()) {
+      std::FILE* f = std::fopen(a.dump.c_str(), "a");
+      if (!f) FB_THROW(IoError, "--dump-samples ", a.dump, ": cannot open for writing");
+      std::fprintf(f, "# write_lat %zu B, %d iterations, half round trip per iteration [us] (timer %s)\n", s, iters,
+                   a.timer.c_str());
+      for (double h : half) std::fprintf(f, "%.3f\n", h);
+      std::fclose(f);
+    }
+    bs.barrier();
+    std::int64_t wrong = a.check ? pair.countWrong(s, true) : 0;
+    std::int64_t wrongAll = bs.allReduceSum(wrong);
+    double med = percentile(half, 50);
+    double avg = half.empty() ? 0 : std::accumulate(half.begin(), half.end(), 0.0) / double(half.size());
+    if (root && a.timer == "tsc")
+      std::printf("# time-stamp counter: %.1f MHz (measured against CLOCK_MONOTONIC over the loop)\n", pair.tscMhz());
+    auto gathered = bs.allGatherStrings(fmt::format("{:.4f} {:.4f} {:.4f} {:.4f} {:.4f}", percentile(half, 0), med, avg,
+                                                    percentile(half, 100), percentile(half, 99)));
+    for (int r = 0; r < bs.size(); r += 2) {
+      double mn, md, av, mx, p99;
+      std::sscanf(gathered[r].c_str(), "%lf %lf %lf %lf %lf", &mn, &md, &av, &mx, &p99);
+      if (root) {
+        std::printf("%-10s %-8zu %-7d %10.2f %12.2f %10.2f %10.2f %10.2f %8lld   pair %d-%d\n", "write_lat", s, iters,
+                    mn, md, av, mx, p99, (long long)wrongAll, r, r + 1);
+        if (r == 0)
+          std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f t_min_us=%.3f wrong=%lld\n", s,
+                      iters, md, av, mn, (long long)wrongAll);
+        // time = the median half round trip (perftest's t_typical)
+        Sample row = pairRow("write_lat", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
+        row.timer = a.timer;
+        row.timeUs = row.p50Us = md;
+        row.timeUsMin = mn;
+        row.timeUsMax = mx;
+        row.p99Us = p99;
+        row.algBwGBps = row.busBwGBps = md > 0 ? double(s) / (md * 1e-6) / 1e9 : 0;
+        row.extra.emplace_back("t_avg_us", fmt::format("{:.3f}", av));
+        recorder.add(row, "verbs");
+      }
+    }
+    if (wrongAll) ++failures;
+    stopIfNotWriting(bs, recorder);
+  }
+  return failures;
+}
+
 int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& sel,
             const std::vector<std::size_t>& sizes, RunRecorder& recorder) {
   const bool root = bs.rank() == 0;
@@ -197,101 +306,8 @@ int measure(Bootstrap& bs, const Args& a, const char* launch, const Selection& s
                 sel.why.c_str(), pair.inlineBytes(), a.txDepth, a.cqMod, pair.recvOffset(), a.timer.c_str());
   }
   int failures = 0;
-  if (doBw) {
-    int iters = a.iters ? a.iters : 5000;
-    if (root) std::printf("%-10s %-8s %-7s %12s %10s %10s %8s\n", "#test", "#bytes", "#iters", "BW[MB/s]", "BW[GB/s]", "Mpps", "wrong");
-    for (std::size_t s : bwSizes) {
-      if (a.warmup > 0) {
-        if (!pair.driver()) pair.postDoneRecv();
-        bs.barrier();
-        pair.writeBw(s, a.warmup, a.txDepth, a.cqMod);
-      }
-      pair.fillSend(s);
-      pair.clearRecv(s);
-      if (!pair.driver()) pair.postDoneRecv();
-      bs.barrier();
-      double sec = pair.writeBw(s, iters, a.txDepth, a.cqMod);
-      bs.barrier();  // the driver's completions mean the data is in the partner's memory
-      std::int64_t wrong = a.check && !pair.driver() ? pair.countWrong(s, false) : 0;
-      std::int64_t wrongAll = bs.allReduceSum(wrong);
-      std::vector<double> secs(bs.size());
-      auto gathered = bs.allGatherStrings(fmt::format("{:.9f}", sec));
-      double sumBw = 0;
-      for (int r = 0; r < bs.size(); r += 2) {
-        double t = std::stod(gathered[r]);
-        double bps = double(s) * iters / t;
-        sumBw += bps;
-        if (!root) continue;
-        std::printf("%-10s %-8zu %-7d %12.2f %10.4f %10.4f %8lld   pair %d-%d\n", "write_bw", s, iters, bps / 1048576.0,
-                    bps / 1e9, iters / t / 1e6, (long long)wrongAll, r, r + 1);
-        Sample row = pairRow("write_bw", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
-        row.timeUs = t / iters * 1e6;
-        row.algBwGBps = row.busBwGBps = bps / 1e9;
-        row.extra.emplace_back("mbps", fmt::format("{:.2f}", bps / 1048576.0));
-        row.extra.emplace_back("mpps", fmt::format("{:.4f}", iters / t / 1e6));
-        row.extra.emplace_back("tx_depth", std::to_string(a.txDepth));
-        recorder.add(row, "verbs");
-      }
-      if (root)
-        std::printf("RESULT test=write_bw bytes=%zu iters=%d pairs=%d mbps=%.2f gbps=%.4f wrong=%lld\n", s, iters,
-                    bs.size() / 2, sumBw / 1048576.0, sumBw / 1e9, (long long)wrongAll);
-      if (wrongAll) ++failures;
-      stopIfNotWriting(bs, recorder);
-    }
-  }
-  if (doLat) {
-    int iters = a.iters ? a.iters : 1000;
-    if (iters < 2) iters = 2;
-    if (root)
-      std::printf("%-10s %-8s %-7s %10s %12s %10s %10s %10s %8s\n", "#test", "#bytes", "#iters", "t_min[us]",
-                  "t_typical", "t_avg", "t_max", "t_99%", "wrong");
-    for (std::size_t s : latSizes) {
-      pair.fillSend(s);
-      pair.clearRecv(s);
-      bs.barrier();
-      auto half = pair.writeLat(s, iters, a.timer == "tsc");
-      if (root && !a.dump.empty()) {
-        std::FILE* f = std::fopen(a.dump.c_str(), "a");
-        if (!f) FB_THROW(IoError, "--dump-samples ", a.dump, ": cannot open for writing");
-        std::fprintf(f, "# write_lat %zu B, %d iterations, half round trip per iteration [us] (timer %s)\n", s, iters,
-                     a.timer.c_str());
-        for (double h : half) std::fprintf(f, "%.3f\n", h);
-        std::fclose(f);
-      }
-      bs.barrier();
-      std::int64_t wrong = a.check ? pair.countWrong(s, true) : 0;
-      std::int64_t wrongAll = bs.allReduceSum(wrong);
-      double med = percentile(half, 50);
-      double avg = half.empty() ? 0 : std::accumulate(half.begin(), half.end(), 0.0) / double(half.size());
-      if (root && a.timer == "tsc")
-        std::printf("# time-stamp counter: %.1f MHz (measured against CLOCK_MONOTONIC over the loop)\n", pair.tscMhz());
-      auto gathered = bs.allGatherStrings(fmt::format("{:.4f} {:.4f} {:.4f} {:.4f} {:.4f}", percentile(half, 0), med, avg,
-                                                      percentile(half, 100), percentile(half, 99)));
-      for (int r = 0; r < bs.size(); r += 2) {
-        double mn, md, av, mx, p99;
-        std::sscanf(gathered[r].c_str(), "%lf %lf %lf %lf %lf", &mn, &md, &av, &mx, &p99);
-        if (root) {
-          std::printf("%-10s %-8zu %-7d %10.2f %12.2f %10.2f %10.2f %10.2f %8lld   pair %d-%d\n", "write_lat", s, iters,
-                      mn, md, av, mx, p99, (long long)wrongAll, r, r + 1);
-          if (r == 0)
-            std::printf("RESULT test=write_lat bytes=%zu iters=%d t_typical_us=%.3f t_avg_us=%.3f t_min_us=%.3f wrong=%lld\n", s,
-                        iters, md, av, mn, (long long)wrongAll);
-          // time = the median half round trip (perftest's t_typical)
-          Sample row = pairRow("write_lat", sel.summary(), s, iters, bs.size(), nodes, wrongAll, r);
-          row.timer = a.timer;
-          row.timeUs = row.p50Us = md;
-          row.timeUsMin = mn;
-          row.timeUsMax = mx;
-          row.p99Us = p99;
-          row.algBwGBps = row.busBwGBps = md > 0 ? double(s) / (md * 1e-6) / 1e9 : 0;
-          row.extra.emplace_back("t_avg_us", fmt::format("{:.3f}", av));
-          recorder.add(row, "verbs");
-        }
-      }
-      if (wrongAll) ++failures;
-      stopIfNotWriting(bs, recorder);
-    }
-  }
+  if (doBw) failures += measureBw(bs, a, sel, pair, bwSizes, nodes, recorder);
+  if (doLat) failures += measureLat(bs, a, sel, pair, latSizes, nodes, recorder);
   std::fflush(stdout);
   bs.barrier();
   return failures ? 1 : 0;
