@@ -9,7 +9,7 @@
 #             rate (the tc shaping) differs
 #   pair      n2<->n5 only at a quarter of the rate (htb + u32 on that pair's destination): expect a
 #             link suspect n2-n5
-#   loss      n2<->n5 only losing LOSS_PCT (2) % of packets each way: an nftables rule in each of the
+#   loss      n2<->n5 only losing LOSS_PCT (10) % of packets each way: an nftables rule in each of the
 #             two nodes' namespaces (output hook, the other's address, numgen random mod 100 < N drop;
 #             this kernel has no sch_netem): expect a link suspect n2-n5
 #   mtu       n4's eth0 MTU 1400 (the others 1500): expect a setting suspect n4, cause: the MTU
@@ -43,7 +43,7 @@ for c in "${CASES[@]}"; do
   case "$c" in clean|halfnode|pair|loss|mtu|cpuhog|baseline|require) ;; *) echo "accept_lab.sh: unknown case '$c'" >&2; exit 2 ;; esac
   [ "$c" != loss ] || command -v nft >/dev/null || { echo "accept_lab.sh: the loss case needs nft (apt-get install nftables)" >&2; exit 2; }
 done
-LOSS_PCT=${LOSS_PCT:-2}
+LOSS_PCT=${LOSS_PCT:-10}
 BASE_RATE=${BASE_RATE:-500mbit}
 BIN=${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench}
 OUT=${OUT:-/tmp/fb-accept-lab}
