@@ -2,12 +2,13 @@
 # launch_loop.sh N [CMD...] - N launches of `srun --mpi=pmix -N FBLAB_NODES CMD` (default:
 # fabricbench --list) in the acceptance lab's set-up (accept_lab.sh: same prefix, per-node cpu
 # groups, FB_PROGRESS=block), counting the launches that end on a signal. Made to chase a start-up
-# SIGSEGV that came once in ~15 acceptance launches: Open MPI's handler is off
+# SIGSEGV that came once in ~18 acceptance launches: Open MPI's handler is off
 # (OMPI_MCA_opal_signal=) and cores go to $OUT/cores (core_pattern, restored at the end), so gdb
 # gets every thread's stack.
-#   OUT (/tmp/fb-launch-loop)  LOOP_HOG=1: two busy loops in n2's cpu group as in accept_lab's cpuhog
-#   (start-up crashes came ~10x as often with it). `touch $OUT/stop` ends the loop early.
-#   LOOP_TIMEOUT (120 s): one launch at most.  SRUN_ARGS: more srun options (e.g. --slurmd-debug=debug: the step's pmix plugin log in the launch's log).
+#   OUT (/tmp/fb-launch-loop)  LOOP_HOG=1: two busy loops in n2's cpu group as in accept_lab's
+#   cpuhog (the crash came ~6x as often with it)  LOOP_TIMEOUT (120 s): one launch at most
+#   SRUN_ARGS: more srun options (--slurmd-debug=debug: the step's pmix plugin log in the launch log)
+#   `touch $OUT/stop` ends the loop after the current launch.
 #   Extra environment for the ranks: export it before calling (srun passes the caller's environment).
 # Writes $OUT/launches.tsv (launch, exit, signal seen, wall s, load average) and one log per launch;
 # prints "crashes C / launches N". Needs root.
