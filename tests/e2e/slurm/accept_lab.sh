@@ -7,8 +7,11 @@
 #   clean     nothing injected: expect no suspect
 #   halfnode  n3's NIC at half rate (tbf both directions): expect a node suspect n3, cause: its line
 #             rate (the tc shaping) differs
-#   pair      n2<->n5 only at a quarter of the rate (htb + u32 on that pair's destination; this
-#             kernel has no sch_netem, so loss/delay cannot be injected): expect a link suspect n2-n5
+#   pair      n2<->n5 only at a quarter of the rate (htb + u32 on that pair's destination): expect a
+#             link suspect n2-n5
+#   loss      n2<->n5 only losing LOSS_PCT (10) % of packets each way: an nftables rule in each of the
+#             two nodes' namespaces (output hook, the other's address, numgen random mod 100 < N drop;
+#             this kernel has no sch_netem): expect a link suspect n2-n5
 #   mtu       n4's eth0 MTU 1400 (the others 1500): expect a setting suspect n4, cause: the MTU
 #   cpuhog    two busy loops in n2's CPU cgroup (below): expect a node suspect n2, cause: the rank's
 #             run-queue wait (/proc/self/task/*/schedstat) far above the other nodes'
@@ -35,10 +38,12 @@ export FBLAB_NODES=${FBLAB_NODES:-6} FBLAB_PREFIX=${FBLAB_PREFIX:-fba} FBLAB_NET
        FBLAB_DIR=${FBLAB_DIR:-/tmp/fabricbench-lab-accept}
 source "$HERE/lab_common.sh"
 TRIALS=${1:-10}; shift || true
-CASES=("$@"); [ ${#CASES[@]} -gt 0 ] || CASES=(clean halfnode pair mtu cpuhog baseline require)
+CASES=("$@"); [ ${#CASES[@]} -gt 0 ] || CASES=(clean halfnode pair loss mtu cpuhog baseline require)
 for c in "${CASES[@]}"; do
-  case "$c" in clean|halfnode|pair|mtu|cpuhog|baseline|require) ;; *) echo "accept_lab.sh: unknown case '$c'" >&2; exit 2 ;; esac
+  case "$c" in clean|halfnode|pair|loss|mtu|cpuhog|baseline|require) ;; *) echo "accept_lab.sh: unknown case '$c'" >&2; exit 2 ;; esac
+  [ "$c" != loss ] || command -v nft >/dev/null || { echo "accept_lab.sh: the loss case needs nft (apt-get install nftables)" >&2; exit 2; }
 done
+LOSS_PCT=${LOSS_PCT:-10}
 BASE_RATE=${BASE_RATE:-500mbit}
 BIN=${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench}
 OUT=${OUT:-/tmp/fb-accept-lab}
@@ -52,31 +57,15 @@ flock -n 9 || { echo "accept_lab.sh: another run holds /tmp/fb-accept-lab-$P.loc
 # cores and ~15-30 us when they shared one (sticky across retests: false link suspects at 2.1x);
 # sleeping, every pair pays two wake-ups, 13-26 us, whichever cores it runs on.
 export FB_PROGRESS=${FB_PROGRESS:-block}
+# The data-less fence that ends MPI_Init must be a real barrier: Slurm's default (tree) ran it
+# node-local and a rank then crashed in MPI_Init (launch_loop.sh; slurm/acceptance.sbatch).
+export SLURM_PMIX_FENCE=${SLURM_PMIX_FENCE:-ring}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
        OMPI_MCA_btl_tcp_links=${OMPI_MCA_btl_tcp_links:-2}  # one connection per peer gives Open MPI half the link both ways (slurm-lab NOTES)
 "$HERE/lab_up.sh" > /dev/null || { echo "lab_up failed"; exit 1; }
 source "$DIR/env.sh"
-CG=/sys/fs/cgroup/cpu
-cg_down() {  # move the groups' tasks back to the root group, remove the groups
-  local i
-  for i in $(seq 1 "$NODES"); do
-    [ -d "$CG/$P-n$i" ] || continue
-    for t in $(cat "$CG/$P-n$i/tasks" 2>/dev/null); do echo "$t" > "$CG/tasks" 2>/dev/null; done
-    rmdir "$CG/$P-n$i" 2>/dev/null
-  done
-}
-trap '"$HERE/lab_down.sh" >/dev/null 2>&1; cg_down' EXIT
-if [ -w "$CG/cgroup.procs" ]; then
-  for i in $(seq 1 "$NODES"); do
-    mkdir -p "$CG/$P-n$i"
-    echo 100000 > "$CG/$P-n$i/cpu.cfs_period_us"
-    echo 100000 > "$CG/$P-n$i/cpu.cfs_quota_us"
-    echo 8192 > "$CG/$P-n$i/cpu.shares"
-    echo "$(cat "$DIR/slurmd-n$i.pid")" > "$CG/$P-n$i/cgroup.procs"
-  done
-else
-  echo "accept_lab.sh: no writable cgroup-v1 cpu controller at $CG: the cpuhog case cannot be confined to one node" >&2
-fi
+trap '"$HERE/lab_down.sh" >/dev/null 2>&1; lab_cg_down' EXIT
+lab_cg_up || echo "accept_lab.sh: no writable cgroup-v1 cpu controller at $CG: the cpuhog case cannot be confined to one node" >&2
 "$HERE/lab_shape.sh" "$BASE_RATE"
 rate_mbit=$(echo "$BASE_RATE" | sed 's/mbit//')
 half=$((rate_mbit / 2))mbit
@@ -89,12 +78,18 @@ pair_limit() {  # pair_limit A B RATE: traffic A->B capped on A's eth0 (htb, the
   ns "$1" tc class add dev eth0 parent 1: classid 1:20 htb rate "$3" burst 512kb
   ns "$1" tc filter add dev eth0 parent 1: protocol ip u32 match ip dst "$(ip_of "$2")/32" flowid 1:20
 }
+pair_loss() {  # pair_loss A B PCT: PCT % of A's packets to B dropped (A's output hook)
+  ns "$1" nft add table inet fblab_loss
+  ns "$1" nft add chain inet fblab_loss out '{ type filter hook output priority 0; }'
+  ns "$1" nft add rule inet fblab_loss out ip daddr "$(ip_of "$2")" numgen random mod 100 '<' "$3" counter drop
+}
 HOGS=()
 inject() {
   case "$1" in
     halfnode) ns 3 tc qdisc replace dev eth0 root tbf rate "$half" burst 512kb latency 50ms
               tc qdisc replace dev "${P}h-n3" root tbf rate "$half" burst 512kb latency 50ms ;;
     pair) pair_limit 2 5 "$quarter"; pair_limit 5 2 "$quarter" ;;
+    loss) pair_loss 2 5 "$LOSS_PCT"; pair_loss 5 2 "$LOSS_PCT" ;;
     mtu) ns 4 ip link set eth0 mtu 1400 ;;
     cpuhog)  # two busy loops in n2's namespaces (those of its slurmd, as node_exec) and cpu group
       for k in 1 2; do
@@ -107,6 +102,10 @@ inject() {
 restore() {
   case "$1" in
     mtu) ns 4 ip link set eth0 mtu 1500 ;;
+    loss) for i in 2 5; do  # the dropped-packet count goes to the trial's log
+            echo "n$i: $(ns "$i" nft list table inet fblab_loss | grep -o 'counter packets [0-9]* bytes [0-9]*')" >> "$OUT/$id.log"
+            ns "$i" nft delete table inet fblab_loss
+          done ;;
     cpuhog) for h in "${HOGS[@]}"; do kill "$h" 2>/dev/null; wait "$h" 2>/dev/null; done; HOGS=() ;;
   esac
   "$HERE/lab_shape.sh" "$BASE_RATE" 2>/dev/null
@@ -114,7 +113,7 @@ restore() {
 expected() {  # kind, units, and a pattern the suspect's likely cause must match ("-": no cause visible)
   case "$1" in
     halfnode) echo "node n3 line.rate.here:.*tbf" ;;
-    pair) echo "link n2,n5 -" ;;
+    pair|loss) echo "link n2,n5 -" ;;
     mtu) echo "setting n4 mtu" ;;
     cpuhog) echo "node n2 waited.for.a.CPU" ;;
     *) echo "none - -" ;;

@@ -75,3 +75,27 @@ node_exec() {  # node_exec <i> cmd...
   local pid; pid=$(cat "$DIR/slurmd-n$i.pid")
   nsenter --target "$pid" --net --mount --uts -- "$@"
 }
+
+# Per-node CPU: a cgroup-v1 cpu group $P-n<i> per node (quota 1 CPU per 100 ms, cpu.shares 8192)
+# holding its slurmd and so every process it starts ("a node with one core"; accept_lab.sh says why).
+# Returns 1 when there is no writable cgroup-v1 cpu controller.
+CG=${FBLAB_CG:-/sys/fs/cgroup/cpu}
+lab_cg_up() {
+  [ -w "$CG/cgroup.procs" ] || return 1
+  local i
+  for i in $(seq 1 "$NODES"); do
+    mkdir -p "$CG/$P-n$i"
+    echo 100000 > "$CG/$P-n$i/cpu.cfs_period_us"
+    echo 100000 > "$CG/$P-n$i/cpu.cfs_quota_us"
+    echo 8192 > "$CG/$P-n$i/cpu.shares"
+    cat "$DIR/slurmd-n$i.pid" > "$CG/$P-n$i/cgroup.procs"
+  done
+}
+lab_cg_down() {  # move the groups' tasks back to the root group, remove the groups
+  local i t
+  for i in $(seq 1 "$NODES"); do
+    [ -d "$CG/$P-n$i" ] || continue
+    for t in $(cat "$CG/$P-n$i/tasks" 2>/dev/null); do echo "$t" > "$CG/tasks" 2>/dev/null; done
+    rmdir "$CG/$P-n$i" 2>/dev/null
+  done
+}

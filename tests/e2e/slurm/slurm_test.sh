@@ -131,7 +131,7 @@ case "$CASE" in
     say "srun: hosts $hosts, NICs $nics, n2 eth0 $addr"
     "$HERE/lab_down.sh" || fail "lab_down.sh failed"
     if left=$(lab_anything_left); then fail "left behind after lab_down.sh:$left"; fi
-    pgrep -f "munged --socket=$DIR" >/dev/null && fail "our munged still runs"
+    pgrep -f "munged --socket=$MUNGE_SOCKET( |$)" >/dev/null && fail "our munged still runs"
     ;;
 
   sbatch-srun|sbatch-mpirun)
