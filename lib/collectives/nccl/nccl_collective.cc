@@ -114,7 +114,8 @@ NominalRate nominalFor(const std::string& path, int device, const std::vector<to
   if (path == "nvlink") {
     if (g && !g->nvlinkGBps.empty()) {
       n.gbps = g->nvlinkTotalGBps();
-      os << g->nvlinkGBps.size() << " NVLink links x " << g->nvlinkGBps.front() << " GB/s (nvidia-smi nvlink -s)";
+      os << g->nvlinkGBps.size() << " NVLink links x " << g->nvlinkGBps.front() << " GB/s ("
+         << (topo::localTopology().nvlink.source == "nvml" ? "NVML" : "nvidia-smi nvlink -s") << ")";
     }
   } else if (path == "pcie" || path == "shm") {
     if (g && g->pcieGenMax > 0) {
