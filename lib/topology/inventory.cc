@@ -51,25 +51,25 @@ struct NvmlSession {
   std::vector<nvml::Device> devices;
   std::string why;
   bool ok = false;
+  // The symbol `name`; a missing one is named in `missing` (the first that is missing).
+  template <class Fn>
+  Fn need(const char* name, std::string& missing) const {
+    auto f = reinterpret_cast<Fn>(sym(name));
+    if (!f && missing.empty()) missing = std::string("libnvidia-ml.so.1 lacks ") + name;
+    return f;
+  }
   explicit NvmlSession(const NvmlLoader& l) {
     if (!l.symbol) {
       why = l.why.empty() ? "no NVML library" : l.why;
       return;
     }
     sym = l.symbol;
-    auto init = reinterpret_cast<nvml::InitFn>(sym("nvmlInit_v2"));
-    auto down = reinterpret_cast<nvml::InitFn>(sym("nvmlShutdown"));
-    auto count = reinterpret_cast<nvml::CountFn>(sym("nvmlDeviceGetCount_v2"));
-    auto handle = reinterpret_cast<nvml::HandleFn>(sym("nvmlDeviceGetHandleByIndex_v2"));
+    auto init = need<nvml::InitFn>("nvmlInit_v2", why);
+    auto down = need<nvml::InitFn>("nvmlShutdown", why);
+    auto count = need<nvml::CountFn>("nvmlDeviceGetCount_v2", why);
+    auto handle = need<nvml::HandleFn>("nvmlDeviceGetHandleByIndex_v2", why);
     errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
-    for (auto [p, n] : {std::pair<void*, const char*>{reinterpret_cast<void*>(init), "nvmlInit_v2"},
-                        {reinterpret_cast<void*>(down), "nvmlShutdown"},
-                        {reinterpret_cast<void*>(count), "nvmlDeviceGetCount_v2"},
-                        {reinterpret_cast<void*>(handle), "nvmlDeviceGetHandleByIndex_v2"}})
-      if (!p) {
-        why = std::string("libnvidia-ml.so.1 lacks ") + n;
-        return;
-      }
+    if (!why.empty()) return;
     if (nvml::Return rc = init(); rc != nvml::kSuccess) {
       why = "nvmlInit_v2: " + err(rc);
       return;
@@ -189,18 +189,12 @@ bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
     out.nvmlWhy = nv.why;
     return false;
   }
-  auto pci = reinterpret_cast<nvml::PciFn>(nv.sym("nvmlDeviceGetPciInfo_v3"));
-  auto state = reinterpret_cast<nvml::NvLinkStateFn>(nv.sym("nvmlDeviceGetNvLinkState"));
-  auto remote = reinterpret_cast<nvml::NvLinkRemotePciFn>(nv.sym("nvmlDeviceGetNvLinkRemotePciInfo_v2"));
-  auto ancestor = reinterpret_cast<nvml::CommonAncestorFn>(nv.sym("nvmlDeviceGetTopologyCommonAncestor"));
-  for (auto [p, name] : {std::pair<void*, const char*>{reinterpret_cast<void*>(pci), "nvmlDeviceGetPciInfo_v3"},
-                         {reinterpret_cast<void*>(state), "nvmlDeviceGetNvLinkState"},
-                         {reinterpret_cast<void*>(remote), "nvmlDeviceGetNvLinkRemotePciInfo_v2"},
-                         {reinterpret_cast<void*>(ancestor), "nvmlDeviceGetTopologyCommonAncestor"}})
-    if (!p) {
-      out.nvmlWhy = std::string("libnvidia-ml.so.1 lacks ") + name;
-      return false;
-    }
+  out.nvmlWhy.clear();
+  auto pci = nv.need<nvml::PciFn>("nvmlDeviceGetPciInfo_v3", out.nvmlWhy);
+  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState", out.nvmlWhy);
+  auto remote = nv.need<nvml::NvLinkRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2", out.nvmlWhy);
+  auto ancestor = nv.need<nvml::CommonAncestorFn>("nvmlDeviceGetTopologyCommonAncestor", out.nvmlWhy);
+  if (!out.nvmlWhy.empty()) return false;
   const std::size_t n = nv.devices.size();
   auto busOf = [](const nvml::PciInfo& p) { return std::string(p.busId, strnlen(p.busId, sizeof p.busId)); };
   std::vector<std::string> bus(n);
@@ -263,11 +257,9 @@ bool readNvmlP2p(const NvmlLoader& l, GpuLinkMatrix& out) {
     out.nvmlWhy = nv.why;
     return false;
   }
-  auto status = reinterpret_cast<nvml::P2PStatusFn>(nv.sym("nvmlDeviceGetP2PStatus"));
-  if (!status) {
-    out.nvmlWhy = "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus";
-    return false;
-  }
+  out.nvmlWhy.clear();
+  auto status = nv.need<nvml::P2PStatusFn>("nvmlDeviceGetP2PStatus", out.nvmlWhy);
+  if (!status) return false;
   const std::size_t n = nv.devices.size();
   out.code.assign(n, std::vector<std::string>(n));
   for (std::size_t i = 0; i < n; ++i)
@@ -292,15 +284,11 @@ bool readNvmlSpeeds(const NvmlLoader& l, GpuNvlinkSpeeds& out) {
     out.nvmlWhy = nv.why;
     return false;
   }
-  auto state = reinterpret_cast<nvml::NvLinkStateFn>(nv.sym("nvmlDeviceGetNvLinkState"));
-  auto fields = reinterpret_cast<nvml::FieldValuesFn>(nv.sym("nvmlDeviceGetFieldValues"));
+  out.nvmlWhy.clear();
+  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState", out.nvmlWhy);
+  auto fields = nv.need<nvml::FieldValuesFn>("nvmlDeviceGetFieldValues", out.nvmlWhy);
   auto version = reinterpret_cast<nvml::NvLinkVersionFn>(nv.sym("nvmlDeviceGetNvLinkVersion"));  // optional
-  for (auto [p, name] : {std::pair<void*, const char*>{reinterpret_cast<void*>(state), "nvmlDeviceGetNvLinkState"},
-                         {reinterpret_cast<void*>(fields), "nvmlDeviceGetFieldValues"}})
-    if (!p) {
-      out.nvmlWhy = std::string("libnvidia-ml.so.1 lacks ") + name;
-      return false;
-    }
+  if (!out.nvmlWhy.empty()) return false;
   // One field's value in MBps, or a reason.
   auto mbps = [&](nvml::Device d, unsigned int field, unsigned int scope, double& v) -> std::string {
     nvml::FieldValue f{};
