@@ -89,6 +89,10 @@ fb_job() {
     *) fb_die "bad FB_MPI_LAUNCH '$FB_MPI_LAUNCH' (expected pmix, pmi2 or none; srun --mpi=list shows what this Slurm has)" ;;
   esac
   [[ " $FB_SRUN_ARGS " != *" --mpi"* ]] || mpiflag=()   # an --mpi= in FB_SRUN_ARGS wins
+  # srun --mpi=pmix: Slurm ran the data-less fence that ends MPI_Init node-local, so a rank could message
+  # a peer still in its modex and crash it (SIGSEGV in MPI_Init); the ring fence is a real barrier
+  # (doc/acceptance.md). A site's own SLURM_PMIX_FENCE wins.
+  if [ "${FB_MPI_LAUNCH:-pmix}" = pmix ]; then export SLURM_PMIX_FENCE=${SLURM_PMIX_FENCE:-ring}; fi
   case "$FB_LAUNCHER" in
     srun)   launch=(srun "${mpiflag[@]}" $FB_SRUN_ARGS --nodes="$nnodes" --ntasks-per-node="$rpn" --ntasks="$np") ;;
     mpirun) launch=(mpirun -np "$np" --map-by "ppr:$rpn:node" $FB_MPIRUN_ARGS) ;;

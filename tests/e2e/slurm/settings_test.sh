@@ -3,7 +3,8 @@
 # Slurm job environment, a fake srun (records its arguments, writes a one-row table) and a fake
 # `module` command. Checks: FB_MPI_LAUNCH pmix/pmi2/none reach srun as --mpi=... (or none), an
 # --mpi in FB_SRUN_ARGS wins, a bad FB_MPI_LAUNCH, a module that does not exist and FB_MODULES
-# without a module command each end the job before launch with exactly one line and exit 2;
+# without a module command each end the job before launch with exactly one line and exit 2; srun --mpi=pmix
+# gets SLURM_PMIX_FENCE=ring unless the site set it (none with pmi2);
 # FB_MODULES names are loaded in order. Fast (label unit); no root, no lab.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +17,7 @@ mkdir -p "$W/bin" "$W/modbin"
 cat > "$W/bin/srun" <<'SH'
 #!/usr/bin/env bash
 printf '%s\n' "$@" > "$FB_T_SRUN_ARGS"
+echo "${SLURM_PMIX_FENCE-unset}" > "$FB_T_SRUN_ARGS.fence"
 mkdir -p "$FB_RESULTS_DIR/fake"; echo "collective,bytes" > "$FB_RESULTS_DIR/fake/table.csv"
 echo "# results: $FB_RESULTS_DIR/fake/ (fake srun)"
 SH
@@ -31,7 +33,7 @@ chmod +x "$W/bin/srun" "$W/modbin/module"
 
 # job ENV...: runs fb_job allreduce in a clean shell; sets $rc, $out (stdout), $err (stderr).
 job() {
-  rm -f "$W/srun.args" "$W/module.log"
+  rm -f "$W/srun.args" "$W/srun.args.fence" "$W/module.log"
   env -i HOME="$W" PATH="$W/bin:/usr/bin:/bin" TMPDIR="$W" MODULESHOME=/nonexistent \
       SLURM_JOB_ID=42 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=n1 \
       FB_HOME="$SRC" FB_BIN=/bin/true FB_RESULTS_DIR="$W/results" FB_T_SRUN_ARGS="$W/srun.args" \
@@ -64,6 +66,15 @@ echo "ok   FB_MPI_LAUNCH=none: no --mpi"
 job FB_MPI_LAUNCH=pmi2 FB_SRUN_ARGS="--mpi=pmix --kill-on-bad-exit=1"
 [ "$rc" = 0 ] && [ "$(mpi_flags)" = "--mpi=pmix " ] || fail "FB_SRUN_ARGS --mpi: srun got '$(mpi_flags)'"
 echo "ok   --mpi in FB_SRUN_ARGS wins: $(mpi_flags)"
+# srun --mpi=pmix gets the ring fence (a real barrier at the end of MPI_Init); a site's value wins; pmi2 none.
+fence() { cat "$W/srun.args.fence" 2>/dev/null; }
+job
+[ "$(fence)" = ring ] || fail "pmix: SLURM_PMIX_FENCE='$(fence)', expected ring"
+job SLURM_PMIX_FENCE=tree
+[ "$(fence)" = tree ] || fail "site SLURM_PMIX_FENCE=tree: srun saw '$(fence)'"
+job FB_MPI_LAUNCH=pmi2
+[ "$(fence)" = unset ] || fail "pmi2: SLURM_PMIX_FENCE='$(fence)', expected unset"
+echo "ok   SLURM_PMIX_FENCE: ring with pmix, the site's own value kept, unset with pmi2"
 expect_bad "FB_MPI_LAUNCH=pmi3" "bad FB_MPI_LAUNCH 'pmi3'" FB_MPI_LAUNCH=pmi3
 expect_bad "FB_MPI_LAUNCH=pmi3 with mpirun" "bad FB_MPI_LAUNCH 'pmi3'" FB_MPI_LAUNCH=pmi3 FB_LAUNCHER=mpirun
 
