@@ -51,12 +51,17 @@ struct NvmlSession {
   std::vector<nvml::Device> devices;
   std::string why;
   bool ok = false;
-  // The symbol `name`; a missing one is named in `missing` (the first that is missing).
+  // The symbol `name` (null without a library); the first missing one is named in `why`.
   template <class Fn>
-  Fn need(const char* name, std::string& missing) const {
-    auto f = reinterpret_cast<Fn>(sym(name));
-    if (!f && missing.empty()) missing = std::string("libnvidia-ml.so.1 lacks ") + name;
+  Fn need(const char* name) {
+    Fn f = sym ? reinterpret_cast<Fn>(sym(name)) : nullptr;
+    if (!f && sym && why.empty()) why = std::string("libnvidia-ml.so.1 lacks ") + name;
     return f;
+  }
+  // Whether the session and every symbol asked for answered; `whyNot` gets the reason ("" when so).
+  bool usable(std::string& whyNot) const {
+    whyNot = why;
+    return ok && why.empty();
   }
   explicit NvmlSession(const NvmlLoader& l) {
     if (!l.symbol) {
@@ -64,10 +69,10 @@ struct NvmlSession {
       return;
     }
     sym = l.symbol;
-    auto init = need<nvml::InitFn>("nvmlInit_v2", why);
-    auto down = need<nvml::InitFn>("nvmlShutdown", why);
-    auto count = need<nvml::CountFn>("nvmlDeviceGetCount_v2", why);
-    auto handle = need<nvml::HandleFn>("nvmlDeviceGetHandleByIndex_v2", why);
+    auto init = need<nvml::InitFn>("nvmlInit_v2");
+    auto down = need<nvml::InitFn>("nvmlShutdown");
+    auto count = need<nvml::CountFn>("nvmlDeviceGetCount_v2");
+    auto handle = need<nvml::HandleFn>("nvmlDeviceGetHandleByIndex_v2");
     errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
     if (!why.empty()) return;
     if (nvml::Return rc = init(); rc != nvml::kSuccess) {
@@ -185,16 +190,11 @@ NvmlRead readNvml(const NvmlLoader& l) {
 // The GPU x GPU matrix from NVML (see GpuLinkMatrix).
 bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
   NvmlSession nv(l);
-  if (!nv.ok) {
-    out.nvmlWhy = nv.why;
-    return false;
-  }
-  out.nvmlWhy.clear();
-  auto pci = nv.need<nvml::PciFn>("nvmlDeviceGetPciInfo_v3", out.nvmlWhy);
-  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState", out.nvmlWhy);
-  auto remote = nv.need<nvml::NvLinkRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2", out.nvmlWhy);
-  auto ancestor = nv.need<nvml::CommonAncestorFn>("nvmlDeviceGetTopologyCommonAncestor", out.nvmlWhy);
-  if (!out.nvmlWhy.empty()) return false;
+  auto pci = nv.need<nvml::PciFn>("nvmlDeviceGetPciInfo_v3");
+  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState");
+  auto remote = nv.need<nvml::NvLinkRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  auto ancestor = nv.need<nvml::CommonAncestorFn>("nvmlDeviceGetTopologyCommonAncestor");
+  if (!nv.usable(out.nvmlWhy)) return false;
   const std::size_t n = nv.devices.size();
   auto busOf = [](const nvml::PciInfo& p) { return std::string(p.busId, strnlen(p.busId, sizeof p.busId)); };
   std::vector<std::string> bus(n);
@@ -253,13 +253,8 @@ bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
 // The P2P read matrix from NVML (see readGpuP2p).
 bool readNvmlP2p(const NvmlLoader& l, GpuLinkMatrix& out) {
   NvmlSession nv(l);
-  if (!nv.ok) {
-    out.nvmlWhy = nv.why;
-    return false;
-  }
-  out.nvmlWhy.clear();
-  auto status = nv.need<nvml::P2PStatusFn>("nvmlDeviceGetP2PStatus", out.nvmlWhy);
-  if (!status) return false;
+  auto status = nv.need<nvml::P2PStatusFn>("nvmlDeviceGetP2PStatus");
+  if (!nv.usable(out.nvmlWhy)) return false;
   const std::size_t n = nv.devices.size();
   out.code.assign(n, std::vector<std::string>(n));
   for (std::size_t i = 0; i < n; ++i)
@@ -280,15 +275,10 @@ bool readNvmlP2p(const NvmlLoader& l, GpuLinkMatrix& out) {
 // speed); a failed read of an active link's speed fails the whole answer, so the text takes over.
 bool readNvmlSpeeds(const NvmlLoader& l, GpuNvlinkSpeeds& out) {
   NvmlSession nv(l);
-  if (!nv.ok) {
-    out.nvmlWhy = nv.why;
-    return false;
-  }
-  out.nvmlWhy.clear();
-  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState", out.nvmlWhy);
-  auto fields = nv.need<nvml::FieldValuesFn>("nvmlDeviceGetFieldValues", out.nvmlWhy);
+  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState");
+  auto fields = nv.need<nvml::FieldValuesFn>("nvmlDeviceGetFieldValues");
+  if (!nv.usable(out.nvmlWhy)) return false;
   auto version = reinterpret_cast<nvml::NvLinkVersionFn>(nv.sym("nvmlDeviceGetNvLinkVersion"));  // optional
-  if (!out.nvmlWhy.empty()) return false;
   // One field's value in MBps, or a reason.
   auto mbps = [&](nvml::Device d, unsigned int field, unsigned int scope, double& v) -> std::string {
     nvml::FieldValue f{};
