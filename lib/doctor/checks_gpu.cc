@@ -24,13 +24,6 @@ int pathRank(const std::string& c) {
 constexpr const char* kTopoSource = "nvidia-smi topo -m";
 constexpr const char* kP2pSource = "nvidia-smi topo -p2p r";
 
-// Cell of GPU indices a, b in an inventory matrix; "" when out of range.
-std::string cellOf(const topo::GpuLinkMatrix& m, int a, int b) {
-  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= m.code.size()) return {};
-  const auto& row = m.code[static_cast<std::size_t>(a)];
-  return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
-}
-
 }  // namespace
 
 void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
@@ -86,7 +79,7 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
     for (int a = 0; a < n; ++a)
       for (int b = a + 1; b < n; ++b) {
         std::string ga = "GPU" + std::to_string(gl.gpus[a].index), gb = "GPU" + std::to_string(gl.gpus[b].index);
-        std::string c = cellOf(links, gl.gpus[a].index, gl.gpus[b].index);
+        std::string c = links.cell(gl.gpus[a].index, gl.gpus[b].index);
         if (c.empty()) c = "?";
         pairs.push_back(ga + "-" + gb + " " + c);
         if (!startsWith(c, "NV")) notNv.push_back(ga + "-" + gb + " " + c);
@@ -116,7 +109,7 @@ void checkGpuTopology(const Machine& m, const Hooks& h, NodeReport& r) {
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
         std::string ga = "GPU" + std::to_string(gl.gpus[a].index), gb = "GPU" + std::to_string(gl.gpus[b].index);
-        std::string c = cellOf(p2p, gl.gpus[a].index, gl.gpus[b].index);
+        std::string c = p2p.cell(gl.gpus[a].index, gl.gpus[b].index);
         (c == "OK" ? advertised : notAdvertised).push_back(ga + "->" + gb + " " + (c.empty() ? "?" : c));
       }
   }

@@ -480,6 +480,12 @@ T nvmlElseText(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std:
 }
 }  // namespace
 
+std::string GpuLinkMatrix::cell(int a, int b) const {
+  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= code.size()) return {};
+  const auto& row = code[static_cast<std::size_t>(a)];
+  return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
+}
+
 GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
   return nvmlElseText<GpuLinkMatrix>(m, nvmlLib, want, timeout, readNvmlLinks, gpuTopoMatrix,
                                      [](const std::string& text, GpuLinkMatrix& out) {

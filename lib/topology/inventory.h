@@ -91,6 +91,7 @@ struct GpuLinkMatrix {
   std::string smiError; // why `nvidia-smi topo -m` did not answer, when it ran
   std::vector<std::vector<std::string>> code;  // [GPU index][GPU index]
   std::vector<int> activeNvlinks;              // per GPU; from NVML only (-1 from the text)
+  std::string cell(int a, int b) const;        // code[a][b]; "" when either index is out of range
 };
 GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want = GpuSource::kAuto,
                            std::chrono::milliseconds timeout = std::chrono::seconds(20));

@@ -181,21 +181,13 @@ std::vector<RdmaPort> rdmaPorts(const std::vector<RdmaDeviceFacts>& devices) {
 
 std::vector<RdmaPort> scanRdmaPorts(const Machine& m) { return rdmaPorts(readRdma(m)); }
 
-namespace {
-std::string cell(const GpuLinkMatrix& m, int a, int b) {
-  if (a < 0 || b < 0 || static_cast<std::size_t>(a) >= m.code.size()) return {};
-  const auto& row = m.code[static_cast<std::size_t>(a)];
-  return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
-}
-}  // namespace
-
-std::string Topology::link(int a, int b) const { return cell(gpuLinks, a, b); }
+std::string Topology::link(int a, int b) const { return gpuLinks.cell(a, b); }
 
 bool Topology::nvlinkBetween(int a, int b) const { return link(a, b).rfind("NV", 0) == 0; }
 
 bool Topology::p2pOk(int a, int b) const {
   if (a == b) return true;
-  return cell(p2pRead, a, b) == "OK";
+  return p2pRead.cell(a, b) == "OK";
 }
 
 namespace {
