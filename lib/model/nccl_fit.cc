@@ -1,0 +1,300 @@
+// NCCL runs read from logs (what each run forced, its NCCL release, its transports) and the calibration of
+// the cost model (nccl.cc) to them: predicted vs measured per size, a bounded Nelder-Mead fit. See nccl.h.
+#include "model/nccl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+
+namespace fb::model {
+
+// ---- runs ----------------------------------------------------------------------------------
+
+namespace {
+void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
+  std::string k = text::lower(key);
+  if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
+  else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
+  else if (k == "nccl" || k == "nccl_version") {
+    // "2.18.3" -> 21803
+    int a = 0, b = 0, c = 0;
+    if (std::sscanf(val.c_str(), "%d.%d.%d", &a, &b, &c) < 2 || a < 2 || b < 0 || c < 0)
+      throw InputError(fmt::format("{}={}: expected an NCCL version such as 2.18.3", key, val));
+    r.ncclVersion = a * 10000 + b * 100 + c;
+  } else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+    try {
+      r.channels = std::stoi(val);
+    } catch (...) {
+      r.channels = -1;
+    }
+    if (r.channels < 1) throw InputError(fmt::format("{}={}: needs a channel count >= 1", key, val));
+  }
+}
+}  // namespace
+
+std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
+  std::map<std::string, NcclRun> byColl;
+  std::vector<std::string> order;
+  for (const auto& s : rd.rows) {
+    if (s.wrong > 0 || s.bytes == 0 || !(s.timeUs > 0)) continue;
+    auto& r = byColl[s.coll];
+    if (r.coll.empty()) {
+      r.coll = s.coll;
+      r.label = rd.label + ": " + s.coll;
+      r.nodes = std::max(1, s.nNodes);
+      r.gpusPerNode = std::max(1, s.nRanks / r.nodes);
+      order.push_back(s.coll);
+    }
+    auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const NcclRun::Row& x) { return x.bytes == s.bytes; });
+    if (it == r.rows.end()) {
+      r.rows.push_back({static_cast<double>(s.bytes), 0, 0});
+      it = r.rows.end() - 1;
+    }
+    (s.inPlace ? it->inPlaceUs : it->timeUs) = s.timeUs;
+  }
+  std::vector<NcclRun> out;
+  for (auto& c : order) {
+    NcclRun r = byColl[c];
+    for (auto& row : r.rows)
+      if (!(row.timeUs > 0)) std::swap(row.timeUs, row.inPlaceUs);  // only in-place measured
+    std::sort(r.rows.begin(), r.rows.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
+    // What the run itself says it forced (the importer keeps NCCL_* settings under nccl_tests.env).
+    if (rd.runJson.is_object() && rd.runJson.contains("nccl_tests")) {
+      const auto& nt = rd.runJson["nccl_tests"];
+      if (nt.contains("env") && nt["env"].is_object())
+        for (auto& [k, v] : nt["env"].items())
+          if (v.is_string()) applyGiven(r, k, v.get<std::string>());
+      if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
+        r.channels = nt["channels"].get<int>();
+      // Same-process GPUs: the INFO's "via P2P/direct pointer"; without transports, nccl-tests' -g N (one thread).
+      bool anyTransport = false, direct = false;
+      if (nt.contains("transports") && nt["transports"].is_array())
+        for (const auto& t : nt["transports"])
+          if (t.is_string()) {
+            anyTransport = true;
+            direct |= t.get<std::string>() == "P2P/direct";
+          }
+      const int nGpus = nt.contains("ngpus") && nt["ngpus"].is_number_integer() ? nt["ngpus"].get<int>() : 1;
+      r.directP2p = r.gpusPerNode > 1 && (anyTransport ? direct : nGpus > 1);
+      if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
+        applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
+    }
+    std::size_t pos = 0;
+    while (pos < given.size()) {
+      auto e = given.find(',', pos);
+      std::string kv = given.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+      pos = e == std::string::npos ? given.size() : e + 1;
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw InputError(fmt::format("'{}': expected KEY=VALUE (algo=ring, channels=24)", kv));
+      applyGiven(r, kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---- calibration -----------------------------------------------------------------------------
+
+std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r) {
+  NcclMachine m = base;
+  m.nodes = r.nodes;
+  m.gpusPerNode = r.gpusPerNode;
+  if (r.channels > 0) m.channels = r.channels;
+  m.ncclVersion = r.ncclVersion;
+  m.directP2p = r.directP2p;
+  std::vector<NcclFitPoint> pts;
+  for (const auto& row : r.rows) {
+    auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
+    NcclFitPoint p;
+    p.run = r.label;
+    p.bytes = row.bytes;
+    p.measuredUs = row.timeUs;
+    p.modelUs = ch.best.timeUs;
+    p.errPct = (p.modelUs - p.measuredUs) / p.measuredUs * 100;
+    p.algo = ch.best.algo;
+    p.proto = ch.best.proto;
+    // One rank: in place does nothing, out of place copies; their difference is no noise.
+    p.noisy = m.ranks() > 1 && row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
+    pts.push_back(p);
+  }
+  return pts;
+}
+
+std::pair<double, double> ncclErrStats(const std::vector<NcclFitPoint>& pts, double minBytes) {
+  std::vector<double> e;
+  for (const auto& p : pts)
+    if (p.bytes >= minBytes && !p.noisy) e.push_back(std::fabs(p.errPct));
+  if (e.empty()) return {0, 0};
+  std::sort(e.begin(), e.end());
+  double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+  return {med, e.back()};
+}
+
+namespace {
+struct Param {
+  const char* name;
+  double NcclMachine::*field;
+  double lo, hi;
+  bool prior;  // pulled towards the prior value
+};
+
+// Nelder-Mead on f over x (log-space parameters), a few restarts from the best point.
+std::vector<double> nelderMead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0) {
+  const std::size_t n = x0.size();
+  for (int restart = 0; restart < 3; ++restart) {
+    std::vector<std::vector<double>> p(n + 1, x0);
+    for (std::size_t i = 0; i < n; ++i) p[i + 1][i] += 0.3;
+    std::vector<double> v(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) v[i] = f(p[i]);
+    for (int it = 0; it < 150 * static_cast<int>(n); ++it) {
+      std::vector<std::size_t> o(n + 1);
+      for (std::size_t i = 0; i <= n; ++i) o[i] = i;
+      std::sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+      auto P = p;
+      auto V = v;
+      for (std::size_t i = 0; i <= n; ++i) {
+        p[i] = P[o[i]];
+        v[i] = V[o[i]];
+      }
+      std::vector<double> c(n, 0);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) c[j] += p[i][j] / n;
+      auto along = [&](double t) {
+        std::vector<double> x(n);
+        for (std::size_t j = 0; j < n; ++j) x[j] = c[j] + t * (p[n][j] - c[j]);
+        return x;
+      };
+      auto xr = along(-1);
+      double fr = f(xr);
+      if (fr < v[0]) {
+        auto xe = along(-2);
+        double fe = f(xe);
+        if (fe < fr) p[n] = xe, v[n] = fe;
+        else p[n] = xr, v[n] = fr;
+      } else if (fr < v[n - 1]) {
+        p[n] = xr, v[n] = fr;
+      } else {
+        auto xc = along(0.5);
+        double fc = f(xc);
+        if (fc < v[n]) {
+          p[n] = xc, v[n] = fc;
+        } else {
+          for (std::size_t i = 1; i <= n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) p[i][j] = p[0][j] + 0.5 * (p[i][j] - p[0][j]);
+            v[i] = f(p[i]);
+          }
+        }
+      }
+    }
+    std::size_t b = std::min_element(v.begin(), v.end()) - v.begin();
+    x0 = p[b];
+  }
+  return x0;
+}
+
+// A few sweeps of a log-spaced grid search per parameter inside its bounds. The loss is flat where a
+// min() of links caps a bandwidth (a NIC rate above the node's ring), so Nelder-Mead alone stalls there.
+std::vector<double> coordinateSweep(const std::function<double(const std::vector<double>&)>& f,
+                                    std::vector<double> x, const std::vector<Param>& ps) {
+  double best = f(x);
+  for (int sweep = 0; sweep < 3; ++sweep)
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double lo = std::log(ps[i].lo), hi = std::log(ps[i].hi);
+      const int steps = 60;
+      for (int k = 0; k <= steps; ++k) {
+        auto y = x;
+        y[i] = lo + (hi - lo) * k / steps;
+        double v = f(y);
+        if (v < best) best = v, x = y;
+      }
+    }
+  return x;
+}
+}  // namespace
+
+NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& runs, const NcclFitOptions& opt) {
+  if (runs.empty()) throw InputError("calibration needs at least one measured run");
+  // The node's ring rate comes from the node's own runs: with single- and multi-node runs, the
+  // single-node ones are fitted first and their ring rate is kept, since a multi-node Ring run
+  // measures min(node ring, NICs) and cannot say which of the two binds.
+  NcclMachine prior = priorIn;
+  std::vector<NcclRun> singles;
+  for (const auto& r : runs)
+    if (r.nodes == 1 && r.gpusPerNode > 1) singles.push_back(r);
+  const bool twoStage = !singles.empty() && singles.size() < runs.size();
+  if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
+  bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
+       separate = false;
+  for (const auto& r : runs) {
+    oneRank |= r.nodes * r.gpusPerNode == 1;
+    direct |= r.directP2p;
+    separate |= !r.directP2p && r.gpusPerNode > 1;
+    single |= r.nodes == 1 && r.gpusPerNode > 1;
+    multi |= r.nodes > 1;
+    allreduce |= r.coll == "allreduce";
+    // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
+    // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
+    // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
+    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 &&
+                              (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    nicSeen |= r.nodes > 1 && !nvlsPossible;
+  }
+  // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
+  std::vector<Param> ps;
+  if (separate || !direct) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});
+  ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+                       {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
+                       {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+  if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
+  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
+  if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
+  if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
+  if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
+  if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});
+  if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
+  auto machineAt = [&](const std::vector<double>& x) {
+    NcclMachine m = prior;
+    for (std::size_t i = 0; i < ps.size(); ++i) m.*(ps[i].field) = std::exp(x[i]);
+    return m;
+  };
+  auto loss = [&](const std::vector<double>& x) {
+    NcclMachine m = machineAt(x);
+    double s = 0;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      double v = m.*(ps[i].field);
+      if (v < ps[i].lo) s += 100 * std::pow(std::log(ps[i].lo / v), 2);
+      if (v > ps[i].hi) s += 100 * std::pow(std::log(v / ps[i].hi), 2);
+      if (ps[i].prior) s += opt.priorWeight * std::pow(std::log(v / (prior.*(ps[i].field))), 2);
+    }
+    for (const auto& r : runs)
+      for (const auto& p : ncclPredict(m, r))
+        if (p.bytes >= opt.minBytes && !p.noisy) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
+    return s;
+  };
+  std::vector<double> x0;
+  for (auto& p : ps) x0.push_back(std::log(prior.*(p.field)));
+  auto x = nelderMead(loss, coordinateSweep(loss, x0, ps));
+  NcclFit fit;
+  fit.machine = machineAt(x);
+  fit.machine.nodes = runs.front().nodes;
+  fit.machine.gpusPerNode = runs.front().gpusPerNode;
+  for (auto& p : ps) fit.freed.push_back(p.name);
+  if (twoStage) fit.freed.push_back("ringIntraGBps (on the single-node runs)");
+  for (const auto& r : runs) {
+    auto pts = ncclPredict(fit.machine, r);
+    fit.points.insert(fit.points.end(), pts.begin(), pts.end());
+  }
+  auto [med, mx] = ncclErrStats(fit.points, opt.minBytes);
+  fit.medianAbsErrPct = med;
+  fit.maxAbsErrPct = mx;
+  return fit;
+}
+
+}  // namespace fb::model
