@@ -1,8 +1,7 @@
-// nccl-tests output as people publish it: every 2.x format, launcher prefixes, several runs a file.
+// nccl-tests output as people publish it: every 2.x format, several runs a file, the collective, ranks and nodes of
+// each, its rows as Samples (the lines around the table, prefixes and NCCL INFO: nccl_tests_lines.cc).
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,49 +12,13 @@
 
 #include "core/text.h"
 #include "report/import.h"
+#include "report/nccl_tests_lines.h"
 
 namespace fb {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<std::string> splitLines(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
-      out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-std::vector<std::string> wordsOf(const std::string& s) {
-  std::vector<std::string> w;
-  std::istringstream in(s);
-  std::string t;
-  while (in >> t) w.push_back(t);
-  return w;
-}
-
-bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
-bool parseDouble(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(v);
-}
-bool parseSize(const std::string& s, std::size_t& v) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
+using namespace nccltests;
 
 // Canonical Sample::coll names (as lib/collectives' descriptors and the rest of the suite name them).
 const std::map<std::string, std::string>& binaries() {
@@ -106,133 +69,9 @@ std::string dtypeOf(const std::string& t) {
   return it == m.end() ? t : it->second;
 }
 
-// "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (+ GDRDMA seen).
-std::string transportIn(const std::string& line, bool& gdr) {
-  auto p = line.find(" via ");
-  if (p == std::string::npos) return "";
-  std::string rest = line.substr(p + 5);
-  auto w = wordsOf(rest);
-  if (w.empty()) return "";
-  if (rest.find("GDRDMA") != std::string::npos) gdr = true;
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char c : w[0]) {
-    if (c == '/') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  parts.push_back(cur);
-  if (parts[0].empty()) return "";
-  if (parts[0] == "SHM") return "SHM";
-  if (parts[0] == "NET" && parts.size() >= 2 && !isDigit(parts[1].empty() ? 'x' : parts[1][0])) {
-    // the plugin's name may hold spaces: "via NET/NCCL RDMA Plugin v8/0/GDRDMA"
-    std::string net = rest.substr(4);
-    std::size_t k = 0;
-    while (k < net.size() && !(net[k] == '/' && k + 1 < net.size() && isDigit(net[k + 1])) && net[k] != '(' &&
-           !(net[k] == ' ' && k + 1 < net.size() && (net[k + 1] == '[' || net[k + 1] == '('))) ++k;
-    return "NET/" + text::trim(net.substr(0, k));
-  }
-  if (parts.size() >= 2 && parts[0] == "P2P") return "P2P/" + parts[1];
-  return parts[0];
-}
-
-bool isTimeAt(const std::string& s, std::size_t i, std::size_t& end) {
-  // HH:MM:SS[.fff][Z|+hh:mm]
-  if (i + 8 > s.size()) return false;
-  if (!(isDigit(s[i]) && isDigit(s[i + 1]) && s[i + 2] == ':' && isDigit(s[i + 3]) && isDigit(s[i + 4]) &&
-        s[i + 5] == ':' && isDigit(s[i + 6]) && isDigit(s[i + 7])))
-    return false;
-  std::size_t j = i + 8;
-  if (j < s.size() && (s[j] == '.' || s[j] == ',')) {
-    ++j;
-    while (j < s.size() && isDigit(s[j])) ++j;
-  }
-  if (j < s.size() && s[j] == 'Z') ++j;
-  else if (j + 2 < s.size() && (s[j] == '+' || s[j] == '-') && isDigit(s[j + 1]) && isDigit(s[j + 2])) {
-    j += 3;
-    if (j < s.size() && s[j] == ':') ++j;
-    while (j < s.size() && isDigit(s[j])) ++j;
-  }
-  end = j;
-  return true;
-}
-
-// A leading timestamp: "2025-06-18 10:21:33 ", "2025-06-18T10:21:33.123Z ", "[...] ", "10:21:33 ".
-bool stripTimestamp(std::string& l) {
-  std::size_t i = 0;
-  bool br = false;
-  if (i < l.size() && l[i] == '[') {
-    br = true;
-    ++i;
-  }
-  std::size_t j = i, end = 0;
-  if (j + 10 <= l.size() && isDigit(l[j]) && isDigit(l[j + 1]) && isDigit(l[j + 2]) && isDigit(l[j + 3]) &&
-      (l[j + 4] == '-' || l[j + 4] == '/') && isDigit(l[j + 5]) && isDigit(l[j + 6]) && l[j + 7] == l[j + 4] &&
-      isDigit(l[j + 8]) && isDigit(l[j + 9])) {
-    j += 10;
-    if (j < l.size() && (l[j] == 'T' || l[j] == ' ')) ++j;
-    if (!isTimeAt(l, j, end)) return false;
-  } else if (!isTimeAt(l, j, end)) {
-    return false;
-  }
-  j = end;
-  if (br) {
-    if (j >= l.size() || l[j] != ']') return false;
-    ++j;
-  }
-  if (j < l.size() && l[j] == ':') ++j;
-  if (j < l.size() && l[j] != ' ' && l[j] != '\t') return false;
-  while (j < l.size() && (l[j] == ' ' || l[j] == '\t')) ++j;
-  l.erase(0, j);
-  return true;
-}
-
-// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order.
-std::string stripPrefixes(std::string l) {
-  for (int round = 0; round < 4; ++round) {
-    bool changed = false;
-    if (stripTimestamp(l)) changed = true;
-    // srun -l: optional spaces, digits, ':', one space (or end)
-    {
-      std::size_t i = 0;
-      while (i < l.size() && l[i] == ' ') ++i;
-      std::size_t d = i;
-      while (i < l.size() && isDigit(l[i])) ++i;
-      if (i > d && i - d <= 6 && i < l.size() && l[i] == ':' && (i + 1 == l.size() || l[i + 1] == ' ')) {
-        // not a time ("10:21:33") and not a data row (those have no ':' there)
-        l.erase(0, std::min(l.size(), i + 2));
-        changed = true;
-      }
-    }
-    if (starts(l, "[")) {
-      auto close = l.find(']');
-      if (close != std::string::npos && close < 16) {
-        std::string in = l.substr(1, close - 1);
-        bool tag = !in.empty() && in.find(',') != std::string::npos &&
-                   std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
-        if (tag) {
-          std::size_t j = close + 1;
-          if (starts(l.substr(j), "<stdout>") || starts(l.substr(j), "<stderr>")) j += 8;
-          if (j < l.size() && l[j] == ':') ++j;
-          l.erase(0, j);
-          changed = true;
-        }
-      }
-    }
-    if (!changed) break;
-  }
-  return l;
-}
-
-struct RunState {
+// One run of a file: what its header, rank lines and command lines say, its INFO facts, its rows.
+struct RunState : InfoFacts {
   std::string version, binary, coll, ncclLibrary;
-  std::vector<std::string> ncclVersions;
-  std::vector<std::string> transports;
-  bool gdr = false;
-  std::map<std::string, std::string> env;
   std::set<std::string> hosts;
   std::vector<std::string> hostOrder;
   std::set<int> ranks;
@@ -241,9 +80,6 @@ struct RunState {
   bool elided = false;
   int nThread = 0, nGpus = 0;
   int launcherNp = 0;
-  int channels = 0;
-  std::vector<std::string> algos, protos;
-  std::string graphType;
   bool headerSeen = false;
   struct Row {
     std::vector<std::string> w;
@@ -253,10 +89,6 @@ struct RunState {
   std::size_t firstLine = 0;
   bool hasContent() const { return !rows.empty(); }
 };
-
-void addUnique(std::vector<std::string>& v, const std::string& s) {
-  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-}
 
 // NCCL_X=Y in a command line (also "-x NCCL_X=Y", "export NCCL_X=Y").
 void envFromCommand(const std::string& l, std::map<std::string, std::string>& env) {
@@ -378,76 +210,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       if (cur.hasContent()) startIfDone(i);
       cur.headerSeen = true;
     } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
-      auto p = l.find("NCCL version ");
-      if (p != std::string::npos) {
-        auto w = wordsOf(l.substr(p + 13));
-        if (!w.empty()) addUnique(cur.ncclVersions, w[0]);
-      }
-      p = l.find(" set by environment to ");
-      if (p != std::string::npos) {
-        auto w = wordsOf(l.substr(0, p));
-        std::string key = w.empty() ? "" : w.back();
-        auto v = wordsOf(l.substr(p + 23));
-        if (starts(key, "NCCL_") && !v.empty()) {
-          std::string val = v[0];
-          if (!val.empty() && val.back() == '.') val.pop_back();
-          cur.env[key] = val;
-        }
-      }
-      bool gdr = false;
-      addUnique(cur.transports, transportIn(l, gdr));
-      if (gdr) cur.gdr = true;
-      if (l.find("GDRDMA") != std::string::npos || l.find("GPU Direct RDMA Enabled") != std::string::npos)
-        cur.gdr = true;
-      // "32 coll channels, 32 collnet channels, ..., 32 p2p channels" / "nChannels 16"
-      p = l.find(" coll channels");
-      if (p != std::string::npos) {
-        auto w = wordsOf(l.substr(0, p));
-        std::size_t v = 0;
-        if (!w.empty() && parseSize(w.back(), v)) cur.channels = static_cast<int>(v);
-      }
-      p = l.find("nChannels ");
-      if (p != std::string::npos && cur.channels == 0) {
-        auto w = wordsOf(l.substr(p + 10));
-        std::size_t v = 0;
-        if (!w.empty()) {
-          std::string s = w[0];
-          while (!s.empty() && !isDigit(s.back())) s.pop_back();
-          if (parseSize(s, v)) cur.channels = static_cast<int>(v);
-        }
-      }
-      // "Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1"
-      auto q = l.find(", type ");
-      if (q != std::string::npos && cur.graphType.empty()) {
-        auto w = wordsOf(l.substr(q + 7));
-        if (!w.empty()) {
-          cur.graphType = w[0];
-          if (cur.graphType.back() == ',') cur.graphType.pop_back();
-        }
-      }
-      // tuner / "AllReduce: opCount 0 ... algorithm 1 protocol 2" / "Algo Ring proto Simple"
-      for (const char* key : {"algorithm ", "algo ", "Algo "}) {
-        p = l.find(key);
-        if (p != std::string::npos) {
-          auto w = wordsOf(l.substr(p + std::string(key).size()));
-          if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
-            std::string a = w[0];
-            while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
-            addUnique(cur.algos, a);
-          }
-        }
-      }
-      for (const char* key : {"protocol ", "proto ", "Proto "}) {
-        p = l.find(key);
-        if (p != std::string::npos) {
-          auto w = wordsOf(l.substr(p + std::string(key).size()));
-          if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
-            std::string a = w[0];
-            while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
-            addUnique(cur.protos, a);
-          }
-        }
-      }
+      readInfoLine(l, cur);
     } else if (starts(t, "NCCL version ")) {
       auto w = wordsOf(t.substr(13));
       if (!w.empty()) addUnique(cur.ncclVersions, w[0]);

@@ -1,0 +1,251 @@
+// The lines around nccl-tests' result table: text helpers, line prefixes, NCCL INFO facts. See nccl_tests_lines.h.
+#include "report/nccl_tests_lines.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/text.h"
+
+namespace fb::nccltests {
+
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> wordsOf(const std::string& s) {
+  std::vector<std::string> w;
+  std::istringstream in(s);
+  std::string t;
+  while (in >> t) w.push_back(t);
+  return w;
+}
+
+bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+bool parseDouble(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(v);
+}
+bool parseSize(const std::string& s, std::size_t& v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (+ GDRDMA seen).
+std::string transportIn(const std::string& line, bool& gdr) {
+  auto p = line.find(" via ");
+  if (p == std::string::npos) return "";
+  std::string rest = line.substr(p + 5);
+  auto w = wordsOf(rest);
+  if (w.empty()) return "";
+  if (rest.find("GDRDMA") != std::string::npos) gdr = true;
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : w[0]) {
+    if (c == '/') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  if (parts[0].empty()) return "";
+  if (parts[0] == "SHM") return "SHM";
+  if (parts[0] == "NET" && parts.size() >= 2 && !isDigit(parts[1].empty() ? 'x' : parts[1][0])) {
+    // the plugin's name may hold spaces: "via NET/NCCL RDMA Plugin v8/0/GDRDMA"
+    std::string net = rest.substr(4);
+    std::size_t k = 0;
+    while (k < net.size() && !(net[k] == '/' && k + 1 < net.size() && isDigit(net[k + 1])) && net[k] != '(' &&
+           !(net[k] == ' ' && k + 1 < net.size() && (net[k + 1] == '[' || net[k + 1] == '('))) ++k;
+    return "NET/" + text::trim(net.substr(0, k));
+  }
+  if (parts.size() >= 2 && parts[0] == "P2P") return "P2P/" + parts[1];
+  return parts[0];
+}
+
+bool isTimeAt(const std::string& s, std::size_t i, std::size_t& end) {
+  // HH:MM:SS[.fff][Z|+hh:mm]
+  if (i + 8 > s.size()) return false;
+  if (!(isDigit(s[i]) && isDigit(s[i + 1]) && s[i + 2] == ':' && isDigit(s[i + 3]) && isDigit(s[i + 4]) &&
+        s[i + 5] == ':' && isDigit(s[i + 6]) && isDigit(s[i + 7])))
+    return false;
+  std::size_t j = i + 8;
+  if (j < s.size() && (s[j] == '.' || s[j] == ',')) {
+    ++j;
+    while (j < s.size() && isDigit(s[j])) ++j;
+  }
+  if (j < s.size() && s[j] == 'Z') ++j;
+  else if (j + 2 < s.size() && (s[j] == '+' || s[j] == '-') && isDigit(s[j + 1]) && isDigit(s[j + 2])) {
+    j += 3;
+    if (j < s.size() && s[j] == ':') ++j;
+    while (j < s.size() && isDigit(s[j])) ++j;
+  }
+  end = j;
+  return true;
+}
+
+// A leading timestamp: "2025-06-18 10:21:33 ", "2025-06-18T10:21:33.123Z ", "[...] ", "10:21:33 ".
+bool stripTimestamp(std::string& l) {
+  std::size_t i = 0;
+  bool br = false;
+  if (i < l.size() && l[i] == '[') {
+    br = true;
+    ++i;
+  }
+  std::size_t j = i, end = 0;
+  if (j + 10 <= l.size() && isDigit(l[j]) && isDigit(l[j + 1]) && isDigit(l[j + 2]) && isDigit(l[j + 3]) &&
+      (l[j + 4] == '-' || l[j + 4] == '/') && isDigit(l[j + 5]) && isDigit(l[j + 6]) && l[j + 7] == l[j + 4] &&
+      isDigit(l[j + 8]) && isDigit(l[j + 9])) {
+    j += 10;
+    if (j < l.size() && (l[j] == 'T' || l[j] == ' ')) ++j;
+    if (!isTimeAt(l, j, end)) return false;
+  } else if (!isTimeAt(l, j, end)) {
+    return false;
+  }
+  j = end;
+  if (br) {
+    if (j >= l.size() || l[j] != ']') return false;
+    ++j;
+  }
+  if (j < l.size() && l[j] == ':') ++j;
+  if (j < l.size() && l[j] != ' ' && l[j] != '\t') return false;
+  while (j < l.size() && (l[j] == ' ' || l[j] == '\t')) ++j;
+  l.erase(0, j);
+  return true;
+}
+
+// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order.
+std::string stripPrefixes(std::string l) {
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    if (stripTimestamp(l)) changed = true;
+    // srun -l: optional spaces, digits, ':', one space (or end)
+    {
+      std::size_t i = 0;
+      while (i < l.size() && l[i] == ' ') ++i;
+      std::size_t d = i;
+      while (i < l.size() && isDigit(l[i])) ++i;
+      if (i > d && i - d <= 6 && i < l.size() && l[i] == ':' && (i + 1 == l.size() || l[i + 1] == ' ')) {
+        // not a time ("10:21:33") and not a data row (those have no ':' there)
+        l.erase(0, std::min(l.size(), i + 2));
+        changed = true;
+      }
+    }
+    if (starts(l, "[")) {
+      auto close = l.find(']');
+      if (close != std::string::npos && close < 16) {
+        std::string in = l.substr(1, close - 1);
+        bool tag = !in.empty() && in.find(',') != std::string::npos &&
+                   std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
+        if (tag) {
+          std::size_t j = close + 1;
+          if (starts(l.substr(j), "<stdout>") || starts(l.substr(j), "<stderr>")) j += 8;
+          if (j < l.size() && l[j] == ':') ++j;
+          l.erase(0, j);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return l;
+}
+
+void addUnique(std::vector<std::string>& v, const std::string& s) {
+  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+void readInfoLine(const std::string& l, InfoFacts& f) {
+  auto p = l.find("NCCL version ");
+  if (p != std::string::npos) {
+    auto w = wordsOf(l.substr(p + 13));
+    if (!w.empty()) addUnique(f.ncclVersions, w[0]);
+  }
+  p = l.find(" set by environment to ");
+  if (p != std::string::npos) {
+    auto w = wordsOf(l.substr(0, p));
+    std::string key = w.empty() ? "" : w.back();
+    auto v = wordsOf(l.substr(p + 23));
+    if (starts(key, "NCCL_") && !v.empty()) {
+      std::string val = v[0];
+      if (!val.empty() && val.back() == '.') val.pop_back();
+      f.env[key] = val;
+    }
+  }
+  bool gdr = false;
+  addUnique(f.transports, transportIn(l, gdr));
+  if (gdr) f.gdr = true;
+  if (l.find("GDRDMA") != std::string::npos || l.find("GPU Direct RDMA Enabled") != std::string::npos)
+    f.gdr = true;
+  // "32 coll channels, 32 collnet channels, ..., 32 p2p channels" / "nChannels 16"
+  p = l.find(" coll channels");
+  if (p != std::string::npos) {
+    auto w = wordsOf(l.substr(0, p));
+    std::size_t v = 0;
+    if (!w.empty() && parseSize(w.back(), v)) f.channels = static_cast<int>(v);
+  }
+  p = l.find("nChannels ");
+  if (p != std::string::npos && f.channels == 0) {
+    auto w = wordsOf(l.substr(p + 10));
+    std::size_t v = 0;
+    if (!w.empty()) {
+      std::string s = w[0];
+      while (!s.empty() && !isDigit(s.back())) s.pop_back();
+      if (parseSize(s, v)) f.channels = static_cast<int>(v);
+    }
+  }
+  // "Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1"
+  auto q = l.find(", type ");
+  if (q != std::string::npos && f.graphType.empty()) {
+    auto w = wordsOf(l.substr(q + 7));
+    if (!w.empty()) {
+      f.graphType = w[0];
+      if (f.graphType.back() == ',') f.graphType.pop_back();
+    }
+  }
+  // tuner / "AllReduce: opCount 0 ... algorithm 1 protocol 2" / "Algo Ring proto Simple"
+  for (const char* key : {"algorithm ", "algo ", "Algo "}) {
+    p = l.find(key);
+    if (p != std::string::npos) {
+      auto w = wordsOf(l.substr(p + std::string(key).size()));
+      if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
+        std::string a = w[0];
+        while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
+        addUnique(f.algos, a);
+      }
+    }
+  }
+  for (const char* key : {"protocol ", "proto ", "Proto "}) {
+    p = l.find(key);
+    if (p != std::string::npos) {
+      auto w = wordsOf(l.substr(p + std::string(key).size()));
+      if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
+        std::string a = w[0];
+        while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
+        addUnique(f.protos, a);
+      }
+    }
+  }
+}
+
+}  // namespace fb::nccltests
