@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "report/import.h"
+#include "report/nccl_tests_lines.h"
 
 namespace fs = std::filesystem;
 
@@ -283,4 +284,47 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:ranks=0"), fb::InputError);
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log#2"), fb::InputError);
+}
+
+TEST_CASE("nccl_tests_lines: one NCCL INFO line at a time, and the launchers' prefixes", "[report][nccl-tests]") {
+  using namespace fb::nccltests;
+  // Lines copied from nccl-info/h100-ib-ndr-2x8-gdrdma-nvls-nccl2.26.2-rank0.log and (Pattern) the 2.16.5 RoCE+IB
+  // gather log; the last is written here in the form the reader's comment gives (no fixture logs an op line).
+  InfoFacts f;
+  for (const char* l : {
+           "lccn09:2520136:2520136 [0] NCCL INFO NCCL version 2.26.2+cuda12.8",
+           "lccn09:2520136:2520234 [0] NCCL INFO NCCL_ALGO set by environment to RING",
+           "lccn09:2520136:2520234 [0] NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p "
+           "channels, 2 p2p channels per peer",
+           "lccn09:2520136:2520332 [0] NCCL INFO Channel 03/0 : 0[0] -> 1[1] via P2P/CUMEM",
+           "lccn09:2520136:2520332 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/NCCL RDMA Plugin "
+           "v8/0/GDRDMA",
+           "n013:101855:101885 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 1, bw 24.000000/24.000000, type "
+           "LOC/PHB, sameChannels 1",
+           "n013:101855:101885 [0] NCCL INFO AllReduce: opCount 0 ... algorithm Ring protocol Simple"})
+    readInfoLine(l, f);
+  int wrong = 0;
+  wrong += f.ncclVersions != std::vector<std::string>{"2.26.2+cuda12.8"};
+  wrong += f.env.size() != 1 || f.env["NCCL_ALGO"] != "RING";
+  wrong += f.channels != 16;  // the coll channels line; a later "nChannels 1" does not replace it
+  wrong += f.transports != std::vector<std::string>{"P2P/CUMEM", "NET/NCCL RDMA Plugin v8"};
+  wrong += !f.gdr;
+  wrong += f.graphType != "LOC/PHB";
+  wrong += f.algos != std::vector<std::string>{"Ring"};
+  wrong += f.protos != std::vector<std::string>{"Simple"};
+  CHECK(wrong == 0);
+  // "nChannels N" gives the count where no "coll channels" line came first
+  InfoFacts g;
+  readInfoLine("n013:101855:101885 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 1, bw 24.000000/24.000000, type "
+               "LOC/PHB, sameChannels 1",
+               g);
+  CHECK(g.channels == 1);
+  CHECK_FALSE(g.gdr);
+  // srun -l, Open MPI --tag-output and timestamps, alone and stacked; a data row and a time are left alone
+  CHECK(stripPrefixes(" 0: # nThread 1") == "# nThread 1");
+  CHECK(stripPrefixes("[1,0]<stdout>:#  Rank  0") == "#  Rank  0");
+  CHECK(stripPrefixes("2025-06-18T10:21:33.123Z  0: 8388608 2097152 float") == "8388608 2097152 float");
+  CHECK(stripPrefixes("[10:21:33] [1,3]<stderr>:NCCL version 2.18.3") == "NCCL version 2.18.3");
+  CHECK(stripPrefixes("     8388608       2097152     float     sum") == "     8388608       2097152     float     sum");
+  CHECK(stripPrefixes("10:21:33 # nThread 1") == "# nThread 1");  // a time without a date, not an srun rank
 }
