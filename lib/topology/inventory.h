@@ -2,7 +2,7 @@
 // tree replaces the node for every reader. The fingerprint serialises it, the doctor judges it,
 // verbs discovery and the nominal link rates (topology.h) are built from it.
 //   RDMA: /sys/class/infiniband (devices, ports, GID tables).
-//   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h), else the
+//   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h, read by inventory_nvml.cc), else the
 //         `nvidia-smi --query-gpu` text, and the inventory says which one answered.
 //   GPU links: the GPU x GPU matrix of `nvidia-smi topo -m` (NV#, PIX, PXB, PHB, NODE, SYS) from
 //         NVML (active NVLinks and their remote PCI bus ids, the closest common PCI ancestor of
