@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace fb {
 namespace {
@@ -160,12 +161,8 @@ double mean(const std::vector<double>& v) {
   for (double x : v) a += x;
   return v.empty() ? 0 : a / static_cast<double>(v.size());
 }
-double medianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+// stats::median (the same convention); 0, not NaN, for no values.
+double medianOf(std::vector<double> v) { return v.empty() ? 0 : stats::median(std::move(v)); }
 double stddev(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   double m = mean(v), sq = 0;

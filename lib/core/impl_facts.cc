@@ -17,9 +17,9 @@ const std::vector<ImplFacts>& implFacts() {
     add("verbs", [](ImplFacts& f) { f.backend = f.hostAlgorithms = true, f.accept = A::kPairs; });
     add("nccl", [](ImplFacts& f) {
       f.title = "NCCL";
-      f.backend = f.gpu = f.pipelined = f.ratioBaseline = f.attests = true, f.accept = A::kNamedOnly;
+      f.backend = f.gpu = f.eventTimer = f.pipelined = f.ratioBaseline = f.attests = true, f.accept = A::kNamedOnly;
     });
-    add("cuda", [](ImplFacts& f) { f.backend = f.gpu = f.pipelined = true; });
+    add("cuda", [](ImplFacts& f) { f.backend = f.gpu = f.eventTimer = f.pipelined = true; });
     // imported rows (fabricbench-report import): NCCL's own benchmark pipelines as NCCL does
     add("nccl-tests", [](ImplFacts& f) { f.gpu = f.pipelined = true; });
     return t;

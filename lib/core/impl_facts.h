@@ -15,6 +15,7 @@ struct ImplFacts {
   std::string_view title;       // in prose ("NCCL"); empty: the name
   bool backend = false;         // fabricbench runs it (else: rows imported from another tool)
   bool gpu = false;             // its rows are GPU paths
+  bool eventTimer = false;      // its rank timer is CUDA events on its stream (rows say rank-events)
   bool pipelined = false;       // pipelines its chunks, so one step's hops overlap (the model's cost)
   bool ratioBaseline = false;   // with others in one run, the report's ratio columns are ÷ this
   bool attests = false;         // checks --require ib|roce|gdr|nvlink|rails=N itself (a row proves it)

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/impl_facts.h"
+
 namespace fb {
 
 inline constexpr std::string_view kTimerRank = "rank", kTimerNcclTests = "nccl-tests";
@@ -22,8 +24,11 @@ inline std::optional<std::string_view> parseTimerFlag(std::string_view v) {
   return std::nullopt;
 }
 
-// True for implementations whose own timing is CUDA events on a stream.
-inline bool timesWithEvents(std::string_view impl) { return impl == "nccl" || impl == "cuda"; }
+// True for implementations whose own timing is CUDA events on a stream (their ImplFacts say so).
+inline bool timesWithEvents(std::string_view impl) {
+  const ImplFacts* f = findImplFacts(impl);
+  return f && f->eventTimer;
+}
 
 // What a row's `timer` column says for a run with --timer `flag` (either spelling) of `impl`.
 inline std::string rowTimerName(std::string_view flag, std::string_view impl) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/text.h"
+#include "topology/inventory_nvml.h"
 #include "topology/topology.h"
 
 namespace fb::topo {
@@ -32,295 +33,6 @@ std::vector<int> numericEntries(const Machine& m, const std::string& dir) {
 bool zeroGid(const std::string& g) {
   for (char c : g)
     if (c != '0' && c != ':') return false;
-  return true;
-}
-
-// ---- NVML: each answer formatted as nvidia-smi prints the same field (nounits).
-struct NvmlRead {
-  bool ok = false;
-  std::string why;
-  std::vector<GpuFacts> gpus;
-  std::string driver;
-};
-
-// NVML initialised, its devices' handles taken; shut down when it goes. `why` says what failed.
-struct NvmlSession {
-  std::function<void*(const char*)> sym;
-  nvml::InitFn shutdown = nullptr;
-  nvml::ErrorStringFn errStr = nullptr;
-  std::vector<nvml::Device> devices;
-  std::string why;
-  bool ok = false;
-  // The symbol `name` (null without a library); the first missing one is named in `why`.
-  template <class Fn>
-  Fn need(const char* name) {
-    Fn f = sym ? reinterpret_cast<Fn>(sym(name)) : nullptr;
-    if (!f && sym && why.empty()) why = std::string("libnvidia-ml.so.1 lacks ") + name;
-    return f;
-  }
-  // Whether the session and every symbol asked for answered; `whyNot` gets the reason ("" when so).
-  bool usable(std::string& whyNot) const {
-    whyNot = why;
-    return ok && why.empty();
-  }
-  explicit NvmlSession(const NvmlLoader& l) {
-    if (!l.symbol) {
-      why = l.why.empty() ? "no NVML library" : l.why;
-      return;
-    }
-    sym = l.symbol;
-    auto init = need<nvml::InitFn>("nvmlInit_v2");
-    auto down = need<nvml::InitFn>("nvmlShutdown");
-    auto count = need<nvml::CountFn>("nvmlDeviceGetCount_v2");
-    auto handle = need<nvml::HandleFn>("nvmlDeviceGetHandleByIndex_v2");
-    errStr = reinterpret_cast<nvml::ErrorStringFn>(sym("nvmlErrorString"));
-    if (!why.empty()) return;
-    if (nvml::Return rc = init(); rc != nvml::kSuccess) {
-      why = "nvmlInit_v2: " + err(rc);
-      return;
-    }
-    shutdown = down;
-    unsigned int n = 0;
-    if (nvml::Return rc = count(&n); rc != nvml::kSuccess) {
-      why = "nvmlDeviceGetCount_v2: " + err(rc);
-      return;
-    }
-    for (unsigned int i = 0; i < n; ++i) {
-      nvml::Device d = nullptr;
-      if (nvml::Return rc = handle(i, &d); rc != nvml::kSuccess) {
-        why = "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + err(rc);
-        return;
-      }
-      devices.push_back(d);
-    }
-    ok = true;
-  }
-  ~NvmlSession() {
-    if (shutdown) shutdown();
-  }
-  NvmlSession(const NvmlSession&) = delete;
-  NvmlSession& operator=(const NvmlSession&) = delete;
-  std::string err(nvml::Return rc) const {
-    const char* s = errStr ? errStr(rc) : nullptr;
-    return s ? std::string(s) : "NVML error " + std::to_string(rc);
-  }
-};
-
-NvmlRead readNvml(const NvmlLoader& l) {
-  NvmlRead r;
-  NvmlSession nv(l);
-  if (!nv.ok) {
-    r.why = nv.why;
-    return r;
-  }
-  auto sym = [&](const char* n) { return nv.sym(n); };
-  auto err = [&](nvml::Return rc) { return nv.err(rc); };
-  const auto n = static_cast<unsigned int>(nv.devices.size());
-  // A field NVML does not support reads "[N/A]", as nvidia-smi prints it; another error is named.
-  auto failed = [&](nvml::Return rc) {
-    if (rc == nvml::kNotSupported) return std::string("[N/A]");
-    std::string s = err(rc);
-    s.insert(s.begin(), '[');
-    s.push_back(']');
-    return s;
-  };
-  auto missing = std::string("[N/A]");
-  auto text = [&](const char* fn, nvml::Device d, unsigned int size) {
-    auto f = reinterpret_cast<nvml::DevTextFn>(sym(fn));
-    if (!f) return missing;
-    std::string buf(size, '\0');
-    nvml::Return rc = f(d, buf.data(), size);
-    if (rc != nvml::kSuccess) return failed(rc);
-    return std::string(buf.c_str());
-  };
-  auto uint = [&](const char* fn, nvml::Device d) {
-    auto f = reinterpret_cast<nvml::DevUintFn>(sym(fn));
-    if (!f) return missing;
-    unsigned int v = 0;
-    nvml::Return rc = f(d, &v);
-    return rc == nvml::kSuccess ? std::to_string(v) : failed(rc);
-  };
-  if (auto drv = reinterpret_cast<nvml::DriverFn>(sym("nvmlSystemGetDriverVersion"))) {
-    char buf[96] = {};
-    nvml::Return rc = drv(buf, sizeof buf);
-    r.driver = rc == nvml::kSuccess ? std::string(buf) : failed(rc);
-  } else {
-    r.driver = missing;
-  }
-  for (unsigned int i = 0; i < n; ++i) {
-    nvml::Device d = nv.devices[i];
-    GpuFacts g;
-    g.index = uint("nvmlDeviceGetIndex", d);
-    if (g.index == missing) g.index = std::to_string(i);
-    g.name = text("nvmlDeviceGetName", d, 96);
-    g.uuid = text("nvmlDeviceGetUUID", d, 96);
-    if (auto pci = reinterpret_cast<nvml::PciFn>(sym("nvmlDeviceGetPciInfo_v3"))) {
-      nvml::PciInfo p{};
-      nvml::Return rc = pci(d, &p);
-      g.busId = rc == nvml::kSuccess ? std::string(p.busId, strnlen(p.busId, sizeof p.busId)) : failed(rc);
-    } else {
-      g.busId = missing;
-    }
-    if (auto mem = reinterpret_cast<nvml::MemoryFn>(sym("nvmlDeviceGetMemoryInfo"))) {
-      nvml::Memory mi{};
-      nvml::Return rc = mem(d, &mi);
-      g.memoryMib = rc == nvml::kSuccess ? std::to_string(mi.total / (1024ull * 1024ull)) : failed(rc);
-    } else {
-      g.memoryMib = missing;
-    }
-    g.driverVersion = r.driver;
-    g.vbiosVersion = text("nvmlDeviceGetVbiosVersion", d, 32);
-    g.pcieGenCurrent = uint("nvmlDeviceGetCurrPcieLinkGeneration", d);
-    g.pcieGenMax = uint("nvmlDeviceGetMaxPcieLinkGeneration", d);
-    g.pcieWidthCurrent = uint("nvmlDeviceGetCurrPcieLinkWidth", d);
-    g.pcieWidthMax = uint("nvmlDeviceGetMaxPcieLinkWidth", d);
-    if (auto mig = reinterpret_cast<nvml::MigFn>(sym("nvmlDeviceGetMigMode"))) {
-      unsigned int cur = 0, pending = 0;
-      nvml::Return rc = mig(d, &cur, &pending);
-      g.migMode = rc == nvml::kSuccess ? (cur == nvml::kMigEnable ? "Enabled" : "Disabled") : failed(rc);
-    } else {
-      g.migMode = missing;
-    }
-    r.gpus.push_back(std::move(g));
-  }
-  r.ok = true;
-  return r;
-}
-
-// The GPU x GPU matrix from NVML (see GpuLinkMatrix).
-bool readNvmlLinks(const NvmlLoader& l, GpuLinkMatrix& out) {
-  NvmlSession nv(l);
-  auto pci = nv.need<nvml::PciFn>("nvmlDeviceGetPciInfo_v3");
-  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState");
-  auto remote = nv.need<nvml::NvLinkRemotePciFn>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  auto ancestor = nv.need<nvml::CommonAncestorFn>("nvmlDeviceGetTopologyCommonAncestor");
-  if (!nv.usable(out.nvmlWhy)) return false;
-  const std::size_t n = nv.devices.size();
-  auto busOf = [](const nvml::PciInfo& p) { return std::string(p.busId, strnlen(p.busId, sizeof p.busId)); };
-  std::vector<std::string> bus(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    nvml::PciInfo p{};
-    if (nvml::Return rc = pci(nv.devices[i], &p); rc != nvml::kSuccess) {
-      out.nvmlWhy = "nvmlDeviceGetPciInfo_v3: " + nv.err(rc);
-      return false;
-    }
-    bus[i] = busOf(p);
-  }
-  // Per GPU: its active links to each other GPU, and to anything else (an NVSwitch).
-  std::vector<std::vector<int>> direct(n, std::vector<int>(n, 0));
-  std::vector<int> viaSwitch(n, 0);
-  out.activeNvlinks.assign(n, 0);
-  for (std::size_t i = 0; i < n; ++i)
-    for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
-      unsigned int active = 0;
-      if (state(nv.devices[i], link, &active) != nvml::kSuccess || active != nvml::kFeatureEnabled) continue;
-      ++out.activeNvlinks[i];
-      nvml::PciInfo p{};
-      if (remote(nv.devices[i], link, &p) != nvml::kSuccess) continue;
-      auto peer = std::find(bus.begin(), bus.end(), busOf(p));
-      if (peer == bus.end()) ++viaSwitch[i];
-      else ++direct[i][static_cast<std::size_t>(peer - bus.begin())];
-    }
-  out.code.assign(n, std::vector<std::string>(n));
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      if (i == j) {
-        out.code[i][j] = "X";
-        continue;
-      }
-      int links = direct[i][j] + std::min(viaSwitch[i], viaSwitch[j]);
-      if (links > 0) {
-        out.code[i][j] = "NV" + std::to_string(links);
-        continue;
-      }
-      unsigned int level = 0;
-      nvml::Return rc = ancestor(nv.devices[i], nv.devices[j], &level);
-      if (rc != nvml::kSuccess) out.code[i][j] = "[" + nv.err(rc) + "]";
-      else
-        switch (level) {
-          case 10: out.code[i][j] = "PIX"; break;
-          case 20: out.code[i][j] = "PXB"; break;
-          case 30: out.code[i][j] = "PHB"; break;
-          case 40: out.code[i][j] = "NODE"; break;
-          case 50: out.code[i][j] = "SYS"; break;
-          default: out.code[i][j] = "level " + std::to_string(level);  // INTERNAL (one board): no topo -m code
-        }
-    }
-  out.source = "nvml";
-  return true;
-}
-
-// The P2P read matrix from NVML (see readGpuP2p).
-bool readNvmlP2p(const NvmlLoader& l, GpuLinkMatrix& out) {
-  NvmlSession nv(l);
-  auto status = nv.need<nvml::P2PStatusFn>("nvmlDeviceGetP2PStatus");
-  if (!nv.usable(out.nvmlWhy)) return false;
-  const std::size_t n = nv.devices.size();
-  out.code.assign(n, std::vector<std::string>(n));
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      if (i == j) {
-        out.code[i][j] = "X";
-        continue;
-      }
-      int st = 0;
-      nvml::Return rc = status(nv.devices[i], nv.devices[j], nvml::kP2pCapsRead, &st);
-      out.code[i][j] = rc == nvml::kSuccess ? p2pStatusCode(st) : "[" + nv.err(rc) + "]";
-    }
-  out.source = "nvml";
-  return true;
-}
-
-// The NVLink speeds from NVML: per active link its speed field (per link, else the device's common
-// speed); a failed read of an active link's speed fails the whole answer, so the text takes over.
-bool readNvmlSpeeds(const NvmlLoader& l, GpuNvlinkSpeeds& out) {
-  NvmlSession nv(l);
-  auto state = nv.need<nvml::NvLinkStateFn>("nvmlDeviceGetNvLinkState");
-  auto fields = nv.need<nvml::FieldValuesFn>("nvmlDeviceGetFieldValues");
-  if (!nv.usable(out.nvmlWhy)) return false;
-  auto version = reinterpret_cast<nvml::NvLinkVersionFn>(nv.sym("nvmlDeviceGetNvLinkVersion"));  // optional
-  // One field's value in MBps, or a reason.
-  auto mbps = [&](nvml::Device d, unsigned int field, unsigned int scope, double& v) -> std::string {
-    nvml::FieldValue f{};
-    f.fieldId = field;
-    f.scopeId = scope;
-    if (nvml::Return rc = fields(d, 1, &f); rc != nvml::kSuccess) return nv.err(rc);
-    if (f.nvmlReturn != nvml::kSuccess) return nv.err(f.nvmlReturn);
-    switch (f.valueType) {
-      case 0: v = f.value.dVal; break;
-      case 1: v = f.value.uiVal; break;
-      case 2: v = static_cast<double>(f.value.ulVal); break;
-      case 3: v = static_cast<double>(f.value.ullVal); break;
-      case 4: v = static_cast<double>(f.value.sllVal); break;
-      default: return "value type " + std::to_string(f.valueType);
-    }
-    return {};
-  };
-  for (std::size_t i = 0; i < nv.devices.size(); ++i) {
-    const int gpu = static_cast<int>(i);
-    auto& speeds = out.gbps[gpu];
-    auto& versions = out.version[gpu];
-    for (unsigned int link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
-      unsigned int active = 0;
-      if (state(nv.devices[i], link, &active) != nvml::kSuccess || active != nvml::kFeatureEnabled) continue;
-      double v = 0;
-      std::string whyLink = mbps(nv.devices[i], nvml::kFiNvLinkGetSpeed, link, v);
-      if (!whyLink.empty()) {
-        std::string whyCommon = mbps(nv.devices[i], nvml::kFiNvLinkSpeedCommon, 0, v);
-        if (!whyCommon.empty()) {
-          out.nvmlWhy = "NVLink speed of GPU" + std::to_string(i) + " link " + std::to_string(link) +
-                        ": nvmlDeviceGetFieldValues: " + whyLink + " (per link), " + whyCommon + " (common)";
-          out.gbps.clear();
-          out.version.clear();
-          return false;
-        }
-      }
-      speeds.push_back(v / 1000.0);
-      unsigned int ver = 0;
-      versions.push_back(version && version(nv.devices[i], link, &ver) == nvml::kSuccess ? ver : 0);
-    }
-  }
-  out.source = "nvml";
   return true;
 }
 
@@ -399,22 +111,21 @@ std::vector<GpuFacts> parseInventoryGpuQuery(const std::string& csv) {
   return out;
 }
 
-namespace {
-// A recorded machine has no NVML of its own: the real one would describe this host instead.
-const NvmlLoader& nvmlOf(const Machine& m) {
-  static const NvmlLoader none = noNvml("no NVML on a recorded machine");
-  return m.real() ? systemNvml() : none;
+const NvmlSession& nvmlSessionOf(const Machine& m, GpuSource want) {
+  static const NvmlSession none(noNvml("no NVML on a recorded machine"));
+  static const NvmlSession notAsked(noNvml("not asked (nvidia-smi only)"));
+  if (!m.real()) return none;
+  return want == GpuSource::kNvidiaSmi ? notAsked : systemNvmlSession();
 }
-}  // namespace
 
 GpuInventory readGpus(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  return readGpus(m, nvmlOf(m), want, timeout);
+  return readGpus(m, nvmlSessionOf(m, want), want, timeout);
 }
 
-GpuInventory readGpus(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
+GpuInventory readGpus(const Machine& m, const NvmlSession& session, GpuSource want, std::chrono::milliseconds timeout) {
   GpuInventory inv;
   if (want != GpuSource::kNvidiaSmi) {
-    NvmlRead r = readNvml(nvmlLib);
+    NvmlRead r = readNvml(session);
     if (r.ok) {
       inv.source = "nvml";
       inv.gpus = std::move(r.gpus);
@@ -454,18 +165,18 @@ std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& te
 }
 
 GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  return readGpuLinks(m, nvmlOf(m), want, timeout);
+  return readGpuLinks(m, nvmlSessionOf(m, want), want, timeout);
 }
 
 namespace {
 // NVML first (`fromNvml`), else the nvidia-smi command `smi` read by `fromText`, saying which; a
 // source named alone is the only one asked.
 template <class T, class Nvml, class Smi, class Text>
-T nvmlElseText(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout,
+T nvmlElseText(const Machine& m, const NvmlSession& session, GpuSource want, std::chrono::milliseconds timeout,
                Nvml fromNvml, Smi smi, Text fromText) {
   T out;
   if (want != GpuSource::kNvidiaSmi) {
-    if (fromNvml(nvmlLib, out) || want == GpuSource::kNvml) return out;
+    if (fromNvml(session, out) || want == GpuSource::kNvml) return out;
   } else {
     out.nvmlWhy = "not asked (nvidia-smi only)";
   }
@@ -486,8 +197,8 @@ std::string GpuLinkMatrix::cell(int a, int b) const {
   return static_cast<std::size_t>(b) < row.size() ? row[static_cast<std::size_t>(b)] : std::string();
 }
 
-GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
-  return nvmlElseText<GpuLinkMatrix>(m, nvmlLib, want, timeout, readNvmlLinks, gpuTopoMatrix,
+GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlSession& session, GpuSource want, std::chrono::milliseconds timeout) {
+  return nvmlElseText<GpuLinkMatrix>(m, session, want, timeout, readNvmlLinks, gpuTopoMatrix,
                                      [](const std::string& text, GpuLinkMatrix& out) {
                                        out.code = gpuCodesOfTopoMatrix(text);
                                        out.activeNvlinks.assign(out.code.size(), -1);
@@ -495,11 +206,11 @@ GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvmlLib, GpuSourc
 }
 
 GpuLinkMatrix readGpuP2p(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  return readGpuP2p(m, nvmlOf(m), want, timeout);
+  return readGpuP2p(m, nvmlSessionOf(m, want), want, timeout);
 }
 
-GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want, std::chrono::milliseconds timeout) {
-  return nvmlElseText<GpuLinkMatrix>(m, nvmlLib, want, timeout, readNvmlP2p, gpuP2pReadMatrix,
+GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlSession& session, GpuSource want, std::chrono::milliseconds timeout) {
+  return nvmlElseText<GpuLinkMatrix>(m, session, want, timeout, readNvmlP2p, gpuP2pReadMatrix,
                                      [](const std::string& text, GpuLinkMatrix& out) {
                                        out.code = gpuCodesOfTopoMatrix(text);
                                      });
@@ -518,12 +229,12 @@ std::string p2pStatusCode(int status) {
 }
 
 GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, GpuSource want, std::chrono::milliseconds timeout) {
-  return readNvlinkSpeeds(m, nvmlOf(m), want, timeout);
+  return readNvlinkSpeeds(m, nvmlSessionOf(m, want), want, timeout);
 }
 
-GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlLoader& nvmlLib, GpuSource want,
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlSession& session, GpuSource want,
                                  std::chrono::milliseconds timeout) {
-  return nvmlElseText<GpuNvlinkSpeeds>(m, nvmlLib, want, timeout, readNvmlSpeeds, gpuNvlinkStatus,
+  return nvmlElseText<GpuNvlinkSpeeds>(m, session, want, timeout, readNvmlSpeeds, gpuNvlinkStatus,
                                        [](const std::string& text, GpuNvlinkSpeeds& out) {
                                          out.gbps = parseNvlinkStatus(text);
                                        });

@@ -2,7 +2,7 @@
 // tree replaces the node for every reader. The fingerprint serialises it, the doctor judges it,
 // verbs discovery and the nominal link rates (topology.h) are built from it.
 //   RDMA: /sys/class/infiniband (devices, ports, GID tables).
-//   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h), else the
+//   GPUs: NVML (libnvidia-ml.so.1, opened with dlopen as NCCL does; nvml.h, read by inventory_nvml.cc), else the
 //         `nvidia-smi --query-gpu` text, and the inventory says which one answered.
 //   GPU links: the GPU x GPU matrix of `nvidia-smi topo -m` (NV#, PIX, PXB, PHB, NODE, SYS) from
 //         NVML (active NVLinks and their remote PCI bus ids, the closest common PCI ancestor of
@@ -10,7 +10,8 @@
 //         speeds of `nvlink -s` (NVLink state, version and speed field values); each from NVML,
 //         else its nvidia-smi text, saying which. The `topo -m` text stays the picture (NICs, CPU
 //         and NUMA affinity) that NVML does not give.
-// Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses.
+// Each part is read on its own (readRdma, readGpus, gpuLinks...): a caller pays for what it uses;
+// NVML is initialised once per process however many parts are read (nvml.h, NvmlSession).
 #pragma once
 #include <chrono>
 #include <map>
@@ -74,12 +75,17 @@ struct GpuInventory {
   std::string driverVersion;  // the first GPU's
 };
 
-// kAuto: NVML when `nvml` opens and initialises, else nvidia-smi through `m`. kNvml / kNvidiaSmi:
-// that source only (the GPU step compares them). `nvml` defaults to the system's library on the
-// real machine and to none on a fixture.
+// Every NVML reader below takes the caller's session and opens none itself. Given none, it uses
+// nvmlSessionOf(m): this process's session on the real machine (systemNvmlSession, opened by the
+// first reader that asks NVML; kNvidiaSmi opens none), and none on a recorded machine, whose NVML
+// would describe this host instead ("no NVML on a recorded machine").
+const NvmlSession& nvmlSessionOf(const Machine& m, GpuSource want = GpuSource::kAuto);
+
+// kAuto: NVML when the session is open, else nvidia-smi through `m`. kNvml / kNvidiaSmi: that
+// source only (the GPU step compares them).
 GpuInventory readGpus(const Machine& m, GpuSource want = GpuSource::kAuto,
                       std::chrono::milliseconds timeout = std::chrono::seconds(20));
-GpuInventory readGpus(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+GpuInventory readGpus(const Machine& m, const NvmlSession& session, GpuSource want = GpuSource::kAuto,
                       std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // ---- GPU links. The GPU x GPU part of `nvidia-smi topo -m`, from either source, so the two
@@ -95,7 +101,7 @@ struct GpuLinkMatrix {
 };
 GpuLinkMatrix readGpuLinks(const Machine& m, GpuSource want = GpuSource::kAuto,
                            std::chrono::milliseconds timeout = std::chrono::seconds(20));
-GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+GpuLinkMatrix readGpuLinks(const Machine& m, const NvmlSession& session, GpuSource want = GpuSource::kAuto,
                            std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // `nvidia-smi topo -m` text -> its GPU x GPU cells (GPU columns and rows only).
 std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& text);
@@ -105,7 +111,7 @@ std::vector<std::vector<std::string>> gpuCodesOfTopoMatrix(const std::string& te
 // left empty. The text's cells are read by gpuCodesOfTopoMatrix (same layout as topo -m).
 GpuLinkMatrix readGpuP2p(const Machine& m, GpuSource want = GpuSource::kAuto,
                          std::chrono::milliseconds timeout = std::chrono::seconds(20));
-GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+GpuLinkMatrix readGpuP2p(const Machine& m, const NvmlSession& session, GpuSource want = GpuSource::kAuto,
                          std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // nvmlGpuP2PStatus_t -> the topo -p2p code ("OK", "CNS", ...).
 std::string p2pStatusCode(int status);
@@ -121,7 +127,7 @@ struct GpuNvlinkSpeeds {
 };
 GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, GpuSource want = GpuSource::kAuto,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(20));
-GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlLoader& nvml, GpuSource want = GpuSource::kAuto,
+GpuNvlinkSpeeds readNvlinkSpeeds(const Machine& m, const NvmlSession& session, GpuSource want = GpuSource::kAuto,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // A speed as nvidia-smi prints it and as --compare compares it: "26.562" (three decimals).
 std::string nvlinkSpeedText(double gbps);

@@ -26,4 +26,57 @@ NvmlLoader noNvml(std::string why) {
   return l;
 }
 
+NvmlSession::NvmlSession(const NvmlLoader& l) {
+  if (!l.symbol) {
+    why_ = l.why.empty() ? "no NVML library" : l.why;
+    return;
+  }
+  sym_ = l.symbol;
+  // The symbol `name`; the first missing one is named in why_.
+  auto need = [&](const char* name) {
+    void* f = sym_(name);
+    if (!f && why_.empty()) why_ = std::string("libnvidia-ml.so.1 lacks ") + name;
+    return f;
+  };
+  auto init = reinterpret_cast<nvml::InitFn>(need("nvmlInit_v2"));
+  auto down = reinterpret_cast<nvml::InitFn>(need("nvmlShutdown"));
+  auto count = reinterpret_cast<nvml::CountFn>(need("nvmlDeviceGetCount_v2"));
+  auto handle = reinterpret_cast<nvml::HandleFn>(need("nvmlDeviceGetHandleByIndex_v2"));
+  errStr_ = reinterpret_cast<ErrorStringFn>(sym_("nvmlErrorString"));
+  if (!why_.empty()) return;
+  if (nvml::Return rc = init(); rc != nvml::kSuccess) {
+    why_ = "nvmlInit_v2: " + err(rc);
+    return;
+  }
+  shutdown_ = down;
+  unsigned int n = 0;
+  if (nvml::Return rc = count(&n); rc != nvml::kSuccess) {
+    why_ = "nvmlDeviceGetCount_v2: " + err(rc);
+    return;
+  }
+  for (unsigned int i = 0; i < n; ++i) {
+    nvml::Device d = nullptr;
+    if (nvml::Return rc = handle(i, &d); rc != nvml::kSuccess) {
+      why_ = "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + "): " + err(rc);
+      return;
+    }
+    devices_.push_back(d);
+  }
+  ok_ = true;
+}
+
+NvmlSession::~NvmlSession() {
+  if (shutdown_) shutdown_();
+}
+
+std::string NvmlSession::err(nvml::Return rc) const {
+  const char* s = errStr_ ? errStr_(rc) : nullptr;
+  return s ? std::string(s) : "NVML error " + std::to_string(rc);
+}
+
+const NvmlSession& systemNvmlSession() {
+  static const NvmlSession* const session = new NvmlSession(systemNvml());  // never freed: see nvml.h
+  return *session;
+}
+
 }  // namespace fb::topo

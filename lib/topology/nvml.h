@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace fb::topo {
 
@@ -18,11 +19,68 @@ const NvmlLoader& systemNvml();
 NvmlLoader noNvml(std::string why);
 
 namespace nvml {
-using Return = int;                  // nvmlReturn_t
+using Return = int;  // nvmlReturn_t
+struct DeviceSt;
+using Device = DeviceSt*;  // nvmlDevice_t
+}  // namespace nvml
+
+// NVML initialised once and its devices' handles taken; shut down when the session goes. The
+// inventory's readers take a session and never open their own, so one process initialises NVML
+// once (systemNvmlSession) however many facts it reads.
+class NvmlSession {
+ public:
+  explicit NvmlSession(const NvmlLoader& l);
+  ~NvmlSession();
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
+
+  bool ok() const { return ok_; }                  // initialised, every device's handle taken
+  const std::string& why() const { return why_; }  // why not ("" when ok)
+  const std::vector<nvml::Device>& devices() const { return devices_; }
+  void* symbol(const char* name) const { return sym_ ? sym_(name) : nullptr; }  // null without a library
+  std::string err(nvml::Return rc) const;  // nvmlErrorString(rc), else "NVML error <rc>"
+
+ private:
+  std::function<void*(const char*)> sym_;
+  using ShutdownFn = nvml::Return (*)();
+  ShutdownFn shutdown_ = nullptr;
+  using ErrorStringFn = const char* (*)(nvml::Return);
+  ErrorStringFn errStr_ = nullptr;
+  std::vector<nvml::Device> devices_;
+  std::string why_;
+  bool ok_ = false;
+};
+
+// One reader's symbols from a session: the first that is missing is named, and usable() answers
+// for the session and every symbol asked for.
+class NvmlSymbols {
+ public:
+  explicit NvmlSymbols(const NvmlSession& s) : s_(s) {}
+  template <class Fn>
+  Fn need(const char* name) {
+    Fn f = reinterpret_cast<Fn>(s_.symbol(name));
+    if (!f && s_.ok() && why_.empty()) why_ = std::string("libnvidia-ml.so.1 lacks ") + name;
+    return f;
+  }
+  // Whether the session and every symbol asked for answered; `whyNot` gets the reason ("" when so).
+  bool usable(std::string& whyNot) const {
+    whyNot = s_.ok() ? why_ : s_.why();
+    return s_.ok() && why_.empty();
+  }
+
+ private:
+  const NvmlSession& s_;
+  std::string why_;
+};
+
+// This process's session on the system's library: opened at the first call, then kept open until
+// the process ends (never shut down, as NCCL keeps its own: no reader in another thread meets a
+// closed library at exit).
+const NvmlSession& systemNvmlSession();
+
+namespace nvml {
 constexpr Return kSuccess = 0;       // NVML_SUCCESS
 constexpr Return kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
-struct DeviceSt;
-using Device = DeviceSt*;            // nvmlDevice_t
 
 struct PciInfo {                 // nvmlPciInfo_t (nvmlDeviceGetPciInfo_v3)
   char busIdLegacy[16];

@@ -308,12 +308,14 @@ LinkNominal gpuPeerNominal(const Topology& t, const std::string& busId, const st
   return n;
 }
 
-Topology readTopology(const Machine& m) {
-  GpuInventory inv = readGpus(m);
+Topology readTopology(const Machine& m) { return readTopology(m, nvmlSessionOf(m)); }
+
+Topology readTopology(const Machine& m, const NvmlSession& nvml) {
+  GpuInventory inv = readGpus(m, nvml);
   if (inv.gpus.empty()) return {};
   Command topoM = gpuTopoMatrix(m);
-  Topology topo = buildTopology(topoM.ok ? topoM.out : std::string(), readGpuLinks(m), readGpuP2p(m),
-                                readNvlinkSpeeds(m), inv.gpus);
+  Topology topo = buildTopology(topoM.ok ? topoM.out : std::string(), readGpuLinks(m, nvml), readGpuP2p(m, nvml),
+                                readNvlinkSpeeds(m, nvml), inv.gpus);
   // NUMA from sysfs when topo -m did not say (bus id 00000000:18:00.0 → 0000:18:00.0).
   for (auto& g : topo.gpus) {
     if (g.numaNode >= 0 || g.busId.size() < 12) continue;

@@ -99,6 +99,9 @@ Topology buildTopology(std::string_view topoM, GpuLinkMatrix gpuLinks, GpuLinkMa
 // topo -m does not say, RDMA ports. No GPU → an empty Topology (no RDMA ports either), never an
 // exception and never a hang (each nvidia-smi under a 20 s time-out).
 Topology readTopology(const Machine& m);
+// The same with the caller's NVML session, which every reader above shares (readTopology(m) uses
+// nvmlSessionOf(m)).
+Topology readTopology(const Machine& m, const NvmlSession& nvml);
 // readTopology(Machine("/")), cached after the first call.
 const Topology& localTopology();
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the doctor's fixture machines under tests/data/doctor/ (run from the repository root;
-the output is committed). Each folder is a Machine root (lib/doctor/machine.h): a sysfs/procfs
+the output is committed). Each folder is a Machine root (lib/topology/machine.h): a sysfs/procfs
 tree plus _commands/ (command outputs), _env, _statvfs, _interfaces, _uid.
 
   h200x2     the 2xH200 host (topo -m / topo -p2p r / PCIe link values saved from it, see

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/timer_names.h"
 #include "helpers.h"
 #include "report/csv.h"
 #include "report/result_sink.h"
@@ -150,6 +151,14 @@ TEST_CASE("csv: timer names: old files' gpu and host read as rank-events / rank-
                                          "nccl-tests"};
   int wrong = 0;
   for (std::size_t i = 0; i < want.size(); ++i) wrong += back[i].timer != want[i];
+  CHECK(wrong == 0);
+  // The rank timer by implementation, from its ImplFacts (eventTimer): CUDA events for nccl and cuda only.
+  const std::vector<std::pair<std::string, std::string>> rank = {{"nccl", "rank-events"}, {"cuda", "rank-events"},
+      {"tcp", "rank-clock"}, {"mpi", "rank-clock"}, {"verbs", "rank-clock"}, {"nccl-tests", "rank-clock"},
+      {"unknown-tool", "rank-clock"}};
+  wrong = 0;
+  for (const auto& [impl, name] : rank)
+    if (fb::rowTimerName("rank", impl) != name) ++wrong, UNSCOPED_INFO(impl << ": " << fb::rowTimerName("rank", impl));
   CHECK(wrong == 0);
   // Today's names read as written.
   auto s = row("allreduce", "tcp", "p", 1024, 10, 0.1);

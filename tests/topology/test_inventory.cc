@@ -201,6 +201,9 @@ NvmlLoader fakeLoader(FakeNvml& f) {
   return l;
 }
 
+// A session on the fake library, as a caller opens one for the readers to share.
+NvmlSession fakeSession(FakeNvml& f) { return NvmlSession(fakeLoader(f)); }
+
 // The h200x2 machine as NVML describes it: 143771 MiB = 150754820096 bytes.
 FakeNvml h200Nvml() {
   FakeNvml f;
@@ -318,19 +321,24 @@ TEST_CASE("inventory GPUs: the nvidia-smi fallback on a fixture says so and read
 
 TEST_CASE("inventory GPUs: NVML answers first and agrees with nvidia-smi field by field", "[inventory]") {
   FakeNvml f = h200Nvml();
-  auto loader = fakeLoader(f);
-  auto viaNvml = readGpus(fixture("h200x2"), loader);
-  CHECK(viaNvml.source == "nvml");
-  CHECK(viaNvml.nvmlWhy.empty());
-  CHECK_FALSE(viaNvml.smiFound);  // nvidia-smi not run when NVML answered
-  CHECK(viaNvml.driverVersion == "580.159.04");
-  CHECK(mismatches(viaNvml.gpus, kH200) == 0);
-  CHECK(f.inits == 1);
-  CHECK(f.shutdowns == 1);
-  // the two sources the GPU step compares
-  auto smi = readGpus(fixture("h200x2"), loader, GpuSource::kNvidiaSmi);
-  CHECK(smi.source == "nvidia-smi");
-  CHECK(f.inits == 1);  // kNvidiaSmi does not touch NVML
+  GpuInventory viaNvml, smi;
+  {
+    NvmlSession session(fakeLoader(f));
+    viaNvml = readGpus(fixture("h200x2"), session);
+    CHECK(viaNvml.source == "nvml");
+    CHECK(viaNvml.nvmlWhy.empty());
+    CHECK_FALSE(viaNvml.smiFound);  // nvidia-smi not run when NVML answered
+    CHECK(viaNvml.driverVersion == "580.159.04");
+    CHECK(mismatches(viaNvml.gpus, kH200) == 0);
+    CHECK(f.inits == 1);
+    CHECK(f.shutdowns == 0);  // the caller's session: still open
+    // the two sources the GPU step compares
+    smi = readGpus(fixture("h200x2"), session, GpuSource::kNvidiaSmi);
+    CHECK(smi.source == "nvidia-smi");
+    CHECK(smi.nvmlWhy == "not asked (nvidia-smi only)");
+    CHECK(f.inits == 1);  // kNvidiaSmi does not touch NVML
+  }
+  CHECK(f.shutdowns == 1);  // shut down once, when the session goes
   std::vector<std::vector<std::string>> smiValues;
   for (const auto& g : smi.gpus) smiValues.push_back(gpuFactValues(g));
   CHECK(mismatches(viaNvml.gpus, smiValues) == 0);
@@ -353,7 +361,7 @@ TEST_CASE("inventory GPUs: NVML unsupported fields read [N/A], memory in MiB, MI
   f.gpus[1].mig = nvml::kMigEnable;
   f.gpus[1].memoryBytes = (81559ull << 20) + 12345;  // MiB rounded down, as nvidia-smi
   f.missing = {"nvmlDeviceGetVbiosVersion"};          // an older library
-  auto inv = readGpus(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto inv = readGpus(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   REQUIRE(inv.source == "nvml");
   auto want = kH200;
   want[0][11] = "[N/A]";
@@ -365,7 +373,7 @@ TEST_CASE("inventory GPUs: NVML unsupported fields read [N/A], memory in MiB, MI
 
 TEST_CASE("inventory GPUs: when NVML fails the fallback names why; kNvml alone does not fall back", "[inventory]") {
   {  // the library is absent
-    auto inv = readGpus(fixture("h200x2"), noNvml("libnvidia-ml.so.1 not loaded: cannot open shared object file"));
+    auto inv = readGpus(fixture("h200x2"), NvmlSession(noNvml("libnvidia-ml.so.1 not loaded: cannot open shared object file")));
     CHECK(inv.source == "nvidia-smi");
     CHECK(inv.nvmlWhy == "libnvidia-ml.so.1 not loaded: cannot open shared object file");
     CHECK(mismatches(inv.gpus, kH200) == 0);
@@ -373,12 +381,12 @@ TEST_CASE("inventory GPUs: when NVML fails the fallback names why; kNvml alone d
   {  // nvmlInit_v2 fails (driver not loaded): no shutdown owed, nvidia-smi answers
     FakeNvml f = h200Nvml();
     f.initRc = 9;
-    auto inv = readGpus(fixture("h200x2"), fakeLoader(f));
+    auto inv = readGpus(fixture("h200x2"), fakeSession(f));
     CHECK(inv.source == "nvidia-smi");
     CHECK(inv.nvmlWhy == "nvmlInit_v2: Driver Not Loaded");
     CHECK(f.inits == 1);
     CHECK(f.shutdowns == 0);
-    auto only = readGpus(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+    auto only = readGpus(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
     CHECK(only.source.empty());
     CHECK_FALSE(only.smiFound);  // not run
     CHECK(only.gpus.empty());
@@ -386,7 +394,7 @@ TEST_CASE("inventory GPUs: when NVML fails the fallback names why; kNvml alone d
   {  // a required symbol is missing
     FakeNvml f = h200Nvml();
     f.missing = {"nvmlDeviceGetCount_v2"};
-    auto inv = readGpus(fixture("rtx4090x2"), fakeLoader(f));
+    auto inv = readGpus(fixture("rtx4090x2"), fakeSession(f));
     CHECK(inv.source == "nvidia-smi");
     CHECK(inv.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetCount_v2");
     CHECK(f.inits == 0);
@@ -412,7 +420,7 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
   // remote is the switch, not the other GPU); its recorded topo -m says NV18.
   FakeNvml f = h200Nvml();
   f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));  // an NVSwitch's bus id
-  auto nv = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  auto nv = readGpuLinks(fixture("h200x2"), fakeSession(f));
   REQUIRE(nv.source == "nvml");
   CHECK(nv.nvmlWhy.empty());
   CHECK(f.shutdowns == f.inits);
@@ -434,7 +442,7 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
   f.links = {{"00000000:00:07.0", "00000000:00:07.0", "00000000:00:07.0", "00000000:00:07.0", "00000000:c0:00.0",
               "00000000:c0:00.0"},
              {"00000000:00:06.0", "00000000:00:06.0", "00000000:00:06.0", "00000000:00:06.0"}};
-  auto direct = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  auto direct = readGpuLinks(fixture("h200x2"), fakeSession(f));
   CHECK(direct.code.at(0).at(1) == "NV4");
   CHECK(direct.code.at(1).at(0) == "NV4");
   CHECK(direct.activeNvlinks == std::vector<int>{6, 4});
@@ -442,7 +450,7 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
   f.links = {{}, {}};
   for (auto [level, code] : {std::pair<unsigned, const char*>{10, "PIX"}, {20, "PXB"}, {30, "PHB"}, {40, "NODE"}, {50, "SYS"}}) {
     f.ancestor = level;
-    auto pcie = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+    auto pcie = readGpuLinks(fixture("h200x2"), fakeSession(f));
     CHECK(pcie.code.at(0).at(1) == code);
   }
   // rtx4090x2's recorded topo -m: PHB between the GPUs, the NIC column left out.
@@ -452,11 +460,11 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
   CHECK(rtx.code[1][0] == "PHB");
   // kNvml alone does not fall back; an NVML without the link functions says which it lacks.
   f.missing = {"nvmlDeviceGetNvLinkRemotePciInfo_v2"};
-  auto lacking = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto lacking = readGpuLinks(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   CHECK(lacking.source.empty());
   CHECK(lacking.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetNvLinkRemotePciInfo_v2");
   CHECK(lacking.code.empty());
-  auto fellBack = readGpuLinks(fixture("h200x2"), fakeLoader(f));
+  auto fellBack = readGpuLinks(fixture("h200x2"), fakeSession(f));
   CHECK(fellBack.source == "nvidia-smi");
   CHECK(fellBack.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetNvLinkRemotePciInfo_v2");
 }
@@ -464,14 +472,14 @@ TEST_CASE("inventory GPU links: NVML's matrix and the topo -m fallback agree cel
 TEST_CASE("inventory compare: link matrices cell by cell, one difference per wrong cell", "[inventory]") {
   FakeNvml f = h200Nvml();
   f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
-  auto nv = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto nv = readGpuLinks(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   auto smi = readGpuLinks(fixture("h200x2"), GpuSource::kNvidiaSmi);
   auto same = compareGpuMatrices("links", nv, smi);
   CHECK(same.differ == 0);
   CHECK(same.compared == 4);
   CHECK(same.lines.empty());
   f.links = {std::vector<std::string>(12, "00000000:c0:00.0"), std::vector<std::string>(12, "00000000:c0:00.0")};
-  auto nv12 = readGpuLinks(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto nv12 = readGpuLinks(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   auto two = compareGpuMatrices("links", nv12, smi);
   CHECK(two.differ == 2);
   CHECK(two.compared == 4);
@@ -493,7 +501,7 @@ TEST_CASE("inventory compare: link matrices cell by cell, one difference per wro
 TEST_CASE("inventory P2P read: NVML's statuses and the topo -p2p r fallback agree cell by cell", "[inventory]") {
   FakeNvml f = h200Nvml();
   f.links.assign(2, {});
-  auto nv = readGpuP2p(fixture("h200x2"), fakeLoader(f));
+  auto nv = readGpuP2p(fixture("h200x2"), fakeSession(f));
   REQUIRE(nv.source == "nvml");
   CHECK(nv.nvmlWhy.empty());
   CHECK(f.shutdowns == f.inits);
@@ -509,7 +517,7 @@ TEST_CASE("inventory P2P read: NVML's statuses and the topo -p2p r fallback agre
   CHECK(c.compared == 4);
   // rtx4090x2: the GeForce driver says chipset not supported; NVML status 1 reads the same.
   f.p2p = {{0, 1}, {1, 0}};
-  auto nvCns = readGpuP2p(fixture("rtx4090x2"), fakeLoader(f));
+  auto nvCns = readGpuP2p(fixture("rtx4090x2"), fakeSession(f));
   auto smiCns = readGpuP2p(fixture("rtx4090x2"));
   const std::vector<std::vector<std::string>> cns = {{"X", "CNS"}, {"CNS", "X"}};
   CHECK(nvCns.code == cns);
@@ -524,10 +532,10 @@ TEST_CASE("inventory P2P read: NVML's statuses and the topo -p2p r fallback agre
   CHECK(wrong == 0);
   // An NVML without the function: kNvml says so, kAuto falls back to the text saying why.
   f.missing = {"nvmlDeviceGetP2PStatus"};
-  auto lacking = readGpuP2p(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto lacking = readGpuP2p(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   CHECK(lacking.source.empty());
   CHECK(lacking.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus");
-  auto fellBack = readGpuP2p(fixture("h200x2"), fakeLoader(f));
+  auto fellBack = readGpuP2p(fixture("h200x2"), fakeSession(f));
   CHECK(fellBack.source == "nvidia-smi");
   CHECK(fellBack.nvmlWhy == "libnvidia-ml.so.1 lacks nvmlDeviceGetP2PStatus");
   CHECK(fellBack.code == ok);
@@ -536,7 +544,7 @@ TEST_CASE("inventory P2P read: NVML's statuses and the topo -p2p r fallback agre
 TEST_CASE("inventory NVLink speeds: NVML's fields and the nvlink -s fallback agree link by link", "[inventory]") {
   FakeNvml f = h200Nvml();
   f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
-  auto nv = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f));
+  auto nv = readNvlinkSpeeds(fixture("h200x2"), fakeSession(f));
   REQUIRE(nv.source == "nvml");
   CHECK(nv.nvmlWhy.empty());
   CHECK(f.shutdowns == f.inits);
@@ -560,12 +568,12 @@ TEST_CASE("inventory NVLink speeds: NVML's fields and the nvlink -s fallback agr
   CHECK(same.compared == 2 + 36);  // a link count per GPU, then each link
   // Only the device's common speed answers: the same speeds.
   f.perLinkSpeed = false;
-  auto common = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f), GpuSource::kNvml);
+  auto common = readNvlinkSpeeds(fixture("h200x2"), fakeSession(f), GpuSource::kNvml);
   REQUIRE(common.source == "nvml");
   CHECK(compareNvlinkSpeeds(common, smi).differ == 0);
   // Neither: the fallback names the link and both answers.
   f.commonSpeed = false;
-  auto fellBack = readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f));
+  auto fellBack = readNvlinkSpeeds(fixture("h200x2"), fakeSession(f));
   CHECK(fellBack.source == "nvidia-smi");
   CHECK(fellBack.nvmlWhy == "NVLink speed of GPU0 link 0: nvmlDeviceGetFieldValues: Unknown Error (per link), "
                             "Unknown Error (common)");
@@ -573,20 +581,20 @@ TEST_CASE("inventory NVLink speeds: NVML's fields and the nvlink -s fallback agr
   f.perLinkSpeed = f.commonSpeed = true;
   // A slower link rate: every link differs; one link fewer on GPU1: the count differs once.
   f.linkMbps = 25000;
-  auto slow = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f)), smi);
+  auto slow = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeSession(f)), smi);
   CHECK(slow.differ == 36);
   REQUIRE(!slow.lines.empty());
   CHECK(slow.lines[0] == "compare: NVLink GPU0 active link #0: NVML 25.000 GB/s, nvidia-smi 26.562 GB/s");
   f.linkMbps = 26562;
   f.links[1].pop_back();
-  auto fewer = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeLoader(f)), smi);
+  auto fewer = compareNvlinkSpeeds(readNvlinkSpeeds(fixture("h200x2"), fakeSession(f)), smi);
   CHECK(fewer.differ == 1);
   CHECK(fewer.compared == 2 + 35);
   REQUIRE(fewer.lines.size() == 1);
   CHECK(fewer.lines[0] == "compare: NVLink GPU1: NVML has 17 active link(s), nvidia-smi 18");
   // No NVLink at all (rtx4090x2 has no nvlink -s recording): an empty list per GPU from NVML.
   f.links = {{}, {}};
-  auto none = readNvlinkSpeeds(fixture("rtx4090x2"), fakeLoader(f));
+  auto none = readNvlinkSpeeds(fixture("rtx4090x2"), fakeSession(f));
   REQUIRE(none.source == "nvml");
   CHECK(none.gbps.size() == 2);
   CHECK(none.gbps.at(0).empty());
@@ -600,10 +608,10 @@ TEST_CASE("topology from the inventory: NVML's answers first, the texts with the
   FakeNvml f = h200Nvml();
   f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
   auto m = fixture("h200x2");
-  auto gpus = readGpus(m, fakeLoader(f)).gpus;
-  auto links = readGpuLinks(m, fakeLoader(f));
-  auto p2p = readGpuP2p(m, fakeLoader(f));
-  auto speeds = readNvlinkSpeeds(m, fakeLoader(f));
+  auto gpus = readGpus(m, fakeSession(f)).gpus;
+  auto links = readGpuLinks(m, fakeSession(f));
+  auto p2p = readGpuP2p(m, fakeSession(f));
+  auto speeds = readNvlinkSpeeds(m, fakeSession(f));
   auto t = buildTopology(gpuTopoMatrix(m).out, links, p2p, speeds, gpus);
   REQUIRE(t.gpus.size() == 2);
   CHECK(t.link(0, 1) == "NV18");
@@ -635,4 +643,53 @@ TEST_CASE("topology from the inventory: NVML's answers first, the texts with the
   CHECK(!rtx.p2pOk(0, 1));
   CHECK(rtx.gpus[0].nvlinkGBps.empty());
   CHECK(rtx.nvlink.source.empty());
+}
+
+TEST_CASE("inventory NVML: one session serves every reader, none opens its own", "[inventory]") {
+  // Counted on the fake library: a reader that opened a session of its own would initialise NVML
+  // again (inits > 1); one that ignored the caller's for the system's would not answer from NVML.
+  FakeNvml f = h200Nvml();
+  f.links.assign(2, std::vector<std::string>(18, "00000000:c0:00.0"));
+  auto m = fixture("h200x2");
+  {
+    NvmlSession session(fakeLoader(f));
+    REQUIRE(session.ok());
+    CHECK(session.devices().size() == 2);
+    CHECK(f.inits == 1);
+    CHECK(readGpus(m, session).source == "nvml");
+    CHECK(readGpuLinks(m, session).source == "nvml");
+    CHECK(readGpuP2p(m, session).source == "nvml");
+    CHECK(readNvlinkSpeeds(m, session).source == "nvml");
+    auto t = readTopology(m, session);  // all four readers again
+    REQUIRE(t.gpus.size() == 2);
+    CHECK(t.gpuLinks.source == "nvml");
+    CHECK(t.p2pRead.source == "nvml");
+    CHECK(t.nvlink.source == "nvml");
+    CHECK(t.link(0, 1) == "NV18");
+    CHECK(f.inits == 1);
+    CHECK(f.shutdowns == 0);
+  }
+  CHECK(f.inits == 1);
+  CHECK(f.shutdowns == 1);
+  // A session that did not open: every reader says why and falls back; nothing to shut down.
+  f.initRc = 9;
+  {
+    NvmlSession failed(fakeLoader(f));
+    CHECK_FALSE(failed.ok());
+    CHECK(failed.why() == "nvmlInit_v2: Driver Not Loaded");
+    auto t = readTopology(m, failed);
+    CHECK(t.gpuLinks.nvmlWhy == "nvmlInit_v2: Driver Not Loaded");
+    CHECK(t.p2pRead.nvmlWhy == "nvmlInit_v2: Driver Not Loaded");
+    CHECK(t.nvlink.nvmlWhy == "nvmlInit_v2: Driver Not Loaded");
+    CHECK(t.gpuLinks.source == "nvidia-smi");
+    CHECK(f.inits == 2);
+  }
+  CHECK(f.shutdowns == 1);
+  // Given no session: a recorded machine's is one closed session, whatever the fixture.
+  const NvmlSession& rec = nvmlSessionOf(m);
+  CHECK(&rec == &nvmlSessionOf(fixture("rtx4090x2")));
+  CHECK_FALSE(rec.ok());
+  CHECK(rec.why() == "no NVML on a recorded machine");
+  // On the real machine nvidia-smi alone opens no NVML (the system's session is not asked for).
+  CHECK(nvmlSessionOf(Machine("/"), GpuSource::kNvidiaSmi).why() == "not asked (nvidia-smi only)");
 }
