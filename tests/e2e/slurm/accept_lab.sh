@@ -11,7 +11,8 @@
 #             link suspect n2-n5
 #   loss      n2<->n5 only losing LOSS_PCT (10) % of packets each way: an nftables rule in each of the
 #             two nodes' namespaces (output hook, the other's address, numgen random mod 100 < N drop;
-#             this kernel has no sch_netem): expect a link suspect n2-n5
+#             this kernel has no sch_netem): expect a link suspect n2-n5 (named by its stalled round trips),
+#             cause: the two nodes' TCP RetransSegs above the median node's
 #   mtu       n4's eth0 MTU 1400 (the others 1500): expect a setting suspect n4, cause: the MTU
 #   cpuhog    two busy loops in n2's CPU cgroup (below): expect a node suspect n2, cause: the rank's
 #             run-queue wait (/proc/self/task/*/schedstat) far above the other nodes'
@@ -113,7 +114,8 @@ restore() {
 expected() {  # kind, units, and a pattern the suspect's likely cause must match ("-": no cause visible)
   case "$1" in
     halfnode) echo "node n3 line.rate.here:.*tbf" ;;
-    pair|loss) echo "link n2,n5 -" ;;
+    pair) echo "link n2,n5 -" ;;
+    loss) echo "link n2,n5 RetransSegs" ;;  # the stall rule names it; the nodes' retransmissions are its evidence
     mtu) echo "setting n4 mtu" ;;
     cpuhog) echo "node n2 waited.for.a.CPU" ;;
     *) echo "none - -" ;;
