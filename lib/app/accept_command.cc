@@ -25,6 +25,7 @@
 #include "report/process.h"
 #include "report/result_sink.h"
 #include "report/run_folder.h"
+#include "topology/nic_rate.h"
 #include "transport/tcp/socket.h"
 #include "transport/transport.h"
 
@@ -288,10 +289,19 @@ PathRun measurePath(AcceptRun& ctx, const std::string& path, const std::vector<s
   }
   // Line rate and its basis, per unit.
   auto rates = bs.allGatherStrings(fmt::format("{:.9g}\x1f{}", link->lineRate(), [&] {
-    if (auto* tl = dynamic_cast<TransportLink*>(link.get()))
+    if (auto* tl = dynamic_cast<TransportLink*>(link.get())) {
       for (const auto& [k, v] : tl->transport().path().details)
         if (k == "nominal_basis") return v;
-    return std::string();
+      return std::string();
+    }
+    // mpi: which interface the library uses is its own; the node's tcp interface (what MPI over
+    // TCP uses) is evidence only, never a line rate to judge against
+    try {
+      return topo::nicRate(tcp::chooseInterface(o.coll.transport.tcpInterface, bs.hostname()).name).basis +
+             " (this node's tcp interface; the MPI library's own is not known)";
+    } catch (const std::exception&) {
+      return std::string();
+    }
   }()));
   std::vector<double> unitRate(n, -1);
   pr.lineBasis.assign(n, "");

@@ -63,6 +63,13 @@ export FB_PROGRESS=${FB_PROGRESS:-block}
 export SLURM_PMIX_FENCE=${SLURM_PMIX_FENCE:-ring}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
        OMPI_MCA_btl_tcp_links=${OMPI_MCA_btl_tcp_links:-2}  # one connection per peer gives Open MPI half the link both ways (slurm-lab NOTES)
+# The mpi path's 4 MiB both-ways exchange: with Open MPI's rendezvous (TCP eager limit 64 KiB) every
+# pair ran at half the shaped rate each way (0.0317 GB/s; btl_tcp_links 1/2/4, socket buffers, ob1
+# pipeline depth, a 5 ms tbf queue, sleeping waits: no change; ss showed one connection carrying both
+# directions with 3.6 MB unsent). Sent eager (no handshake), every pair reached it (0.058-0.060): the
+# limit covers the pair test's 4 MiB plus headers. Its cost: an 8 B round trip takes ~100-140 us.
+export OMPI_MCA_btl_tcp_eager_limit=${OMPI_MCA_btl_tcp_eager_limit:-4325376} \
+       OMPI_MCA_btl_tcp_rndv_eager_limit=${OMPI_MCA_btl_tcp_rndv_eager_limit:-4325376}
 "$HERE/lab_up.sh" > /dev/null || { echo "lab_up failed"; exit 1; }
 source "$DIR/env.sh"
 trap '"$HERE/lab_down.sh" >/dev/null 2>&1; lab_cg_down' EXIT
