@@ -203,7 +203,7 @@ TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
 }
 
 TEST_CASE("verdict: latency is slow only beyond 2.1x the best pairs AND a MAD outlier") {
-  // The lab's halfnode trial 9 (results/20261206-accept-lab-tcp-10x), tcp latency floors in us:
+  // The lab's halfnode trial 9 of the series before results/20261206-accept-lab-10x, tcp latency floors in us:
   // median 13.65, MAD 1.27, 10th percentile 12.35 (these 2-decimal figures). n4-n6 at 20.66 is a MAD outlier (> 13.65 + 3 x
   // 1.4826 x 1.27 and > 1.5 x 13.65) but under 2.1 x 12.35 = 25.9: wake-up noise, not a fault.
   const double lat[6][6] = {{0, 14.54, 12.86, 12.25, 12.54, 15.8},  {14.54, 0, 14.19, 12.69, 15.66, 20.37},
