@@ -67,7 +67,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tc
 # pair ran at half the shaped rate each way (0.0317 GB/s; btl_tcp_links 1/2/4, socket buffers, ob1
 # pipeline depth, a 5 ms tbf queue, sleeping waits: no change; ss showed one connection carrying both
 # directions with 3.6 MB unsent). Sent eager (no handshake), every pair reached it (0.058-0.060): the
-# limit covers the pair test's 4 MiB plus headers. Its cost: an 8 B round trip takes ~100-140 us.
+# limit covers the pair test's 4 MiB plus headers (the 8 B latency floor stays ~13-17 us).
 export OMPI_MCA_btl_tcp_eager_limit=${OMPI_MCA_btl_tcp_eager_limit:-4325376} \
        OMPI_MCA_btl_tcp_rndv_eager_limit=${OMPI_MCA_btl_tcp_rndv_eager_limit:-4325376}
 "$HERE/lab_up.sh" > /dev/null || { echo "lab_up failed"; exit 1; }
