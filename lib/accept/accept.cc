@@ -205,10 +205,24 @@ std::vector<double> upperValues(const PairMatrix& m, const std::vector<double>& 
   return out;
 }
 
+Stats stallStats(const PairMatrix& m) {
+  std::vector<double> f;
+  for (int a = 0; a < m.n; ++a)
+    for (int b = a + 1; b < m.n; ++b) f.push_back(m.stallFraction(a, b));
+  return statsOf(f, false);
+}
+
 }  // namespace
+
+int countStalls(const std::vector<double>& rtts, const Thresholds& t) {
+  if (rtts.empty()) return 0;
+  const double limit = std::max(t.stallMinUs, t.stallFloorFactor * *std::min_element(rtts.begin(), rtts.end()));
+  return static_cast<int>(std::count_if(rtts.begin(), rtts.end(), [&](double x) { return x >= limit; }));
+}
 
 std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
   Stats bw = statsOf(upperValues(m, m.bw), true), lat = statsOf(upperValues(m, m.lat), false);
+  const Stats st = stallStats(m);
   std::vector<PairFlag> out;
   for (int a = 0; a < m.n; ++a)
     for (int b = a + 1; b < m.n; ++b) {
@@ -222,13 +236,26 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
         if (bw.count >= 3 && x < bw.median - t.madK * sigma && x < (1 - t.madMinEffect) * bw.median)
           f.why.push_back(fmt::format("bandwidth {:.3g} GB/s an outlier: median {:.3g}, MAD {:.3g}", x, bw.median, bw.mad));
       }
-      if (std::isfinite(l) && lat.count >= 2) {
-        if (l > t.bestLatFactor * lat.ref)
-          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile)", l, t.bestLatFactor, lat.ref));
+      // Latency: beyond the tolerance (bestLatFactor x the best pairs) and, where there are 3 pairs
+      // or more, also an outlier among the pairs. Either alone names noise: a host's small-message
+      // floor moves by tens of % with wake-up delays, so the MAD of a quiet fabric is tiny and a pair
+      // 50 % above the median is no fault; and a pair beyond 2.1x where most pairs are as slow is
+      // the fabric's spread, not that pair.
+      if (std::isfinite(l) && lat.count >= 2 && l > t.bestLatFactor * lat.ref) {
         double sigma = 1.4826 * lat.mad;
-        if (lat.count >= 3 && l > lat.median + t.madK * sigma && l > (1 + t.madMinEffectLat) * lat.median)
-          f.why.push_back(fmt::format("latency {:.3g} us an outlier: median {:.3g}, MAD {:.3g}", l, lat.median, lat.mad));
+        if (lat.count < 3)
+          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile)", l, t.bestLatFactor, lat.ref));
+        else if (l > lat.median + t.madK * sigma && l > (1 + t.madMinEffectLat) * lat.median)
+          f.why.push_back(fmt::format("latency {:.3g} us > {:.1f} x the best pairs' {:.3g} us (10th percentile) and an outlier: "
+                                      "median {:.3g}, MAD {:.3g}", l, t.bestLatFactor, lat.ref, lat.median, lat.mad));
       }
+      // Stalls: a pair whose round trips wait for a retransmission far more often than the median pair's.
+      double sf = m.stallFraction(a, b), sc = m.get(m.stalls, a, b);
+      if (std::isfinite(sf) && st.count >= 3 && sc >= t.stallMinCount && sf > st.median + t.madK * 1.4826 * st.mad &&
+          sf >= t.stallFactor * st.median)
+        f.why.push_back(fmt::format("latency test: {:.0f} of {:.0f} round trips stalled ({:.1f} %; >= {:.0f} ms or {:.0f} x the pair's "
+                                    "shortest), median pair {:.1f} %, MAD {:.1f} %: lost packets waiting for retransmission",
+                                    sc, m.get(m.trips, a, b), 100 * sf, t.stallMinUs / 1000, t.stallFloorFactor, 100 * st.median, 100 * st.mad));
       if (!f.why.empty()) out.push_back(f);
     }
   return out;
@@ -256,6 +283,7 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
   v.path = m.path;
   v.bw = statsOf(upperValues(m, m.bw), true);
   v.lat = statsOf(upperValues(m, m.lat), false);
+  v.stall = stallStats(m);
   auto name = [&](int i) { return i < static_cast<int>(names.size()) ? names[i] : "unit" + std::to_string(i); };
   // Absolute thresholds, pair by pair.
   for (int a = 0; a < m.n; ++a)
@@ -368,6 +396,12 @@ std::string counterCause(const std::string& key, double x, const std::vector<dou
   // retransmissions happen on any busy shaped link: only far above the median unit counts
   if (key.find("RetransSegs") != std::string::npos) return x > std::max(3 * med, med + 100) ? text : "";
   return x > med ? text : "";
+}
+
+std::string retransEvidence(const std::string& key, double x, const std::vector<double>& allUnits) {
+  if (key.find("RetransSegs") == std::string::npos) return "";
+  const double med = statsOf(allUnits, true).median;
+  return x > med ? fmt::format("counter {} +{} during the pair test (median unit +{})", key, x, med) : "";
 }
 
 std::vector<std::pair<int, std::string>> busyUnits(const std::vector<std::map<std::string, double>>& deltas, double seconds) {

@@ -33,6 +33,16 @@ struct Thresholds {
   double madK = 3.0;              // MAD outlier: farther than k x 1.4826 x MAD from the median ...
   double madMinEffect = 0.25;     // ... and bandwidth at least 25 % below the median (a MAD near 0 flags nothing),
   double madMinEffectLat = 0.50;  // latency at least 50 % above it
+  // Latency needs both: a MAD outlier AND above bestLatFactor x the best pairs (see slowPairs).
+  // Stalls: a round trip of the latency test at least max(stallMinUs, stallFloorFactor x the pair's
+  // own shortest round trip) long waited for a retransmission (Linux's tail loss probe fires no
+  // sooner than 10 ms, its RTO no sooner than 200 ms) or a descheduled rank. A pair stalls too often
+  // when it has >= stallMinCount stalls, its stall fraction farther than madK x 1.4826 x MAD above
+  // the pairs' median fraction and >= stallFactor x that median: packet loss on that path.
+  double stallMinUs = 10000;
+  double stallFloorFactor = 10;
+  int stallMinCount = 5;
+  double stallFactor = 3.0;
   double nodeFraction = 0.75;     // a unit with >= 75 % (and >= 2) of its pairs slow is a node fault
   double fabricFraction = 0.5;    // more than half of all pairs slow: a fabric-wide spread, no one node or link
 };
@@ -81,10 +91,14 @@ struct PairMatrix {
   std::vector<double> lat;
   std::vector<double> lineRate;        // n x n, GB/s nominal, NaN/negative = unknown
   std::vector<double> latMedian;       // n x n, us: median half round trip (reported, not judged)
+  // n x n: the latency test's round trips that stalled (countStalls) and the round trips measured,
+  // NaN = not measured; of several measurements (retests) the one with the smaller stall fraction.
+  std::vector<double> stalls, trips;
   std::size_t bwBytes = 0, latBytes = 0;
   explicit PairMatrix(int units = 0)
       : n(units), bw(std::size_t(units) * units, kNaN), lat(std::size_t(units) * units, kNaN),
-        lineRate(std::size_t(units) * units, kNaN), latMedian(std::size_t(units) * units, kNaN) {}
+        lineRate(std::size_t(units) * units, kNaN), latMedian(std::size_t(units) * units, kNaN),
+        stalls(std::size_t(units) * units, kNaN), trips(std::size_t(units) * units, kNaN) {}
   double& at(std::vector<double>& v, int a, int b) { return v[std::size_t(a) * n + b]; }
   double get(const std::vector<double>& v, int a, int b) const { return v[std::size_t(a) * n + b]; }
   void set(int a, int b, double bwv, double latv, double rate) {
@@ -92,7 +106,20 @@ struct PairMatrix {
     at(lat, a, b) = at(lat, b, a) = latv;
     at(lineRate, a, b) = at(lineRate, b, a) = rate;
   }
+  void setStalls(int a, int b, double stalled, double measured) {
+    at(stalls, a, b) = at(stalls, b, a) = stalled;
+    at(trips, a, b) = at(trips, b, a) = measured;
+  }
+  // stalls / trips of the pair, NaN when not measured
+  double stallFraction(int a, int b) const {
+    double s = get(stalls, a, b), t = get(trips, a, b);
+    return std::isfinite(s) && std::isfinite(t) && t > 0 ? s / t : kNaN;
+  }
 };
+
+// Round trips (us) of one pair's latency test that stalled: at least max(t.stallMinUs,
+// t.stallFloorFactor x the shortest of them).
+int countStalls(const std::vector<double>& roundTripsUs, const Thresholds& t);
 
 struct Stats {
   double median = kNaN, mad = kNaN, best = kNaN;
@@ -121,6 +148,7 @@ struct Suspect {
 struct PathVerdict {
   std::string path;
   Stats bw, lat;
+  Stats stall;  // the pairs' stall fractions (higherIsBetter = false)
   std::vector<PairFlag> slow;          // pairs slow by the relative rules
   std::vector<ThresholdFail> failures; // absolute thresholds (line-rate floor, --expect)
   std::vector<Suspect> suspects;
@@ -149,6 +177,11 @@ std::map<std::string, long long> cpuContentionCounters();
 // median unit (a counter rising alike everywhere explains nothing): the line of evidence, or "".
 // seconds: the pair test's wall time.
 std::string counterCause(const std::string& key, double delta, const std::vector<double>& allUnits, double seconds);
+// Evidence beside a pair that stalls (packet loss): a unit's TCP retransmissions over the pair test
+// when above the median unit's, as a line; "" otherwise or for another counter. Weaker than
+// counterCause's bar (far above the median, +100): a shaped link retransmits too, so the count
+// alone names nothing; it backs a stall verdict.
+std::string retransEvidence(const std::string& key, double delta, const std::vector<double>& allUnits);
 // Busy nodes: units whose rank waited for a CPU far beyond the median unit (in time and as a share
 // of its runnable time), or whose node CPU pressure rose far above the median's; with that line. A node fault by itself, slow pairs or not: its ranks delay every collective.
 // deltas[u]: unit u's counter deltas over the pair test.

@@ -25,6 +25,7 @@
 #include "report/process.h"
 #include "report/result_sink.h"
 #include "report/run_folder.h"
+#include "topology/nic_rate.h"
 #include "transport/tcp/socket.h"
 #include "transport/transport.h"
 
@@ -173,7 +174,8 @@ std::map<accept::Pair, PairResult> runRounds(AcceptRun& ctx, PairLink& link, Buf
     std::string mine;
     if (peer >= 0) {
       PairResult res = measurePair(link, units[peer].rank, lower, a, buf, ctx.o.runner.timeout, [&] { bs.barrier(); });
-      mine = fmt::format("{} {} {:.9g} {:.9g} {:.9g}", std::min(myUnit, peer), std::max(myUnit, peer), res.bw, res.lat, res.latMedian);
+      mine = fmt::format("{} {} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}", std::min(myUnit, peer), std::max(myUnit, peer), res.bw, res.lat,
+                         res.latMedian, res.stalls, res.trips);
     } else {
       bs.barrier();  // the one between the latency and the bandwidth parts of the round
     }
@@ -183,12 +185,15 @@ std::map<accept::Pair, PairResult> runRounds(AcceptRun& ctx, PairLink& link, Buf
       if (s.empty()) continue;
       std::istringstream in(s);
       int x, y;
-      std::string bws, lats, meds;
-      in >> x >> y >> bws >> lats >> meds;
+      std::string bws, lats, meds, sts, trs;
+      in >> x >> y >> bws >> lats >> meds >> sts >> trs;
       double bw = std::strtod(bws.c_str(), nullptr), lat = std::strtod(lats.c_str(), nullptr);
       auto& g = got[{x, y}];
       if (std::isfinite(bw)) g.bw = std::isfinite(g.bw) ? std::min(g.bw, bw) : bw;
-      if (std::isfinite(lat)) g.lat = lat, g.latMedian = std::strtod(meds.c_str(), nullptr);
+      if (std::isfinite(lat)) {
+        g.lat = lat, g.latMedian = std::strtod(meds.c_str(), nullptr);
+        g.stalls = std::strtod(sts.c_str(), nullptr), g.trips = std::strtod(trs.c_str(), nullptr);
+      }
     }
   }
   return got;
@@ -226,7 +231,10 @@ void retestSuspects(AcceptRun& ctx, PathRun& pr, PairLink& link, Buffers& buf, s
     json rt = {{"round", k + 1}, {"pairs", json::array()}};
     for (auto& [p, r] : got) {
       double old = pr.m.get(pr.m.bw, p.first, p.second), oldLat = pr.m.get(pr.m.lat, p.first, p.second);
-      rt["pairs"].push_back({{"a", p.first}, {"b", p.second}, {"bw_GBps", r.bw}, {"lat_us", r.lat}, {"was_bw_GBps", old}, {"was_lat_us", oldLat}});
+      double oldStall = pr.m.stallFraction(p.first, p.second);
+      rt["pairs"].push_back({{"a", p.first}, {"b", p.second}, {"bw_GBps", r.bw}, {"lat_us", r.lat}, {"stalls", r.stalls}, {"trips", r.trips},
+                             {"was_bw_GBps", old}, {"was_lat_us", oldLat}, {"was_stall_fraction", oldStall}});
+      if (std::isfinite(r.trips) && r.trips > 0 && !(oldStall <= r.stalls / r.trips)) pr.m.setStalls(p.first, p.second, r.stalls, r.trips);
       // the best of the measurements counts: a transient dip clears, a lasting fault stays
       double nb = std::isfinite(old) ? std::max(old, r.bw) : r.bw;
       double nl = std::isfinite(oldLat) ? std::min(oldLat, std::isfinite(r.lat) ? r.lat : oldLat) : r.lat;
@@ -281,10 +289,19 @@ PathRun measurePath(AcceptRun& ctx, const std::string& path, const std::vector<s
   }
   // Line rate and its basis, per unit.
   auto rates = bs.allGatherStrings(fmt::format("{:.9g}\x1f{}", link->lineRate(), [&] {
-    if (auto* tl = dynamic_cast<TransportLink*>(link.get()))
+    if (auto* tl = dynamic_cast<TransportLink*>(link.get())) {
       for (const auto& [k, v] : tl->transport().path().details)
         if (k == "nominal_basis") return v;
-    return std::string();
+      return std::string();
+    }
+    // mpi: which interface the library uses is its own; the node's tcp interface (what MPI over
+    // TCP uses) is evidence only, never a line rate to judge against
+    try {
+      return topo::nicRate(tcp::chooseInterface(o.coll.transport.tcpInterface, bs.hostname()).name).basis +
+             " (this node's tcp interface; the MPI library's own is not known)";
+    } catch (const std::exception&) {
+      return std::string();
+    }
   }()));
   std::vector<double> unitRate(n, -1);
   pr.lineBasis.assign(n, "");
@@ -301,6 +318,7 @@ PathRun measurePath(AcceptRun& ctx, const std::string& path, const std::vector<s
     pr.m.set(p.first, p.second, r.bw, r.lat,
              unitRate[p.first] > 0 && unitRate[p.second] > 0 ? std::min(unitRate[p.first], unitRate[p.second]) : accept::kNaN);
     pr.m.at(pr.m.latMedian, p.first, p.second) = pr.m.at(pr.m.latMedian, p.second, p.first) = r.latMedian;
+    pr.m.setStalls(p.first, p.second, r.stalls, r.trips);
   }
   retestSuspects(ctx, pr, *link, buf, roundMs);
   bs.barrier();
@@ -459,6 +477,20 @@ struct Evidence {
       }
     return c;
   }
+
+  // Beside a suspect that stalls (packet loss): the unit's TCP retransmissions when above the
+  // median unit's (accept::retransEvidence), unless causesOf has the counter already.
+  std::vector<std::string> stallEvidenceOf(int u) const {
+    std::vector<std::string> c;
+    for (const auto& [k, val] : cf[u]["counters"].items()) {
+      std::vector<double> all;
+      for (const auto& x : cf) all.push_back(x["counters"].contains(k) ? x["counters"][k].get<double>() : 0.0);
+      if (!accept::counterCause(k, val.get<double>(), all, pairSeconds).empty()) continue;
+      std::string why = accept::retransEvidence(k, val.get<double>(), all);
+      if (!why.empty()) c.push_back(why);
+    }
+    return c;
+  }
 };
 
 // The verdict as it builds up: exit code, reasons, suspects, threshold failures, paths.
@@ -492,8 +524,12 @@ void judgePaths(const AcceptRun& ctx, std::vector<PathRun>& runs, const accept::
     r.verdict = accept::judgePath(r.m, th, ctx.expect, names);
     auto& v = r.verdict;
     for (auto& s : v.suspects) {
-      for (int u : s.units)
+      bool stalls = std::any_of(s.why.begin(), s.why.end(), [](const std::string& w) { return w.find("round trips stalled") != std::string::npos; });
+      for (int u : s.units) {
         for (auto& c : ev.causesOf(u, r.path)) s.cause.push_back(names[u] + ": " + c);
+        if (stalls)
+          for (auto& c : ev.stallEvidenceOf(u)) s.cause.push_back(names[u] + ": " + c);
+      }
       std::vector<std::string> who;
       for (int u : s.units) who.push_back(names[u]);
       if (who.empty()) who.push_back("(all units)");
@@ -514,6 +550,9 @@ void judgePaths(const AcceptRun& ctx, std::vector<PathRun>& runs, const accept::
     pj["matrix_bw_GBps"] = mat(r.m.bw);
     pj["matrix_lat_us"] = mat(r.m.lat);
     pj["matrix_lat_median_us"] = mat(r.m.latMedian);
+    pj["stalls"] = {{"median_fraction", v.stall.median}, {"mad_fraction", v.stall.mad}, {"pairs", v.stall.count}};
+    pj["matrix_stalls"] = mat(r.m.stalls);
+    pj["matrix_round_trips"] = mat(r.m.trips);
     pj["line_rate_GBps"] = mat(r.m.lineRate);
     pj["line_rate_basis"] = r.lineBasis;
     pj["retests"] = r.retests;
@@ -614,6 +653,9 @@ json judgeCollectives(const AcceptRun& ctx, int collRc, const std::string& collN
 json thresholdsJson(const accept::Thresholds& th, const Options::Accept& a, const std::string& expectSha) {
   return {{"line_rate_floor", th.lineRateFloor}, {"best_bw_fraction", th.bestBwFraction}, {"best_lat_factor", th.bestLatFactor},
           {"reference", "90th percentile pair (bandwidth), 10th (latency)"}, {"fabric_fraction", th.fabricFraction}, {"mad_k", th.madK}, {"mad_min_effect_bw", th.madMinEffect}, {"mad_min_effect_lat", th.madMinEffectLat}, {"node_fraction", th.nodeFraction},
+          {"latency_rule", "both: > best_lat_factor x the 10th percentile pair and a MAD outlier (3 pairs or more)"},
+          {"stall_min_ms", th.stallMinUs / 1000}, {"stall_floor_factor", th.stallFloorFactor}, {"stall_min_count", th.stallMinCount},
+          {"stall_factor", th.stallFactor},
           {"expect_file", a.expectFile}, {"expect_sha256", expectSha}, {"retests", a.retests}};
 }
 
@@ -642,6 +684,12 @@ std::string reportMd(const AcceptRun& ctx, const std::vector<PathRun>& runs, con
                     "fabric-wide, no node or link named\n",
                     100 * th.bestBwFraction, th.bestLatFactor, th.madK, 100 * th.madMinEffect, 100 * th.madMinEffectLat,
                     100 * th.nodeFraction, 100 * th.fabricFraction);
+  md += fmt::format("- a pair's latency counts as slow only when it fails both latency rules above (the tolerance and the MAD "
+                    "outlier); its bandwidth when it fails either\n");
+  md += fmt::format("- stalls (packet loss): a round trip of the latency test >= {:.0f} ms (or {:.0f} x the pair's shortest) waited "
+                    "for a retransmission; a pair with >= {} stalls, its stall fraction more than {} x 1.4826 x MAD above the pairs' "
+                    "median and >= {:.0f} x it, is slow; joined with its nodes' TCP RetransSegs\n",
+                    th.stallMinUs / 1000, th.stallFloorFactor, th.stallMinCount, th.madK, th.stallFactor);
   md += fmt::format("- retests of the slow pairs: up to {} rounds (the best measurement counts)\n", a.retests);
   md += a.expectFile.empty() ? "- no --expect file\n" : fmt::format("- --expect {} (sha256 {})\n", a.expectFile, ctx.expectSha);
   md += "\n## Suspects\n\n";
@@ -670,6 +718,16 @@ std::string reportMd(const AcceptRun& ctx, const std::vector<PathRun>& runs, con
                       "Latency floor ({} B, shortest half round trip of each pair; medians in acceptance.json): median {} us, MAD {}, best {}.\n\n",
                       r.label, a.bwBytes, fmtNum(r.verdict.bw.median), fmtNum(r.verdict.bw.mad), fmtNum(r.verdict.bw.best), a.latBytes,
                       fmtNum(r.verdict.lat.median), fmtNum(r.verdict.lat.mad), fmtNum(r.verdict.lat.best));
+    {  // stalled round trips of the latency test, per pair that had any
+      std::vector<std::string> st;
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j)
+          if (r.m.get(r.m.stalls, i, j) > 0)
+            st.push_back(fmt::format("{}-{} {:.0f}/{:.0f}", units[i].name, units[j].name, r.m.get(r.m.stalls, i, j), r.m.get(r.m.trips, i, j)));
+      md += fmt::format("Stalled round trips (>= {:.0f} ms): median pair {:.1f} %, MAD {:.1f} %; {}.\n\n", th.stallMinUs / 1000,
+                        100 * r.verdict.stall.median, 100 * r.verdict.stall.mad,
+                        st.empty() ? std::string("no pair stalled") : fmt::format("{}", fmt::join(st, ", ")));
+    }
     for (auto [stem, title, vec, unit] : {std::tuple<std::string, std::string, const std::vector<double>*, std::string>{
                                               "heatmap-" + r.path + "-bw", r.path + " pair bandwidth GB/s", &r.m.bw, "GB/s"},
                                           {"heatmap-" + r.path + "-lat", r.path + " pair latency floor us", &r.m.lat, "us"}}) {

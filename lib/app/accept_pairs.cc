@@ -26,6 +26,8 @@ PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::
     if (i >= latWarm) rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   if (lower && !rtts.empty()) {
+    out.stalls = accept::countStalls(rtts, accept::Thresholds{});
+    out.trips = static_cast<double>(rtts.size());
     std::sort(rtts.begin(), rtts.end());
     out.lat = rtts.front() / 2;
     out.latMedian = rtts[rtts.size() / 2] / 2;

@@ -96,6 +96,7 @@ class MpiLink : public PairLink {
 
 struct PairResult {
   double bw = kNaNd(), lat = kNaNd(), latMedian = kNaNd();  // lat: the floor (shortest round trip / 2)
+  double stalls = kNaNd(), trips = kNaNd();                  // stalled round trips (accept::countStalls) of `trips`
   static double kNaNd() { return accept::kNaN; }
 };
 

@@ -202,6 +202,143 @@ TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
   REQUIRE(v2.suspects[0].why[0].find("latency") != std::string::npos);
 }
 
+TEST_CASE("verdict: latency is slow only beyond 2.1x the best pairs AND a MAD outlier") {
+  // The lab's halfnode trial 9 of the series before results/20261206-accept-lab-10x, tcp latency floors in us:
+  // median 13.65, MAD 1.27, 10th percentile 12.35 (these 2-decimal figures). n4-n6 at 20.66 is a MAD outlier (> 13.65 + 3 x
+  // 1.4826 x 1.27 and > 1.5 x 13.65) but under 2.1 x 12.35 = 25.9: wake-up noise, not a fault.
+  const double lat[6][6] = {{0, 14.54, 12.86, 12.25, 12.54, 15.8},  {14.54, 0, 14.19, 12.69, 15.66, 20.37},
+                            {12.86, 14.19, 0, 12.33, 12.9, 13.65},  {12.25, 12.69, 12.33, 0, 15.43, 20.66},
+                            {12.54, 15.66, 12.9, 15.43, 0, 12.38},  {15.8, 20.37, 13.65, 20.66, 12.38, 0}};
+  auto table = [&](Pair bump, double to) {
+    PairMatrix m(6);
+    m.path = "tcp";
+    for (int a = 0; a < 6; ++a)
+      for (int b = a + 1; b < 6; ++b) m.set(a, b, 0.0597, Pair{a, b} == bump ? to : lat[a][b], kNaN);
+    return m;
+  };
+  auto flagged = [](const PairMatrix& m) {
+    std::set<Pair> s;
+    for (const auto& f : slowPairs(m, Thresholds{})) s.insert(f.pair);
+    return s;
+  };
+  auto m = table({-1, -1}, 0);
+  auto st = judgePath(m, Thresholds{}, Expectations{}, names(6)).lat;
+  REQUIRE(st.median == Approx(13.65));
+  REQUIRE(st.mad == Approx(1.27));
+  REQUIRE(st.ref == Approx(12.35).epsilon(0.002));
+  REQUIRE(m.get(m.lat, 3, 5) > st.median + 3 * 1.4826 * st.mad);  // the MAD rule alone would flag it
+  REQUIRE(m.get(m.lat, 3, 5) > 1.5 * st.median);
+  REQUIRE(flagged(m).empty());
+  REQUIRE(judgePath(m, Thresholds{}, Expectations{}, names(6)).suspects.empty());
+  // n4-n6 at 30 us (2.4x the 10th percentile, and an outlier): that pair and no other
+  auto m2 = table({3, 5}, 30.0);
+  REQUIRE(flagged(m2) == std::set<Pair>{{3, 5}});
+  auto v2 = judgePath(m2, Thresholds{}, Expectations{}, names(6));
+  REQUIRE(v2.suspects.size() == 1);
+  REQUIRE(v2.suspects[0].kind == "link");
+  REQUIRE(v2.suspects[0].units == std::vector<int>{3, 5});
+  REQUIRE(v2.suspects[0].why.at(0).find("and an outlier") != std::string::npos);
+  // beyond 2.1x but not an outlier: 9 of 15 pairs at 27-31 us (MAD wide), the rest at 12-13: the
+  // latency rule flags none of them (no single pair stands out)
+  PairMatrix m3(6);
+  m3.path = "tcp";
+  int k = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b, ++k) m3.set(a, b, 0.0597, k % 5 < 3 ? 27.0 + k % 4 : 12.0 + 0.1 * k, kNaN);
+  REQUIRE(flagged(m3).empty());
+}
+
+TEST_CASE("stalls: round trips counted against 10 ms or 10x the pair's shortest") {
+  Thresholds t;
+  // shortest 27 us: the limit is 10 ms; 9999 is under it, 10000, 12000 and 50000 at or over it
+  REQUIRE(countStalls({30, 28, 12000, 9999, 10000, 50000, 27}, t) == 3);
+  // shortest 2 ms (a long path): the limit is 10 x 2 ms = 20 ms; only 25 ms stalled
+  REQUIRE(countStalls({2000, 2100, 25000, 19000}, t) == 1);
+  REQUIRE(countStalls({}, t) == 0);
+  REQUIRE(countStalls({14, 15, 16}, t) == 0);
+}
+
+namespace {
+
+// 6 units, 200 round trips per pair, `stalled` per pair (upper triangle in schedule order).
+PairMatrix stallTable(const std::map<Pair, int>& stalled, int others = 0) {
+  auto m = clean(6, 0.0597, 13.6);
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) {
+      auto it = stalled.find({a, b});
+      m.setStalls(a, b, it == stalled.end() ? others : it->second, 200);
+    }
+  return m;
+}
+
+std::set<Pair> flaggedPairs(const PairMatrix& m) {
+  std::set<Pair> s;
+  for (const auto& f : slowPairs(m, Thresholds{})) s.insert(f.pair);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("stalls: a pair losing packets is a link fault; one stall is not") {
+  // n2<->n5 (units 1, 4) losing 10 % of packets: ~19 % of round trips wait for a retransmission.
+  // A few other pairs stall once or twice (a loaded host).
+  auto m = stallTable({{{1, 4}, 38}, {{0, 2}, 1}, {{3, 5}, 2}, {{2, 3}, 1}});
+  auto v = judgePath(m, Thresholds{}, Expectations{}, names(6));
+  int wrong = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) {
+      bool want = Pair{a, b} == Pair{1, 4};
+      bool got = std::any_of(v.slow.begin(), v.slow.end(), [&](const PairFlag& f) { return f.pair == Pair{a, b}; });
+      if (want != got) ++wrong;
+    }
+  REQUIRE(wrong == 0);
+  REQUIRE(v.suspects.size() == 1);
+  REQUIRE(v.suspects[0].kind == "link");
+  REQUIRE(v.suspects[0].units == std::vector<int>{1, 4});
+  REQUIRE(v.suspects[0].why.at(0).find("38 of 200 round trips stalled (19.0 %") != std::string::npos);
+  REQUIRE(v.stall.median == Approx(0.0));
+  // a single stall on one pair (the rest none): not a fault; nor 4 (under the minimum count of 5)
+  REQUIRE(flaggedPairs(stallTable({{{1, 4}, 1}})).empty());
+  REQUIRE(judgePath(stallTable({{{1, 4}, 1}}), Thresholds{}, Expectations{}, names(6)).suspects.empty());
+  REQUIRE(flaggedPairs(stallTable({{{1, 4}, 4}})).empty());
+  REQUIRE(flaggedPairs(stallTable({{{1, 4}, 5}})) == std::set<Pair>{{1, 4}});
+  // a loaded machine: every pair stalls 4-6 times; one at 10 is under 3x the median (5): none
+  std::map<Pair, int> loaded;
+  int k = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) loaded[{a, b}] = 4 + (k++ % 3);
+  loaded[{0, 5}] = 10;
+  REQUIRE(flaggedPairs(stallTable(loaded)).empty());
+  loaded[{0, 5}] = 40;  // 8x the median: flagged
+  REQUIRE(flaggedPairs(stallTable(loaded)) == std::set<Pair>{{0, 5}});
+  // not measured (NaN) pairs are no evidence either way
+  auto m4 = stallTable({{{1, 4}, 38}});
+  m4.setStalls(0, 1, kNaN, kNaN);
+  REQUIRE(flaggedPairs(m4) == std::set<Pair>{{1, 4}});
+}
+
+TEST_CASE("stalls: a unit all of whose pairs stall is a node fault") {
+  std::map<Pair, int> s;
+  for (int b = 0; b < 6; ++b)
+    if (b != 2) s[{std::min(2, b), std::max(2, b)}] = 30;
+  s[{0, 1}] = 1;
+  auto v = judgePath(stallTable(s), Thresholds{}, Expectations{}, names(6));
+  REQUIRE(v.slow.size() == 5);
+  for (const auto& f : v.slow) REQUIRE((f.pair.first == 2 || f.pair.second == 2));
+  REQUIRE(v.suspects.size() == 1);
+  REQUIRE(v.suspects[0].kind == "node");
+  REQUIRE(v.suspects[0].units == std::vector<int>{2});
+}
+
+TEST_CASE("stalls: retransmissions as evidence beside a stalling pair") {
+  // the loss trials: n2 and n5 +7..28, the others +0..4
+  const std::vector<double> all = {2, 17, 0, 4, 21, 1};
+  REQUIRE(retransEvidence("tcp RetransSegs", 17, all) == "counter tcp RetransSegs +17 during the pair test (median unit +3)");
+  REQUIRE(retransEvidence("tcp RetransSegs", 2, all).empty());  // under the median unit
+  REQUIRE(retransEvidence("eth0 rx_errors", 17, all).empty());  // another counter
+  REQUIRE(counterCause("tcp RetransSegs", 17, all, 5.0).empty());  // under counterCause's own bar
+}
+
 TEST_CASE("verdict: two units cannot tell node from link; most pairs slow is fabric-wide") {
   auto m = clean(2);
   auto v = judgePath(m, Thresholds{}, Expectations{}, names(2));

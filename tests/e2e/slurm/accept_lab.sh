@@ -11,7 +11,8 @@
 #             link suspect n2-n5
 #   loss      n2<->n5 only losing LOSS_PCT (10) % of packets each way: an nftables rule in each of the
 #             two nodes' namespaces (output hook, the other's address, numgen random mod 100 < N drop;
-#             this kernel has no sch_netem): expect a link suspect n2-n5
+#             this kernel has no sch_netem): expect a link suspect n2-n5 (named by its stalled round trips),
+#             cause: the two nodes' TCP RetransSegs above the median node's
 #   mtu       n4's eth0 MTU 1400 (the others 1500): expect a setting suspect n4, cause: the MTU
 #   cpuhog    two busy loops in n2's CPU cgroup (below): expect a node suspect n2, cause: the rank's
 #             run-queue wait (/proc/self/task/*/schedstat) far above the other nodes'
@@ -62,6 +63,13 @@ export FB_PROGRESS=${FB_PROGRESS:-block}
 export SLURM_PMIX_FENCE=${SLURM_PMIX_FENCE:-ring}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
        OMPI_MCA_btl_tcp_links=${OMPI_MCA_btl_tcp_links:-2}  # one connection per peer gives Open MPI half the link both ways (slurm-lab NOTES)
+# The mpi path's 4 MiB both-ways exchange: with Open MPI's rendezvous (TCP eager limit 64 KiB) every
+# pair ran at half the shaped rate each way (0.0317 GB/s; btl_tcp_links 1/2/4, socket buffers, ob1
+# pipeline depth, a 5 ms tbf queue, sleeping waits: no change; ss showed one connection carrying both
+# directions with 3.6 MB unsent). Sent eager (no handshake), every pair reached it (0.058-0.060): the
+# limit covers the pair test's 4 MiB plus headers (the 8 B latency floor stays ~13-17 us).
+export OMPI_MCA_btl_tcp_eager_limit=${OMPI_MCA_btl_tcp_eager_limit:-4325376} \
+       OMPI_MCA_btl_tcp_rndv_eager_limit=${OMPI_MCA_btl_tcp_rndv_eager_limit:-4325376}
 "$HERE/lab_up.sh" > /dev/null || { echo "lab_up failed"; exit 1; }
 source "$DIR/env.sh"
 trap '"$HERE/lab_down.sh" >/dev/null 2>&1; lab_cg_down' EXIT
@@ -113,7 +121,8 @@ restore() {
 expected() {  # kind, units, and a pattern the suspect's likely cause must match ("-": no cause visible)
   case "$1" in
     halfnode) echo "node n3 line.rate.here:.*tbf" ;;
-    pair|loss) echo "link n2,n5 -" ;;
+    pair) echo "link n2,n5 -" ;;
+    loss) echo "link n2,n5 RetransSegs" ;;  # the stall rule names it; the nodes' retransmissions are its evidence
     mtu) echo "setting n4 mtu" ;;
     cpuhog) echo "node n2 waited.for.a.CPU" ;;
     *) echo "none - -" ;;
