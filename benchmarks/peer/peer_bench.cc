@@ -96,7 +96,7 @@ int realMain(int argc, char** argv) {
     skipWhy = plan.why;
     // Named on the line and not run: partial (exit 4), as fabricbench does for a named backend.
     skippedNamed = app.count("--tests") > 0 && !skipped.empty();
-    claimed = claimRunHere({.resultsDir = o.resultsDir, .runId = o.runId, .suffix = "peer", .writeFiles = !o.noFiles}, host);
+    claimed = claimRunHere(folderRequest(o.resultsDir, o.runId, "peer", !o.noFiles), host);
   } catch (const Error& e) {  // a bad size, a taken --run-id, a folder that cannot be created
     ::fb::printLine("fabricbench-peer: error: ", e.what());
     return kExitBadInput;

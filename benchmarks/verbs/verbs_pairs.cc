@@ -86,7 +86,7 @@ Sample pairRow(const std::string& test, const std::string& path, std::size_t byt
 // outcome (a taken --run-id: exit 2 everywhere, nothing measured).
 bool openFolder(Bootstrap& bs, const Args& a, ClaimedRun& run) {
   try {
-    run = claimRun(bs, {.resultsDir = a.resultsDir, .runId = a.runId, .suffix = "verbs", .writeFiles = !a.noFiles});
+    run = claimRun(bs, folderRequest(a.resultsDir, a.runId, "verbs", !a.noFiles));
   } catch (const ConfigError& e) {
     if (bs.rank() == 0) ::fb::printLine("fabricbench-verbs: error: ", e.what());
     return false;

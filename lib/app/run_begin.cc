@@ -100,7 +100,10 @@ std::string timeDefinition(const RunnerConfig& r) {
 }
 
 FolderRequest folderRequest(const Options& o) {
-  return {.resultsDir = o.resultsDir, .runId = o.runId, .writeFiles = o.writeFiles, .resume = o.resume, .overwrite = o.overwrite};
+  FolderRequest f = folderRequest(o.resultsDir, o.runId, "", o.writeFiles);
+  f.resume = o.resume;
+  f.overwrite = o.overwrite;
+  return f;
 }
 
 ClaimedRun claimRun(Bootstrap& bs, const Options& o) { return claimRun(bs, folderRequest(o)); }

@@ -41,6 +41,15 @@ ClaimedRun claimRunHere(const FolderRequest& f, const std::string& host) {
   return run;
 }
 
+FolderRequest folderRequest(std::string resultsDir, std::string runId, std::string suffix, bool writeFiles) {
+  FolderRequest f;
+  f.resultsDir = std::move(resultsDir);
+  f.runId = std::move(runId);
+  f.suffix = std::move(suffix);
+  f.writeFiles = writeFiles;
+  return f;
+}
+
 ClaimedRun claimRun(Bootstrap& bs, const FolderRequest& f) {
   ClaimedRun run;
   // Rank 0 claims; the others hear "<run id>\x1f<row keys, one a line>", or its error (every rank:

@@ -55,6 +55,8 @@ struct FolderRequest {
   bool writeFiles = true, resume = false, overwrite = false;
 };
 FolderRequest folderRequest(const Options& o);
+// Built member by member: g++ 13 (the GPU host's) crashes on this struct's designated initializers.
+FolderRequest folderRequest(std::string resultsDir, std::string runId, std::string suffix, bool writeFiles);
 
 // The claim on the process that writes: the default id is claimed (never an earlier run's
 // folder); a given id whose folder exists is refused unless resumed or overwritten; --resume
