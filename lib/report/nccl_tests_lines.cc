@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <sstream>
 
 #include "core/text.h"
@@ -224,28 +225,20 @@ void readInfoLine(const std::string& l, InfoFacts& f) {
     }
   }
   // tuner / "AllReduce: opCount 0 ... algorithm 1 protocol 2" / "Algo Ring proto Simple"
-  for (const char* key : {"algorithm ", "algo ", "Algo "}) {
-    p = l.find(key);
-    if (p != std::string::npos) {
-      auto w = wordsOf(l.substr(p + std::string(key).size()));
-      if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
-        std::string a = w[0];
-        while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
-        addUnique(f.algos, a);
-      }
+  // The word after any of `keys`, when it is a name (not a number), trailing ',' or ';' cut.
+  auto nameAfter = [&](std::initializer_list<const char*> keys, std::vector<std::string>& into) {
+    for (const char* key : keys) {
+      std::size_t k = l.find(key);
+      if (k == std::string::npos) continue;
+      auto w = wordsOf(l.substr(k + std::string(key).size()));
+      if (w.empty() || !std::isalpha(static_cast<unsigned char>(w[0][0]))) continue;
+      std::string a = w[0];
+      while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
+      addUnique(into, a);
     }
-  }
-  for (const char* key : {"protocol ", "proto ", "Proto "}) {
-    p = l.find(key);
-    if (p != std::string::npos) {
-      auto w = wordsOf(l.substr(p + std::string(key).size()));
-      if (!w.empty() && std::isalpha(static_cast<unsigned char>(w[0][0]))) {
-        std::string a = w[0];
-        while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();
-        addUnique(f.protos, a);
-      }
-    }
-  }
+  };
+  nameAfter({"algorithm ", "algo ", "Algo "}, f.algos);
+  nameAfter({"protocol ", "proto ", "Proto "}, f.protos);
 }
 
 }  // namespace fb::nccltests

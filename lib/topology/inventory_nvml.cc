@@ -86,6 +86,17 @@ NvmlRead readNvml(const NvmlSession& nv) {
 }
 
 // The GPU x GPU matrix from NVML (see GpuLinkMatrix).
+namespace {
+// An n x n GPU matrix: "X" on the diagonal, cell(i, j) elsewhere.
+template <class Cell>
+std::vector<std::vector<std::string>> gpuMatrix(std::size_t n, Cell cell) {
+  std::vector<std::vector<std::string>> m(n, std::vector<std::string>(n));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) m[i][j] = i == j ? "X" : cell(i, j);
+  return m;
+}
+}  // namespace
+
 bool readNvmlLinks(const NvmlSession& nv, GpuLinkMatrix& out) {
   NvmlSymbols syms(nv);
   auto pci = syms.need<nvml::PciFn>("nvmlDeviceGetPciInfo_v3");
@@ -120,31 +131,21 @@ bool readNvmlLinks(const NvmlSession& nv, GpuLinkMatrix& out) {
       if (peer == bus.end()) ++viaSwitch[i];
       else ++direct[i][static_cast<std::size_t>(peer - bus.begin())];
     }
-  out.code.assign(n, std::vector<std::string>(n));
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      if (i == j) {
-        out.code[i][j] = "X";
-        continue;
-      }
-      int links = direct[i][j] + std::min(viaSwitch[i], viaSwitch[j]);
-      if (links > 0) {
-        out.code[i][j] = "NV" + std::to_string(links);
-        continue;
-      }
-      unsigned int level = 0;
-      nvml::Return rc = ancestor(devices[i], devices[j], &level);
-      if (rc != nvml::kSuccess) out.code[i][j] = "[" + nv.err(rc) + "]";
-      else
-        switch (level) {
-          case 10: out.code[i][j] = "PIX"; break;
-          case 20: out.code[i][j] = "PXB"; break;
-          case 30: out.code[i][j] = "PHB"; break;
-          case 40: out.code[i][j] = "NODE"; break;
-          case 50: out.code[i][j] = "SYS"; break;
-          default: out.code[i][j] = "level " + std::to_string(level);  // INTERNAL (one board): no topo -m code
-        }
+  out.code = gpuMatrix(n, [&](std::size_t i, std::size_t j) -> std::string {
+    int links = direct[i][j] + std::min(viaSwitch[i], viaSwitch[j]);
+    if (links > 0) return "NV" + std::to_string(links);
+    unsigned int level = 0;
+    nvml::Return rc = ancestor(devices[i], devices[j], &level);
+    if (rc != nvml::kSuccess) return "[" + nv.err(rc) + "]";
+    switch (level) {
+      case 10: return "PIX";
+      case 20: return "PXB";
+      case 30: return "PHB";
+      case 40: return "NODE";
+      case 50: return "SYS";
+      default: return "level " + std::to_string(level);  // INTERNAL (one board): no topo -m code
     }
+  });
   out.source = "nvml";
   return true;
 }
@@ -156,17 +157,11 @@ bool readNvmlP2p(const NvmlSession& nv, GpuLinkMatrix& out) {
   if (!syms.usable(out.nvmlWhy)) return false;
   const auto& devices = nv.devices();
   const std::size_t n = devices.size();
-  out.code.assign(n, std::vector<std::string>(n));
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      if (i == j) {
-        out.code[i][j] = "X";
-        continue;
-      }
-      int st = 0;
-      nvml::Return rc = status(devices[i], devices[j], nvml::kP2pCapsRead, &st);
-      out.code[i][j] = rc == nvml::kSuccess ? p2pStatusCode(st) : "[" + nv.err(rc) + "]";
-    }
+  out.code = gpuMatrix(n, [&](std::size_t i, std::size_t j) -> std::string {
+    int st = 0;
+    nvml::Return rc = status(devices[i], devices[j], nvml::kP2pCapsRead, &st);
+    return rc == nvml::kSuccess ? p2pStatusCode(st) : "[" + nv.err(rc) + "]";
+  });
   out.source = "nvml";
   return true;
 }
