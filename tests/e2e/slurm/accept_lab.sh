@@ -33,11 +33,7 @@
 # Writes $OUT/trials.tsv (case, trial, exit, correct, false positives, suspects, wall s, load
 # average) and the result folders. Needs root; the lab's own prefix/net (fba, 10.232.0).
 set -uo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../../.." && pwd)
-export FBLAB_NODES=${FBLAB_NODES:-6} FBLAB_PREFIX=${FBLAB_PREFIX:-fba} FBLAB_NET=${FBLAB_NET:-10.232.0} \
-       FBLAB_DIR=${FBLAB_DIR:-/tmp/fabricbench-lab-accept}
-source "$HERE/lab_common.sh"
+source "$(dirname "$0")/accept_lab_env.sh"  # HERE, SRC, the lab's FBLAB_* and lab_common.sh
 TRIALS=${1:-10}; shift || true
 CASES=("$@"); [ ${#CASES[@]} -gt 0 ] || CASES=(clean halfnode pair loss mtu cpuhog baseline require)
 for c in "${CASES[@]}"; do

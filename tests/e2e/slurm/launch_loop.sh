@@ -13,11 +13,7 @@
 # Writes $OUT/launches.tsv (launch, exit, signal seen, wall s, load average) and one log per launch;
 # prints "crashes C / launches N". Needs root.
 set -uo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../../.." && pwd)
-export FBLAB_NODES=${FBLAB_NODES:-6} FBLAB_PREFIX=${FBLAB_PREFIX:-fba} FBLAB_NET=${FBLAB_NET:-10.232.0} \
-       FBLAB_DIR=${FBLAB_DIR:-/tmp/fabricbench-lab-accept}
-source "$HERE/lab_common.sh"
+source "$(dirname "$0")/accept_lab_env.sh"  # HERE, SRC, the lab's FBLAB_* and lab_common.sh
 N=${1:-50}; shift || true
 case "$N" in '' | *[!0-9]*) echo "launch_loop.sh: N must be a number, got '$N'" >&2; exit 2 ;; esac
 CMD=("$@"); [ ${#CMD[@]} -gt 0 ] || CMD=("${FB_TEST_BIN:-$SRC/build/benchmarks/fabricbench}" --list)
