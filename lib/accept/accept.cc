@@ -251,8 +251,9 @@ std::vector<PairFlag> slowPairs(const PairMatrix& m, const Thresholds& t) {
       }
       // Stalls: a pair whose round trips wait for a retransmission far more often than the median pair's.
       double sf = m.stallFraction(a, b), sc = m.get(m.stalls, a, b);
-      if (std::isfinite(sf) && st.count >= 3 && sc >= t.stallMinCount && sf > st.median + t.madK * 1.4826 * st.mad &&
-          sf >= t.stallFactor * st.median)
+      f.stalled = std::isfinite(sf) && st.count >= 3 && sc >= t.stallMinCount &&
+                  sf > st.median + t.madK * 1.4826 * st.mad && sf >= t.stallFactor * st.median;
+      if (f.stalled)
         f.why.push_back(fmt::format("latency test: {:.0f} of {:.0f} round trips stalled ({:.1f} %; >= {:.0f} ms or {:.0f} x the pair's "
                                     "shortest), median pair {:.1f} %, MAD {:.1f} %: lost packets waiting for retransmission",
                                     sc, m.get(m.trips, a, b), 100 * sf, t.stallMinUs / 1000, t.stallFloorFactor, 100 * st.median, 100 * st.mad));
@@ -344,12 +345,13 @@ PathVerdict judgePath(const PairMatrix& m, const Thresholds& t, const Expectatio
       if (f.pair.first == a || f.pair.second == a) {
         int o = f.pair.first == a ? f.pair.second : f.pair.first;
         s.why.push_back(fmt::format("with {}: {}", name(o), fmt::join(f.why, "; ")));
+        s.stalled = s.stalled || f.stalled;
       }
     v.suspects.push_back(s);
   }
   for (const auto& f : v.slow) {
     if (nodeFaults.count(f.pair.first) || nodeFaults.count(f.pair.second)) continue;  // explained by the node
-    Suspect s{m.n == 2 ? "pair" : "link", {f.pair.first, f.pair.second}, m.path, f.why, {}};
+    Suspect s{m.n == 2 ? "pair" : "link", {f.pair.first, f.pair.second}, m.path, f.why, {}, f.stalled};
     if (m.n == 2) s.why.push_back("2 units: a node fault and a link fault cannot be told apart");
     v.suspects.push_back(s);
   }

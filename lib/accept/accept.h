@@ -133,6 +133,7 @@ Stats statsOf(std::vector<double> v, bool higherIsBetter);
 struct PairFlag {
   Pair pair;
   std::vector<std::string> why;  // relative reasons (ClusterKit rules, MAD)
+  bool stalled = false;          // one of them is the stall rule (packet loss)
 };
 struct ThresholdFail {
   std::string row;  // "tcp 16777216 B node-a <-> node-b: 4.1 GB/s < 90 % of line rate 12.5 GB/s"
@@ -144,6 +145,7 @@ struct Suspect {
   std::string path;
   std::vector<std::string> why;   // measured evidence
   std::vector<std::string> cause; // joined: doctor differences, counters, link facts (filled by the caller)
+  bool stalled = false;           // a pair of it flagged by the stall rule: retransmissions are evidence
 };
 struct PathVerdict {
   std::string path;

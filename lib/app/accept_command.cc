@@ -179,8 +179,7 @@ void retestSuspects(AcceptRun& ctx, PathRun& pr, PairLink& link, Buffers& buf, s
   const auto& a = ctx.o.acc;
   const int n = ctx.n;
   const auto& path = pr.path;
-  accept::Thresholds th;
-  th.lineRateFloor = a.floor;
+  const accept::Thresholds th = thresholdsOf(a);
   // After the last round, one more for the pairs that became slow only then (the retests moved
   // the median and MAD) and were never measured again: no pair is named without a retest.
   std::set<accept::Pair> retested;

@@ -4,6 +4,12 @@
 
 namespace fb::acceptcmd {
 
+accept::Thresholds thresholdsOf(const Options::Accept& a) {
+  accept::Thresholds th;
+  th.lineRateFloor = a.floor;
+  return th;
+}
+
 PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::Accept& a, Buffers& buf,
                        std::chrono::milliseconds timeout, const std::function<void()>& between) {
   PairResult out;
@@ -26,7 +32,7 @@ PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::
     if (i >= latWarm) rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   if (lower && !rtts.empty()) {
-    out.stalls = accept::countStalls(rtts, accept::Thresholds{});
+    out.stalls = accept::countStalls(rtts, thresholdsOf(a));
     out.trips = static_cast<double>(rtts.size());
     std::sort(rtts.begin(), rtts.end());
     out.lat = rtts.front() / 2;

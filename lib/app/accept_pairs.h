@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kTagLat = 4101, kTagBw = 4102;
 
+// The verdict's thresholds for this run: the defaults with the user's --accept-floor. The pair test
+// counts its stalls with them, the retests and the verdict judge with them.
+accept::Thresholds thresholdsOf(const Options::Accept& a);
+
 // ---------------------------------------------------------------------------------------------
 // One pair's measurement over one path. The lower unit starts the ping-pong (it times the round
 // trips); both time the bandwidth exchange (both directions at once), the slower side counts.

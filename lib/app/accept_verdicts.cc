@@ -169,10 +169,9 @@ void judgePaths(const AcceptRun& ctx, std::vector<PathRun>& runs, const accept::
     r.verdict = accept::judgePath(r.m, th, ctx.expect, names);
     auto& v = r.verdict;
     for (auto& s : v.suspects) {
-      bool stalls = std::any_of(s.why.begin(), s.why.end(), [](const std::string& w) { return w.find("round trips stalled") != std::string::npos; });
       for (int u : s.units) {
         for (auto& c : ev.causesOf(u, r.path)) s.cause.push_back(names[u] + ": " + c);
-        if (stalls)
+        if (s.stalled)
           for (auto& c : ev.stallEvidenceOf(u)) s.cause.push_back(names[u] + ": " + c);
       }
       std::vector<std::string> who;
@@ -414,8 +413,7 @@ int judgeAndWrite(const AcceptRun& ctx, PairPhase& ph, int doctorRc, int collRc,
   const int n = ctx.n;
   const auto& dir = ctx.dir;
   Verdict vd;
-  accept::Thresholds th;
-  th.lineRateFloor = a.floor;
+  const accept::Thresholds th = thresholdsOf(a);
   std::vector<std::string> names;
   for (const auto& u : units) names.push_back(u.name);
   std::vector<json> cf(n);

@@ -192,6 +192,7 @@ TEST_CASE("verdict: one slow pair is a link fault naming both ends") {
   REQUIRE(v.suspects[0].kind == "link");
   REQUIRE(v.suspects[0].units == std::vector<int>{1, 4});
   REQUIRE(!v.suspects[0].why.empty());
+  REQUIRE(!v.suspects[0].stalled);  // slow, not lossy: no retransmission evidence asked for
 
   auto m2 = clean(n);
   m2.set(0, 3, 10.0, 30.0, 12.5);  // latency 6x (netem delay)
@@ -296,6 +297,9 @@ TEST_CASE("stalls: a pair losing packets is a link fault; one stall is not") {
   REQUIRE(v.suspects[0].kind == "link");
   REQUIRE(v.suspects[0].units == std::vector<int>{1, 4});
   REQUIRE(v.suspects[0].why.at(0).find("38 of 200 round trips stalled (19.0 %") != std::string::npos);
+  REQUIRE(v.suspects[0].stalled);  // its nodes' retransmissions are joined as evidence
+  REQUIRE(v.slow.size() == 1);
+  REQUIRE(v.slow[0].stalled);
   REQUIRE(v.stall.median == Approx(0.0));
   // a single stall on one pair (the rest none): not a fault; nor 4 (under the minimum count of 5)
   REQUIRE(flaggedPairs(stallTable({{{1, 4}, 1}})).empty());
@@ -328,6 +332,7 @@ TEST_CASE("stalls: a unit all of whose pairs stall is a node fault") {
   REQUIRE(v.suspects.size() == 1);
   REQUIRE(v.suspects[0].kind == "node");
   REQUIRE(v.suspects[0].units == std::vector<int>{2});
+  REQUIRE(v.suspects[0].stalled);
 }
 
 TEST_CASE("stalls: retransmissions as evidence beside a stalling pair") {
