@@ -1,0 +1,259 @@
+// lib/report's importers on the real nccl-tests and perftest logs, and the fabricbench-model tool:
+// bad input (one line, exit 2), specs, project, fit, and nccl validate --sets on the public logs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "model/model.h"
+#include "report/csv.h"
+#include "report/import.h"
+#include "report/process.h"
+
+using namespace fb::model;
+using Approx = Catch::Detail::Approx;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+// ---- importers on the real nccl-tests 2.19.6 logs from the 2xH200 host ----
+
+TEST_CASE("nccl-tests logs: every row, both placements, path from the INFO lines", "[import]") {
+  std::string dir = FB_MODEL_TEST_DATA "/nccl-tests/";
+  auto rows = fb::parseNcclTests(slurp(dir + "h200x2-nccl-tests-allreduce-nvlink.log"), "nvlink.log");
+  REQUIRE(rows.size() == 62);  // 8 B .. 8 GiB, x2: 31 sizes, out-of-place and in-place
+  int out = 0, bad = 0;
+  for (auto& r : rows) {
+    out += !r.inPlace;
+    if (r.coll != "allreduce" || r.impl != "nccl-tests" || r.nRanks != 2 || r.nNodes != 1 || r.dtype != "float32" ||
+        r.wrong != 0)
+      ++bad;
+  }
+  CHECK(out == 31);
+  CHECK(bad == 0);
+  const fb::Sample* g1 = nullptr;
+  for (auto& r : rows)
+    if (r.bytes == 1073741824 && !r.inPlace) g1 = &r;
+  REQUIRE(g1);
+  CHECK(g1->timeUs == Approx(3237.76));
+  CHECK(g1->busBwGBps == Approx(331.63).margin(0.01));
+  CHECK(g1->path.find("P2P") != std::string::npos);
+  bool ver = false;
+  for (auto& [k, v] : g1->extra) ver |= k == "nccl_version" && v == "2.28.9+cuda13.0";
+  CHECK(ver);
+  auto shm = fb::parseNcclTests(slurp(dir + "h200x2-nccl-tests-allreduce-shm.log"), "shm.log");
+  CHECK(shm.front().path.find("SHM") != std::string::npos);
+  auto sock = fb::parseNcclTests(slurp(dir + "h200x2-nccl-tests-allreduce-socket.log"), "socket.log");
+  CHECK(sock.front().path.find("NET/Socket") != std::string::npos);
+  // the sniffer knows it, loadRunAny reads it as a run
+  CHECK(fb::sniffInput(slurp(dir + "h200x2-nccl-tests-allreduce-shm.log")) == fb::InputKind::kNcclTests);
+  auto run = fb::loadRunAny(dir + "h200x2-nccl-tests-allreduce-shm.log");
+  CHECK(run.label == "h200x2-nccl-tests-allreduce-shm");
+  CHECK(run.rows.size() == shm.size());
+}
+
+TEST_CASE("nccl-tests: malformed logs are bad input", "[import]") {
+  std::string log = slurp(FB_MODEL_TEST_DATA "/nccl-tests/h200x2-nccl-tests-allreduce-socket.log");
+  // a truncated row (the write stopped mid-line)
+  auto p = log.find("     float     sum");
+  REQUIRE(p != std::string::npos);
+  std::string cut = log.substr(0, p + 40) + "\n";
+  CHECK_THROWS_WITH(fb::parseNcclTests(cut, "cut.log"), Catch::Contains("expected 13 columns"));
+  // a number that is not one
+  std::string garbled = log;
+  garbled.replace(garbled.find("28.47"), 5, "2x.47");
+  CHECK_THROWS_AS(fb::parseNcclTests(garbled, "g.log"), fb::InputError);
+  // no rows at all
+  CHECK_THROWS_WITH(fb::parseNcclTests("# nccl-tests version 2.19.6\n", "e.log"), Catch::Contains("no nccl-tests result rows"));
+  CHECK(fb::sniffInput("hello\n") == fb::InputKind::kUnknown);
+}
+
+TEST_CASE("perftest: ib_write_bw and ib_write_lat rows", "[import]") {
+  auto bwRows = fb::parsePerftest(slurp(FB_MODEL_TEST_DATA "/perftest/ib_write_bw_rxe.txt"), "bw.txt");
+  REQUIRE(bwRows.size() == 2);
+  CHECK(bwRows[1].coll == "write_bw");
+  CHECK(bwRows[1].bytes == 65536);
+  CHECK(bwRows[1].busBwGBps == Approx(1000.0 * 1048576 / 1e9));  // MB/sec = 2^20 B/s
+  CHECK(bwRows[1].path.find("rxe0") != std::string::npos);
+  CHECK(bwRows[1].iters == 5000);
+  auto lat = fb::parsePerftest(slurp(FB_MODEL_TEST_DATA "/perftest/ib_write_lat_rxe.txt"), "lat.txt");
+  REQUIRE(lat.size() == 1);
+  CHECK(lat[0].coll == "write_lat");
+  CHECK(lat[0].timeUs == Approx(12.5));  // t_avg, not t_typical
+  std::string broken = slurp(FB_MODEL_TEST_DATA "/perftest/ib_write_bw_rxe.txt");
+  broken.replace(broken.find("1000.00"), 7, "inf    ");
+  CHECK_THROWS_AS(fb::parsePerftest(broken, "b.txt"), fb::InputError);
+}
+
+// ---- the tool: bad input -> one line, exit 2 ----
+
+#ifdef FB_MODEL_TOOL
+namespace {
+struct Out {
+  int rc;
+  std::string text;
+};
+Out tool(const std::string& args) {
+  auto r = fb::runCommand({"sh", "-c", std::string(FB_MODEL_TOOL) + " " + args + " 2>&1"}, std::chrono::seconds(120));
+  return {r.exitCode, r.out};
+}
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+}  // namespace
+
+TEST_CASE("fabricbench-model: bad input gets one line and exit 2", "[tool]") {
+  std::string d = FB_MODEL_TEST_DATA;
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  {
+    std::ofstream(tmp + "/neg.json") << R"({"fabrics":{"ib-hdr":{"note":"user input","nic":{"usd":-1,"per_node":1},"switch":{"usd":1,"ports":40},"cable":{"usd":1}}}})";
+    std::ofstream(tmp + "/nocable.json") << R"({"fabrics":{"ib-hdr":{"nic":{"usd":1,"per_node":1},"switch":{"usd":1,"ports":40}}}})";
+    std::ofstream(tmp + "/bad.log") << "# nccl-tests version 2.19.6\n# Collective test starting: all_reduce_perf\n"
+                                      "#  Rank  0 Group  0 Pid 1 on h device 0 [0] GPU\n# size count type redop root time "
+                                      "algbw busbw #wrong time algbw busbw #wrong\n 8 2 float sum -1 1.0 0.00\n";
+  }
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"project --inter spec:ib-hdrx --nodes 4 -o " + tmp + "/o", "unknown link spec 'ib-hdrx'"},
+      {"project --inter spec:ib-hdr --nodes 0 -o " + tmp + "/o", "--nodes = 0"},
+      {"project --inter spec:ib-hdr --nodes 4 --prices " + tmp + "/neg.json -o " + tmp + "/o", "must be >= 0"},
+      {"project --inter spec:ib-hdr --nodes 4 --prices " + tmp + "/nocable.json -o " + tmp + "/o", "missing 'cable'"},
+      {"project --inter " + d + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log:nosuch --nodes 4 -o " + tmp + "/o",
+       "no series matches 'nosuch'"},
+      {"project --inter /nonexistent/run:tcp --nodes 4 -o " + tmp + "/o", "neither spec:NAME nor an existing run"},
+      {"fit " + tmp + "/bad.log -o " + tmp + "/o", "expected 13 columns"},
+      {"validate --inter " + tmp + "/bad.log --check " + tmp + "/bad.log -o " + tmp + "/o", "expected 13 columns"},
+      {"project --inter spec:ib-hdr --nodes 4 --gpus 8 -o " + tmp + "/o", "needs an --intra link"},
+  };
+  for (auto& c : cases) {
+    auto r = tool(c.args);
+    INFO(c.args << "\n" << r.text);
+    CHECK(r.rc == 2);
+    CHECK(lines(r.text) == 1);
+    CHECK(r.text.rfind("fabricbench-model: error: ", 0) == 0);
+    CHECK(r.text.find(c.expect) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(tmp + "/o"));  // no result folder left behind
+  }
+  std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("fabricbench-model specs: every row and every nccl prior printed with its source", "[tool]") {
+  auto r = tool("specs");
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  int rows = 0;
+  for (auto& s : specTable()) {
+    INFO(s.name);
+    CHECK(r.text.find(s.name + " ") != std::string::npos);
+    CHECK(r.text.find("    defaults: " + s.defaultsSource + "\n") != std::string::npos);
+    ++rows;
+  }
+  CHECK(rows == 14);
+  // the nccl subcommand's priors, each with the thread or constant it comes from
+  for (const char* line : {"per-NIC 48 GB/s (--nic-gbps): 46-48 GB/s per NDR NIC (NVIDIA/nccl-tests issues 290, 267)",
+                           "node ring 365 GB/s (--ring-gbps): 8 x H100 NCCL_ALGO=Ring 365-370 GB/s (NVIDIA/nccl issue 1455;",
+                           "NVLS 480 GB/s (--nvls-gbps): ~480 GB/s on 8 x H100", "392.7 GB/s busbw at 8 GiB"})
+    CHECK(r.text.find(line) != std::string::npos);
+}
+
+TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed", "[tool]") {
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_a2a_" + std::to_string(::getpid()));
+  auto r = tool("project --inter spec:ib-ndr,eff=0.5,lat=10 --nodes 4 --coll alltoall,broadcast --sizes 4M --no-plots -o " +
+                tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  auto table = fb::readCsvTable(tmp + "/projected.csv");
+  REQUIRE(table.size() == 3);  // header + one row per collective
+  std::map<std::string, std::pair<std::string, double>> got;  // coll -> (algo, time)
+  for (std::size_t i = 1; i < table.size(); ++i) got[table[i][2]] = {table[i][8], std::stod(table[i][9])};
+  // 50 GB/s x 0.5 = 25 GB/s: 4e-5 us per byte, 10 us per hop, 4 nodes x 1 rank, 4 MiB
+  // AllToAll pairwise: 3 hops of 1 MiB = 3 x (10 + 41.94304) = 155.829 us
+  CHECK(got["alltoall"].first == "direct");
+  CHECK(got["alltoall"].second == Approx(155.82912).margin(0.001));
+  // Broadcast chain: 4 pieces of 1 MiB, 4 + 4 - 2 = 6 hops = 311.658 us
+  CHECK(got["broadcast"].first == "ring");
+  CHECK(got["broadcast"].second == Approx(311.65824).margin(0.001));
+  std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
+  auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +
+                tmp);
+  INFO(r.text);
+  CHECK(r.rc == 0);
+  std::string csv = slurp(tmp + "/fit.csv");
+  int rows = lines(csv) - 1;
+  CHECK(rows == 62);  // 31 sizes x 2 placements, each with its error
+  CHECK(slurp(tmp + "/fit.md").find("segment 2") != std::string::npos);  // NCCL's protocol switches
+  std::filesystem::remove_all(tmp);
+}
+#endif
+
+#ifdef FB_MODEL_TOOL
+// The public validation sets (tests/data/public-nccl-tests/sets.json): every log reads, every
+// predicted run has its rows, and each row's error is (model - measured) / measured.
+TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests logs", "[tool][nccl]") {
+  std::string d = FB_MODEL_TEST_DATA;
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_sets_" + std::to_string(::getpid()));
+  auto r = tool("nccl validate --sets " + d + "/public-nccl-tests/sets.json -o " + tmp);
+  INFO(r.text);
+  REQUIRE(r.rc == 0);
+  auto table = fb::readCsvTable(tmp + "/nccl-validation.csv");
+  REQUIRE(table.size() > 1);
+  std::string header;
+  for (auto& h : table.front()) header += (header.empty() ? "" : ",") + h;
+  REQUIRE(header.rfind("set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct", 0) == 0);
+  std::map<std::string, int> predictedRows;
+  std::map<std::string, std::vector<double>> boundErr;  // |error| at >= 1 MiB, noisy sizes left out
+  std::set<std::string> sets;
+  int rows = 0, wrong = 0;
+  for (std::size_t i = 1; i < table.size(); ++i) {
+    const auto& f = table[i];
+    REQUIRE(f.size() >= 11);
+    ++rows;
+    sets.insert(f[0]);
+    if (f[2] == "predicted") ++predictedRows[f[1]];
+    double meas = std::stod(f[6]), model = std::stod(f[7]), err = std::stod(f[8]);
+    if (!(meas > 0) || !(model > 0) || std::fabs((model - meas) / meas * 100 - err) > 0.01) ++wrong;
+    if (f[2] == "predicted" && std::stod(f[5]) >= (1 << 20) && f[10] == "0") boundErr[f[1]].push_back(std::fabs(err));
+  }
+  // The bound recomputed from the rows (median <= 10 %, max <= 20 %) agrees with the tool's count, and the
+  // count does not fall below the 10 of 16 measured with the NICs' channel rates (F AllToAll 2 x 2-8 within).
+  int within = 0;
+  for (auto& [run, e] : boundErr) {
+    std::sort(e.begin(), e.end());
+    const double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+    if (med <= 10 && e.back() <= 20) ++within;
+  }
+  CHECK(r.text.find(std::to_string(within) + " of 16 predicted runs within the bound") != std::string::npos);
+  CHECK(within >= 10);
+  CHECK(wrong == 0);
+  CHECK(rows > 150);
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F"});
+  CHECK(predictedRows.size() == 16);  // sets.json's predict lists (set F's logs hold 2 runs each)
+  for (auto& [run, n] : predictedRows) {
+    INFO(run);
+    CHECK(n >= 3);
+  }
+  std::filesystem::remove_all(tmp);
+}
+#endif
