@@ -16,6 +16,8 @@
 # of the product: built from its own source outside the tree (NCCL_TESTS=<folder with *_perf>, default
 # .nccl-tests/build, an ignored folder). Its raw logs go to $OUT/nccl-tests/. Without it: skipped, exit 0.
 # On more than one rank nccl-tests must be built with MPI=1 (it is then started with $MPI).
+# PIN=<cpu list> (one rank only): both tools run under `taskset -c PIN`, so both main threads sit on the
+# same cores; unpinned, a process's small-operation time on a VM varies with where it lands (5 vs 7 us).
 set -u
 NT=${NCCL_TESTS:-.nccl-tests/build}
 if [ ! -x "$NT/all_reduce_perf" ]; then
@@ -32,6 +34,11 @@ common=(--transport nccl --collective allreduce,allgather,reducescatter,p2pring 
         --results-dir "$OUT/results" ${SINGLE:-})
 ntl=()
 [ "${NP:-1}" -gt 1 ] && ntl=($MPI)
+pin=()
+if [ -n "${PIN:-}" ]; then
+  [ "${NP:-1}" -gt 1 ] && { echo "60-vs-nccl-tests: PIN is for one rank only (NP=${NP})" >&2; exit 2; }
+  pin=(taskset -c "$PIN")
+fi
 tests=(all_reduce all_gather reduce_scatter sendrecv)
 rc=0
 rounds=${ROUNDS:-2}
@@ -39,22 +46,22 @@ fbh=() fbg=() fbw=()
 for r in $(seq 1 "$rounds"); do
   fbh+=("$OUT/results/$stamp-$host-fb-host-r$r") fbg+=("$OUT/results/$stamp-$host-fb-gpu-r$r")
   fbw+=("$OUT/results/$stamp-$host-fb-host-w0-r$r")
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 --run-id "$stamp-$host-fb-host-r$r" \
+  "${pin[@]}" $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 --run-id "$stamp-$host-fb-host-r$r" \
     > "$logs/fabricbench-host-r$r.log" 2>&1 || { echo "fabricbench nccl-tests timer r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
-    "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 > "$logs/$t-r$r.log" 2>&1 || { echo "$t r$r: exit $?"; rc=1; }
+    "${pin[@]}" "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 > "$logs/$t-r$r.log" 2>&1 || { echo "$t r$r: exit $?"; rc=1; }
   done
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 -w 0 --repeat 1 --run-id "$stamp-$host-fb-host-w0-r$r" \
+  "${pin[@]}" $MPI $B/benchmarks/fabricbench "${common[@]}" --timer nccl-tests -a 1 -w 0 --repeat 1 --run-id "$stamp-$host-fb-host-w0-r$r" \
     > "$logs/fabricbench-host-w0-r$r.log" 2>&1 || { echo "fabricbench nccl-tests timer -w 0 r$r: exit $?"; rc=1; }
-  $MPI $B/benchmarks/fabricbench "${common[@]}" --timer rank --per-op --run-id "$stamp-$host-fb-gpu-r$r" \
+  "${pin[@]}" $MPI $B/benchmarks/fabricbench "${common[@]}" --timer rank --per-op --run-id "$stamp-$host-fb-gpu-r$r" \
     > "$logs/fabricbench-gpu-r$r.log" 2>&1 || { echo "fabricbench rank timer r$r: exit $?"; rc=1; }
   for t in "${tests[@]}"; do
     rm -f "$logs/$t-I-r$r.json"
-    "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 -I 1 -J "$logs/$t-I-r$r.json" > "$logs/$t-I-r$r.log" 2>&1 ||
+    "${pin[@]}" "${ntl[@]}" "$NT/${t}_perf" "${sweep[@]}" -g 1 -I 1 -J "$logs/$t-I-r$r.json" > "$logs/$t-I-r$r.log" 2>&1 ||
       { echo "$t -I r$r: exit $?"; rc=1; }
   done
 done
-cmdline="ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer nccl-tests -a 1 [-w 0 --repeat 1] | --timer rank --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
+cmdline="${PIN:+PIN=$PIN }ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer nccl-tests -a 1 [-w 0 --repeat 1] | --timer rank --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
 python3 scripts/vs_nccl_tests.py --out "$cmp" --command "$cmdline" --logs "$logs" \
   --fb-host "${fbh[@]}" --fb-gpu "${fbg[@]}" --fb-host-w0 "${fbw[@]}" || rc=$?
 exit $rc
