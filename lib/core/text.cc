@@ -1,6 +1,9 @@
 #include "core/text.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 namespace fb::text {
 
@@ -45,6 +48,30 @@ std::vector<std::string> lines(std::string_view s) {
 }
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+std::vector<std::string> words(std::string_view s) {
+  std::vector<std::string> out;
+  auto space = [&](std::size_t i) { return std::isspace(static_cast<unsigned char>(s[i])) != 0; };
+  for (std::size_t i = 0; i < s.size();) {
+    while (i < s.size() && space(i)) ++i;
+    std::size_t b = i;
+    while (i < s.size() && !space(i)) ++i;
+    if (i > b) out.emplace_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+bool toDouble(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(v);
+}
+
+bool toUnsigned(std::string_view s, std::size_t& v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;

@@ -1,12 +1,8 @@
 #include "report/import.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -19,72 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> w;
-  std::istringstream in(s);
-  std::string t;
-  while (in >> t) w.push_back(t);
-  return w;
-}
-
-bool toDouble(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(v);
-}
-bool toSize(const std::string& s, std::size_t& v) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 bool isNumberStart(const std::string& l) {
   auto t = text::trim(l);
   return !t.empty() && t[0] >= '0' && t[0] <= '9';
-}
-
-[[maybe_unused]] std::string collFromBinary(const std::string& bin) {
-  static const std::map<std::string, std::string> m = {
-      {"all_reduce_perf", "allreduce"},     {"all_gather_perf", "allgather"},
-      {"reduce_scatter_perf", "reducescatter"}, {"sendrecv_perf", "p2pring"},
-      {"alltoall_perf", "alltoall"},        {"broadcast_perf", "broadcast"},
-      {"reduce_perf", "reduce"},            {"gather_perf", "gather"},
-      {"scatter_perf", "scatter"},          {"hypercube_perf", "hypercube"}};
-  auto it = m.find(bin);
-  return it == m.end() ? "" : it->second;
-}
-
-[[maybe_unused]] std::string dtypeName(const std::string& t) {
-  static const std::map<std::string, std::string> m = {
-      {"float", "float32"}, {"half", "float16"},  {"double", "float64"}, {"bfloat16", "bfloat16"},
-      {"int8", "int8"},     {"uint8", "uint8"},   {"int32", "int32"},    {"uint32", "uint32"},
-      {"int64", "int64"},   {"uint64", "uint64"}, {"f8e4m3", "fp8e4m3"}, {"f8e5m2", "fp8e5m2"}};
-  auto it = m.find(t);
-  return it == m.end() ? t : it->second;
-}
-
-// "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB"; "via SHM/direct/direct" -> "SHM".
-[[maybe_unused]] std::string transportOf(const std::string& line) {
-  auto p = line.find(" via ");
-  if (p == std::string::npos) return "";
-  std::string t = words(line.substr(p + 5)).empty() ? "" : words(line.substr(p + 5))[0];
-  auto parts = [&] {
-    std::vector<std::string> v;
-    std::string cur;
-    for (char c : t) {
-      if (c == '/') {
-        v.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    v.push_back(cur);
-    return v;
-  }();
-  if (parts.empty() || parts[0].empty()) return "";
-  if (parts[0] == "SHM") return "SHM";
-  if (parts.size() >= 2) return parts[0] + "/" + parts[1];
-  return parts[0];
 }
 
 }  // namespace
@@ -118,11 +51,11 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
       // " Dual-port       : OFF		Device         : rxe0"
       auto p = t.find("Device");
       auto c = t.find(':', p);
-      auto w = words(t.substr(c + 1));
+      auto w = text::words(t.substr(c + 1));
       if (!w.empty()) device = w[0];
     }
     if (text::startsWith(t, "Link type")) {
-      auto w = words(t.substr(t.find(':') + 1));
+      auto w = text::words(t.substr(t.find(':') + 1));
       if (!w.empty()) linkType = w[0];
     }
     if (text::startsWith(t, "#bytes")) {
@@ -148,7 +81,7 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
       continue;
     }
     if (!header.empty() && isNumberStart(l)) {
-      auto w = words(l);
+      auto w = text::words(l);
       auto col = [&](const std::string& prefix) -> int {
         for (std::size_t k = 0; k < header.size(); ++k)
           if (text::startsWith(header[k], prefix)) return static_cast<int>(k);
@@ -158,7 +91,7 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
         throw InputError(fmt::format("{}: line {}: {} columns, the header has {}", source, i + 1, w.size(),
                                      header.size()));
       std::size_t bytes = 0;
-      if (!toSize(w[0], bytes) || bytes == 0)
+      if (!text::toUnsigned(w[0], bytes) || bytes == 0)
         throw InputError(fmt::format("{}: line {}: #bytes '{}' is not a positive whole number", source, i + 1, w[0]));
       Sample s;
       s.impl = "perftest";
@@ -171,13 +104,13 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
       s.nNodes = 2;
       std::size_t iters = 0;
       int ci = col("#iterations");
-      if (ci >= 0 && toSize(w[ci], iters)) s.iters = static_cast<int>(iters);
+      if (ci >= 0 && text::toUnsigned(w[ci], iters)) s.iters = static_cast<int>(iters);
       int bwc = col("BW average");
       int tc = col("t_avg");
       if (tc < 0) tc = col("t_typical");
       if (bwc >= 0) {
         double mbs = 0;
-        if (!toDouble(w[bwc], mbs) || mbs <= 0)
+        if (!text::toDouble(w[bwc], mbs) || mbs <= 0)
           throw InputError(fmt::format("{}: line {}: BW average '{}' is not a positive number (a failed clock "
                                        "calibration prints inf/nan)",
                                        source, i + 1, w[bwc]));
@@ -186,7 +119,7 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
         s.timeUs = static_cast<double>(bytes) / (s.algBwGBps * 1e3);
       } else if (tc >= 0) {
         double us = 0;
-        if (!toDouble(w[tc], us) || us <= 0)
+        if (!text::toDouble(w[tc], us) || us <= 0)
           throw InputError(fmt::format("{}: line {}: latency '{}' is not a positive number", source, i + 1, w[tc]));
         s.coll = "write_lat";
         s.timeUs = us;
@@ -206,6 +139,18 @@ std::vector<Sample> parsePerftest(const std::string& text, const std::string& so
   }
   if (out.empty()) throw InputError(fmt::format("{}: no perftest result rows found", source));
   return out;
+}
+
+nlohmann::json importedRunJson(const std::string& label, const std::string& file, const std::vector<Sample>& rows,
+                               const std::string& tool) {
+  std::string t = tool;
+  for (auto& [k, v] : rows.front().extra)
+    if (k == "tool") t = v;
+  return {{"run_id", label},
+          {"command_line", fmt::format("({} output imported from {})", t, file)},
+          {"imported_from", file},
+          {"tool", t},
+          {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
 }
 
 RunData loadRunAny(const std::string& argIn) {
@@ -240,14 +185,7 @@ RunData loadRunAny(const std::string& argIn) {
     if (kind == InputKind::kPerftest) {
       r.rows = parsePerftest(text, arg);
       r.label = p.stem().string();
-      std::string tool = kind == InputKind::kNcclTests ? "nccl-tests" : "perftest";
-      for (auto& [k, v] : r.rows.front().extra)
-        if (k == "tool") tool = v;
-      r.runJson = {{"run_id", r.label},
-                   {"command_line", fmt::format("({} output imported from {})", tool, arg)},
-                   {"imported_from", arg},
-                   {"tool", tool},
-                   {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
+      r.runJson = importedRunJson(r.label, arg, r.rows, "perftest");
       return r;
     }
     if (kind != InputKind::kTableCsv && text.find("NCCL INFO") != std::string::npos)

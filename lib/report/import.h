@@ -79,4 +79,9 @@ RunData loadRunAny(const std::string& arg);
 // there are several); other inputs give one RunData.
 std::vector<RunData> loadRunsAny(const std::string& arg);
 
+// run.json for a log's rows imported from `file` (non-empty rows): run_id = label, tool = the rows' "tool" extra
+// (else `tool`), command line unknown, status imported. The nccl-tests and perftest readers share it.
+nlohmann::json importedRunJson(const std::string& label, const std::string& file, const std::vector<Sample>& rows,
+                               const std::string& tool);
+
 }  // namespace fb

@@ -1,7 +1,6 @@
 // nccl-tests output as people publish it: every 2.x format, several runs a file, the collective, ranks and nodes of
 // each, its rows as Samples (the lines around the table, prefixes and NCCL INFO: nccl_tests_lines.cc).
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -39,7 +38,8 @@ std::string collOfToken(std::string tok, std::string* binary = nullptr) {
   std::string base = slash == std::string::npos ? tok : tok.substr(slash + 1);
   while (!base.empty() && (base.front() == '"' || base.front() == '\'')) base.erase(0, 1);
   for (auto& [b, c] : binaries()) {
-    if (base == b || (starts(base, b) && base.size() > b.size() && (base[b.size()] == '_' || base[b.size()] == '.'))) {
+    bool suffixed = base.size() > b.size() && (base[b.size()] == '_' || base[b.size()] == '.');
+    if (base == b || (text::startsWith(base, b) && suffixed)) {
       if (binary) *binary = base;
       return c;
     }
@@ -54,8 +54,7 @@ std::string collFromUser(const std::string& s) {
       {"alltoall", "alltoall"},           {"all_to_all", "alltoall"},      {"broadcast", "broadcast"},
       {"sendrecv", "p2pring"},            {"p2pring", "p2pring"},          {"reduce", "reduce"},
       {"gather", "gather"},               {"scatter", "scatter"}};
-  std::string l = s;
-  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string l = text::lower(s);
   if (auto it = alias.find(l); it != alias.end()) return it->second;
   return collOfToken(l);
 }
@@ -92,9 +91,9 @@ struct RunState : InfoFacts {
 
 // NCCL_X=Y in a command line (also "-x NCCL_X=Y", "export NCCL_X=Y").
 void envFromCommand(const std::string& l, std::map<std::string, std::string>& env) {
-  for (auto& w : wordsOf(l)) {
+  for (auto& w : text::words(l)) {
     auto eq = w.find('=');
-    if (starts(w, "NCCL_") && eq != std::string::npos && eq > 5) {
+    if (text::startsWith(w, "NCCL_") && eq != std::string::npos && eq > 5) {
       std::string v = w.substr(eq + 1);
       while (!v.empty() && (v.back() == '"' || v.back() == '\'' || v.back() == '\\')) v.pop_back();
       env[w.substr(0, eq)] = v;
@@ -104,7 +103,7 @@ void envFromCommand(const std::string& l, std::map<std::string, std::string>& en
 
 // mpirun/srun "-np N" / "-n N" / "--np N" / "--ntasks=N" before the binary.
 int launcherRanks(const std::string& l) {
-  auto w = wordsOf(l);
+  auto w = text::words(l);
   bool launcher = false;
   int np = 0;
   for (std::size_t k = 0; k < w.size(); ++k) {
@@ -117,13 +116,13 @@ int launcherRanks(const std::string& l) {
     if (!collOfToken(w[k]).empty()) break;
     auto num = [&](const std::string& s) {
       std::size_t v = 0;
-      return parseSize(s, v) ? static_cast<int>(v) : 0;
+      return text::toUnsigned(s, v) ? static_cast<int>(v) : 0;
     };
     if ((w[k] == "-np" || w[k] == "-n" || w[k] == "--np" || w[k] == "--ntasks" || w[k] == "-c") && k + 1 < w.size()) {
       if (w[k] != "-c") np = num(w[k + 1]);
-    } else if (starts(w[k], "--ntasks=")) {
+    } else if (text::startsWith(w[k], "--ntasks=")) {
       np = num(w[k].substr(9));
-    } else if (starts(w[k], "--np=")) {
+    } else if (text::startsWith(w[k], "--np=")) {
       np = num(w[k].substr(5));
     }
   }
@@ -134,7 +133,7 @@ int launcherRanks(const std::string& l) {
 
 std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std::string& source,
                                              const NcclTestsHints& hints) {
-  auto ls = splitLines(text);
+  auto ls = text::lines(text);
   std::vector<RunState> runs;
   RunState cur;
   std::string fileBinary, fileColl;  // the latest binary named on a command line (carries to the next run)
@@ -152,15 +151,15 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   for (std::size_t i = 0; i < ls.size(); ++i) {
     std::string l = stripPrefixes(ls[i]);
     std::string t = text::trim(l);
-    if (starts(t, "```")) continue;
+    if (text::startsWith(t, "```")) continue;
     bool isRank = false;
-    if (starts(l, "# nccl-tests version")) {
+    if (text::startsWith(l, "# nccl-tests version")) {
       startIfDone(i);
-      auto w = wordsOf(l);
+      auto w = text::words(l);
       if (w.size() >= 4) cur.version = w[3];
       for (auto& x : w)
-        if (starts(x, "nccl-library=")) cur.ncclLibrary = x.substr(13);
-    } else if (starts(l, "# Collective test starting:")) {
+        if (text::startsWith(x, "nccl-library=")) cur.ncclLibrary = x.substr(13);
+    } else if (text::startsWith(l, "# Collective test starting:")) {
       // a version line just before belongs to this run
       std::string v = cur.hasContent() ? "" : cur.version, lib = cur.hasContent() ? "" : cur.ncclLibrary;
       startIfDone(i);
@@ -172,23 +171,23 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       cur.binary = b2.empty() ? bin : b2;
       if (cur.coll.empty())
         throw InputError(fmt::format("{}: line {}: unknown nccl-tests binary '{}'", source, i + 1, bin));
-    } else if (starts(l, "# Collective test concluded:")) {
+    } else if (text::startsWith(l, "# Collective test concluded:")) {
       // the run ends; INFO lines after it belong to the next
       if (cur.hasContent()) finish();
-    } else if (starts(l, "# nThread")) {
+    } else if (text::startsWith(l, "# nThread")) {
       startIfDone(i);
-      auto w = wordsOf(l);
+      auto w = text::words(l);
       for (std::size_t k = 0; k + 1 < w.size(); ++k) {
         if (w[k] == "nThread") cur.nThread = std::atoi(w[k + 1].c_str());
         if (w[k] == "nGpus") cur.nGpus = std::atoi(w[k + 1].c_str());
       }
-    } else if (starts(l, "# Using devices")) {
+    } else if (text::startsWith(l, "# Using devices")) {
       if (cur.hasContent()) startIfDone(i);
-    } else if (starts(l, "#") && wordsOf(l).size() >= 3 && wordsOf(l)[1] == "Rank") {
+    } else if (text::startsWith(l, "#") && text::words(l).size() >= 3 && text::words(l)[1] == "Rank") {
       // "#  Rank  0 Group  0 Pid    635 on         vm device  0 [0000:00:06] NVIDIA H200"
       if (cur.hasContent()) startIfDone(i);
       isRank = true;
-      auto w = wordsOf(l);
+      auto w = text::words(l);
       std::string host;
       for (std::size_t k = 0; k + 1 < w.size(); ++k) {
         if (w[k] == "Rank") cur.ranks.insert(std::atoi(w[k + 1].c_str()));
@@ -200,51 +199,42 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       }
       auto br = l.find(']');
       if (br != std::string::npos && cur.gpu.empty()) cur.gpu = text::trim(l.substr(br + 1));
-    } else if ((t == "..." || t == "# ..." || t == "#  ..." || (starts(t, "#") && text::trim(t.substr(1)) == "...") ||
-                t == "…") &&
-               prevRank) {
+    } else if (prevRank &&
+               (t == "..." || t == "…" || (text::startsWith(t, "#") && text::trim(t.substr(1)) == "..."))) {
       cur.elided = true;
       isRank = true;
-    } else if (starts(l, "#") && (l.find("#wrong") != std::string::npos ||
+    } else if (text::startsWith(l, "#") && (l.find("#wrong") != std::string::npos ||
                                   (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos))) {
       if (cur.hasContent()) startIfDone(i);
       cur.headerSeen = true;
     } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
       readInfoLine(l, cur);
-    } else if (starts(t, "NCCL version ")) {
-      auto w = wordsOf(t.substr(13));
+    } else if (text::startsWith(t, "NCCL version ")) {
+      auto w = text::words(t.substr(13));
       if (!w.empty()) addUnique(cur.ncclVersions, w[0]);
-    } else if (!t.empty() && isDigit(t[0]) && !starts(t, "#")) {
-      auto w = wordsOf(t);
+    } else if (!t.empty() && isDigit(t[0]) && !text::startsWith(t, "#")) {
+      auto w = text::words(t);
       std::size_t dummy = 0;
       // a result row: size count type ...; other numeric lines (e.g. "1 warning") are not rows
-      if (w.size() >= 5 && parseSize(w[0], dummy) && parseSize(w[1], dummy) && cur.headerSeen) {
+      if (w.size() >= 5 && text::toUnsigned(w[0], dummy) && text::toUnsigned(w[1], dummy) && cur.headerSeen) {
         cur.rows.push_back({w, i + 1});
-      } else if (w.size() >= 9 && parseSize(w[0], dummy) && parseSize(w[1], dummy) && !cur.headerSeen) {
+      } else if (w.size() >= 9 && text::toUnsigned(w[0], dummy) && text::toUnsigned(w[1], dummy) && !cur.headerSeen) {
         throw InputError(fmt::format("{}: line {}: a data row before the nccl-tests column header", source, i + 1));
       }
-    } else {
+    } else if (!text::startsWith(t, "#")) {
       // a command line or shell text: binary names, NCCL_X=Y, -np
-      bool any = false;
-      for (auto& w : wordsOf(l)) {
+      for (auto& w : text::words(l)) {
         std::string b;
         auto c = collOfToken(w, &b);
-        if (!c.empty() && !starts(t, "#")) {
+        if (!c.empty()) {
           if (cur.hasContent()) finish();
           fileBinary = b;
           fileColl = c;
-          any = true;
           break;
         }
       }
-      if (!starts(t, "#")) {
-        if (l.find("NCCL_") != std::string::npos) envFromCommand(l, fileEnv);
-        if (int np = launcherRanks(l); np > 0) fileNp = np;
-      }
-      (void)any;
-    }
-    if (!cur.hasContent() && cur.coll.empty() && !fileColl.empty() && cur.binary.empty()) {
-      // carried into the run being read
+      if (l.find("NCCL_") != std::string::npos) envFromCommand(l, fileEnv);
+      if (int np = launcherRanks(l); np > 0) fileNp = np;
     }
     prevRank = isRank || (prevRank && t.empty());
     if (cur.rows.size() == 1 && cur.rows.back().line == i + 1) {
@@ -315,7 +305,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     if (ncclVersion.empty() && !r.ncclLibrary.empty()) {
       // "nccl-library=22902" = NCCL_VERSION_CODE: major*10000 + minor*100 + patch
       std::size_t code = 0;
-      if (parseSize(r.ncclLibrary, code) && code >= 10000)
+      if (text::toUnsigned(r.ncclLibrary, code) && code >= 10000)
         ncclVersion = fmt::format("{}.{}.{}", code / 10000, (code / 100) % 100, code % 100);
     }
 
@@ -330,13 +320,13 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                      source, pr.line, w.size()));
       const std::size_t first = w.size() == 13 ? 5 : 4;
       std::size_t bytes = 0, count = 0;
-      if (!parseSize(w[0], bytes) || !parseSize(w[1], count))
+      if (!text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count))
         throw InputError(
             fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
       for (int place = 0; place < 2; ++place) {
         std::size_t b = first + place * 4;
         double tm = 0, alg = 0, bus = 0;
-        if (!parseDouble(w[b], tm) || !parseDouble(w[b + 1], alg) || !parseDouble(w[b + 2], bus) || tm <= 0)
+        if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
           throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
                                        source, pr.line, w[b], w[b + 1], w[b + 2]));
         Sample s;
@@ -363,9 +353,9 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           s.busBwGBps = s.algBwGBps * f;
         }
         std::size_t wrong = 0;
-        s.wrong = w[b + 3] == "N/A" ? -1 : (parseSize(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
+        s.wrong = w[b + 3] == "N/A" ? -1 : (text::toUnsigned(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
         double err = 0;
-        if (s.wrong == -2 && first == 4 && parseDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
+        if (s.wrong == -2 && first == 4 && text::toDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
         if (s.wrong == -2)
           throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
         s.extra = {{"tool", "nccl-tests" + (r.version.empty() ? std::string() : " " + r.version)},
@@ -449,7 +439,7 @@ InputArg splitInputArg(const std::string& arg) {
         if (k == "coll" && !v.empty()) a.hints.coll = v;
         else if (k == "algo" && !v.empty()) a.hints.algo = v;
         else if (k == "proto" && !v.empty()) a.hints.proto = v;
-        else if ((k == "ranks" || k == "nodes") && parseSize(v, n) && n > 0)
+        else if ((k == "ranks" || k == "nodes") && text::toUnsigned(v, n) && n > 0)
           (k == "ranks" ? a.hints.ranks : a.hints.nodes) = static_cast<int>(n);
         else
           throw InputError(fmt::format("'{}': '{}' is not coll=NAME, ranks=N, nodes=N (N > 0), algo=NAME or proto=NAME", arg, kv));
@@ -487,18 +477,11 @@ std::vector<RunData> loadNcclTestsRuns(const InputArg& spec) {
     if (r.dir.empty()) r.dir = ".";
     r.rows = std::move(runs[k].rows);
     r.label = p.stem().string() + (runs.size() > 1 ? fmt::format("-{}", k + 1) : "");
-    std::string tool = "nccl-tests";
-    for (auto& [key, v] : r.rows.front().extra)
-      if (key == "tool") tool = v;
     const auto& info = runs[k].info;
-    r.runJson = {{"run_id", r.label},
-                 {"command_line", fmt::format("({} output imported from {})", tool, spec.file)},
-                 {"imported_from", spec.file},
-                 {"tool", tool},
-                 {"ranks", info["ranks"]},
-                 {"nodes", info["nodes"]},
-                 {"nccl_tests", info},
-                 {"summary", {{"ok", true}, {"status", "imported"}, {"notes", nlohmann::json::array()}}}};
+    r.runJson = importedRunJson(r.label, spec.file, r.rows, "nccl-tests");
+    r.runJson["ranks"] = info["ranks"];
+    r.runJson["nodes"] = info["nodes"];
+    r.runJson["nccl_tests"] = info;
     if (!info["gpu"].is_null()) {
       nlohmann::json gpus = nlohmann::json::array();
       gpus.push_back({{"name", info["gpu"]}});

@@ -1,54 +1,14 @@
-// The lines around nccl-tests' result table: text helpers, line prefixes, NCCL INFO facts. See nccl_tests_lines.h.
+// The lines around nccl-tests' result table: line prefixes, NCCL INFO facts. See nccl_tests_lines.h.
 #include "report/nccl_tests_lines.h"
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <initializer_list>
-#include <sstream>
 
 #include "core/text.h"
 
 namespace fb::nccltests {
 
-std::vector<std::string> splitLines(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
-      out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-std::vector<std::string> wordsOf(const std::string& s) {
-  std::vector<std::string> w;
-  std::istringstream in(s);
-  std::string t;
-  while (in >> t) w.push_back(t);
-  return w;
-}
-
-bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
-bool parseDouble(const std::string& s, double& v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(v);
-}
-bool parseSize(const std::string& s, std::size_t& v) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 // "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (+ GDRDMA seen).
@@ -56,7 +16,7 @@ std::string transportIn(const std::string& line, bool& gdr) {
   auto p = line.find(" via ");
   if (p == std::string::npos) return "";
   std::string rest = line.substr(p + 5);
-  auto w = wordsOf(rest);
+  auto w = text::words(rest);
   if (w.empty()) return "";
   if (rest.find("GDRDMA") != std::string::npos) gdr = true;
   std::vector<std::string> parts;
@@ -152,7 +112,7 @@ std::string stripPrefixes(std::string l) {
         changed = true;
       }
     }
-    if (starts(l, "[")) {
+    if (text::startsWith(l, "[")) {
       auto close = l.find(']');
       if (close != std::string::npos && close < 16) {
         std::string in = l.substr(1, close - 1);
@@ -160,7 +120,7 @@ std::string stripPrefixes(std::string l) {
                    std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
         if (tag) {
           std::size_t j = close + 1;
-          if (starts(l.substr(j), "<stdout>") || starts(l.substr(j), "<stderr>")) j += 8;
+          if (text::startsWith(l.substr(j), "<stdout>") || text::startsWith(l.substr(j), "<stderr>")) j += 8;
           if (j < l.size() && l[j] == ':') ++j;
           l.erase(0, j);
           changed = true;
@@ -179,15 +139,15 @@ void addUnique(std::vector<std::string>& v, const std::string& s) {
 void readInfoLine(const std::string& l, InfoFacts& f) {
   auto p = l.find("NCCL version ");
   if (p != std::string::npos) {
-    auto w = wordsOf(l.substr(p + 13));
+    auto w = text::words(l.substr(p + 13));
     if (!w.empty()) addUnique(f.ncclVersions, w[0]);
   }
   p = l.find(" set by environment to ");
   if (p != std::string::npos) {
-    auto w = wordsOf(l.substr(0, p));
+    auto w = text::words(l.substr(0, p));
     std::string key = w.empty() ? "" : w.back();
-    auto v = wordsOf(l.substr(p + 23));
-    if (starts(key, "NCCL_") && !v.empty()) {
+    auto v = text::words(l.substr(p + 23));
+    if (text::startsWith(key, "NCCL_") && !v.empty()) {
       std::string val = v[0];
       if (!val.empty() && val.back() == '.') val.pop_back();
       f.env[key] = val;
@@ -201,24 +161,24 @@ void readInfoLine(const std::string& l, InfoFacts& f) {
   // "32 coll channels, 32 collnet channels, ..., 32 p2p channels" / "nChannels 16"
   p = l.find(" coll channels");
   if (p != std::string::npos) {
-    auto w = wordsOf(l.substr(0, p));
+    auto w = text::words(l.substr(0, p));
     std::size_t v = 0;
-    if (!w.empty() && parseSize(w.back(), v)) f.channels = static_cast<int>(v);
+    if (!w.empty() && text::toUnsigned(w.back(), v)) f.channels = static_cast<int>(v);
   }
   p = l.find("nChannels ");
   if (p != std::string::npos && f.channels == 0) {
-    auto w = wordsOf(l.substr(p + 10));
+    auto w = text::words(l.substr(p + 10));
     std::size_t v = 0;
     if (!w.empty()) {
       std::string s = w[0];
       while (!s.empty() && !isDigit(s.back())) s.pop_back();
-      if (parseSize(s, v)) f.channels = static_cast<int>(v);
+      if (text::toUnsigned(s, v)) f.channels = static_cast<int>(v);
     }
   }
   // "Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1"
   auto q = l.find(", type ");
   if (q != std::string::npos && f.graphType.empty()) {
-    auto w = wordsOf(l.substr(q + 7));
+    auto w = text::words(l.substr(q + 7));
     if (!w.empty()) {
       f.graphType = w[0];
       if (f.graphType.back() == ',') f.graphType.pop_back();
@@ -230,7 +190,7 @@ void readInfoLine(const std::string& l, InfoFacts& f) {
     for (const char* key : keys) {
       std::size_t k = l.find(key);
       if (k == std::string::npos) continue;
-      auto w = wordsOf(l.substr(k + std::string(key).size()));
+      auto w = text::words(l.substr(k + std::string(key).size()));
       if (w.empty() || !std::isalpha(static_cast<unsigned char>(w[0][0]))) continue;
       std::string a = w[0];
       while (!a.empty() && (a.back() == ',' || a.back() == ';')) a.pop_back();

@@ -1,18 +1,12 @@
-// Reading the lines around nccl-tests' result table (lib/report/import_nccl_tests.cc): the text helpers, the
-// launchers' and loggers' line prefixes, and the facts an NCCL INFO/WARN line gives about its run.
+// Reading the lines around nccl-tests' result table (lib/report/import_nccl_tests.cc): the launchers' and
+// loggers' line prefixes, and the facts an NCCL INFO/WARN line gives about its run.
 #pragma once
-#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace fb::nccltests {
 
-std::vector<std::string> splitLines(const std::string& text);  // "\n" or "\r\n"
-std::vector<std::string> wordsOf(const std::string& s);        // whitespace-separated
-bool starts(const std::string& s, const std::string& p);
-bool parseDouble(const std::string& s, double& v);             // the whole string, finite
-bool parseSize(const std::string& s, std::size_t& v);          // the whole string, digits only
 bool isDigit(char c);
 
 // srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order, removed.

@@ -32,17 +32,13 @@ NvmlSession::NvmlSession(const NvmlLoader& l) {
     return;
   }
   sym_ = l.symbol;
-  // The symbol `name`; the first missing one is named in why_.
-  auto need = [&](const char* name) {
-    void* f = sym_(name);
-    if (!f && why_.empty()) why_ = std::string("libnvidia-ml.so.1 lacks ") + name;
-    return f;
-  };
-  auto init = reinterpret_cast<nvml::InitFn>(need("nvmlInit_v2"));
-  auto down = reinterpret_cast<nvml::InitFn>(need("nvmlShutdown"));
-  auto count = reinterpret_cast<nvml::CountFn>(need("nvmlDeviceGetCount_v2"));
-  auto handle = reinterpret_cast<nvml::HandleFn>(need("nvmlDeviceGetHandleByIndex_v2"));
+  NvmlSymbols syms(*this);  // the first missing symbol is named
+  auto init = syms.need<nvml::InitFn>("nvmlInit_v2");
+  auto down = syms.need<nvml::InitFn>("nvmlShutdown");
+  auto count = syms.need<nvml::CountFn>("nvmlDeviceGetCount_v2");
+  auto handle = syms.need<nvml::HandleFn>("nvmlDeviceGetHandleByIndex_v2");
   errStr_ = reinterpret_cast<ErrorStringFn>(sym_("nvmlErrorString"));
+  why_ = syms.missing();
   if (!why_.empty()) return;
   if (nvml::Return rc = init(); rc != nvml::kSuccess) {
     why_ = "nvmlInit_v2: " + err(rc);

@@ -51,17 +51,19 @@ class NvmlSession {
   bool ok_ = false;
 };
 
-// One reader's symbols from a session: the first that is missing is named, and usable() answers
-// for the session and every symbol asked for.
+// One reader's symbols from a session (also the session's own, while it starts): the first that is
+// missing is named, and usable() answers for the session and every symbol asked for.
 class NvmlSymbols {
  public:
   explicit NvmlSymbols(const NvmlSession& s) : s_(s) {}
   template <class Fn>
   Fn need(const char* name) {
     Fn f = reinterpret_cast<Fn>(s_.symbol(name));
-    if (!f && s_.ok() && why_.empty()) why_ = std::string("libnvidia-ml.so.1 lacks ") + name;
+    if (!f && why_.empty()) why_ = std::string("libnvidia-ml.so.1 lacks ") + name;
     return f;
   }
+  // "libnvidia-ml.so.1 lacks <the first missing symbol>", "" when none was missing.
+  const std::string& missing() const { return why_; }
   // Whether the session and every symbol asked for answered; `whyNot` gets the reason ("" when so).
   bool usable(std::string& whyNot) const {
     whyNot = s_.ok() ? why_ : s_.why();

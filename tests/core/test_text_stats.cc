@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 
 #include "core/stats.h"
 #include "core/text.h"
@@ -20,6 +21,43 @@ TEST_CASE("text helpers: trim, split, lines, lower, join", "[unit][text]") {
   CHECK(text::join({"x", "y", "z"}, ", ") == "x, y, z");
   CHECK(text::startsWith("NCCL INFO", "NCCL"));
   CHECK_FALSE(text::startsWith("NC", "NCCL"));
+}
+
+// The nccl-tests and perftest readers (lib/report/import*.cc) rely on these cases.
+TEST_CASE("text helpers: lines' carriage returns, words, whole-string numbers", "[unit][text]") {
+  CHECK(text::lines("a\r\n\r\nb\r") == std::vector<std::string>{"a", "", "b"});  // the last line's CR too
+  CHECK(text::lines("a\n\n") == std::vector<std::string>{"a", ""});
+  CHECK(text::lines("a\rb\n") == std::vector<std::string>{"a\rb"});  // a lone CR splits nothing
+  CHECK(text::words("  8388608\t2097152  float\r\n") == std::vector<std::string>{"8388608", "2097152", "float"});
+  CHECK(text::words("a\vb\fc") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(text::words(" \t\r\n").empty());
+  CHECK(text::words("").empty());
+  CHECK(text::words("\xc2\xb5s x") == std::vector<std::string>{"\xc2\xb5s", "x"});  // bytes past ASCII are not space
+
+  double d = 0;
+  CHECK((text::toDouble("12.5", d) && d == 12.5));
+  CHECK((text::toDouble("-1e3", d) && d == -1000));
+  CHECK((text::toDouble(" 7", d) && d == 7));  // strtod skips leading whitespace
+  CHECK_FALSE(text::toDouble("", d));
+  CHECK_FALSE(text::toDouble("1.5x", d));
+  CHECK_FALSE(text::toDouble("7 ", d));
+  CHECK_FALSE(text::toDouble("N/A", d));
+  CHECK_FALSE(text::toDouble("inf", d));  // perftest prints inf/nan after a failed clock calibration
+  CHECK_FALSE(text::toDouble("nan", d));
+  CHECK_FALSE(text::toDouble("1e999", d));
+
+  std::size_t n = 0;
+  CHECK((text::toUnsigned("8388608", n) && n == 8388608));
+  CHECK((text::toUnsigned("0", n) && n == 0));
+  CHECK((text::toUnsigned("18446744073709551615", n) && n == SIZE_MAX));
+  CHECK_FALSE(text::toUnsigned("18446744073709551616", n));
+  CHECK_FALSE(text::toUnsigned("", n));
+  CHECK_FALSE(text::toUnsigned("1K", n));  // no suffix: sizes with one are fb::parseSize's
+  CHECK_FALSE(text::toUnsigned("12,", n));
+  CHECK_FALSE(text::toUnsigned(" 1", n));
+  CHECK_FALSE(text::toUnsigned("-1", n));
+  CHECK_FALSE(text::toUnsigned("+1", n));
+  CHECK_FALSE(text::toUnsigned("1.0", n));
 }
 
 TEST_CASE("stats: nearest-rank percentile, median, MAD", "[unit][stats]") {
