@@ -66,21 +66,20 @@ class TransportLink : public PairLink {
   std::unique_ptr<Transport> t_;
 };
 
-// How long a waiting MPI pair rank sleeps between polls when the ranks share cores. bulk (the
-// bandwidth exchange): at once, 1 % of the time waited so far, 10 to 200 us, so its end is seen late
-// by at most ~1 % plus the kernel's timer slack (50 us): a 4 MiB exchange at 500 Mbit/s, 67 ms, by
-// at most 0.4 %. The ping-pong: after kMpiSpin of polling, 10 us. Napping at once there, every
-// round trip paid both ranks' naps (~60-80 us each with the slack): the reply always came within
-// the first nap, so the judged floor (the shortest of 200 round trips) was the nap, not the path.
-constexpr auto kMpiSpin = std::chrono::microseconds(100);
+// How long a waiting MPI pair rank sleeps between polls when the ranks share cores (MpiLink's
+// nap). bulk (the bandwidth exchange): 1 % of the time waited so far, 10 to 200 us, so its end is
+// seen late by at most ~1 % plus the kernel's timer slack (50 us): a 4 MiB exchange at 500 Mbit/s,
+// 67 ms, by at most 0.4 %. The ping-pong: 10 us; every round trip then pays both ranks' naps and
+// wake-ups (the reply lands within the first nap), so the floor is the path's plus ~2 x 60-80 us
+// in the lab, alike for every pair whichever cores its ranks share.
 std::chrono::microseconds mpiNap(bool bulk, Clock::duration waited);
 
 // MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Testall).
-// nap (FB_PROGRESS=block|yield: the ranks share cores they cannot see): sleep between polls
-// (mpiNap). Open MPI's TCP progress only polls, so six spinning ranks on the lab's 2 cores measured
+// nap (FB_PROGRESS=block|yield: the ranks share cores they cannot see): sleep mpiNap between
+// polls. Open MPI's TCP progress only polls, so six spinning ranks on the lab's 2 cores measured
 // whichever pairs shared a core slow: first-round bandwidth 75-85 % of the best in 10-24 of 15
-// pairs, latency floors ~2x, some lasting through the retests (false link suspects). Otherwise
-// spin, yielding every 64 polls.
+// pairs and latency floors ~2x, some through every retest (false link suspects). Otherwise spin,
+// yielding every 64 polls (a rank with a core of its own).
 class MpiLink : public PairLink {
  public:
   explicit MpiLink(bool nap = progressSaysSharedCores()) : nap_(nap) {}
@@ -110,9 +109,8 @@ class MpiLink : public PairLink {
       MPI_Testall(n, q, &done, MPI_STATUSES_IGNORE);
       if (done) return;
       if (d.expired()) throw TimeoutError(fmt::format("mpi pair test: no progress with rank {} before the deadline", peer));
-      const auto waited = nap_ ? Clock::now() - start : Clock::duration{};
-      if (nap_ && (bulk || waited >= kMpiSpin))
-        std::this_thread::sleep_for(mpiNap(bulk, waited));
+      if (nap_)
+        std::this_thread::sleep_for(mpiNap(bulk, Clock::now() - start));
       else if (spin % 64 == 63)
         std::this_thread::yield();
     }
