@@ -81,10 +81,10 @@ std::chrono::microseconds mpiNap(bool bulk, Clock::duration waited);
 // pairs and latency floors ~2x, some through every retest (false link suspects). Otherwise spin,
 // yielding every 64 polls (a rank with a core of its own).
 // The mpi exchange moves its bytes as kMpiParts messages each way, all posted at once (from 256 KiB
-// up): Open MPI copies an eager message into its buffer before the first byte leaves and out of
-// it after the last arrives, so one 4 MiB message left two whole-message copies in series with
-// the wire; with 4, only a quarter-size copy at each end (lab, 10 clean trials each: pairs
-// retested after the first round 1-9 against 3-16, no false positive against 3).
+// up), so a message's copies (Open MPI's eager path copies it into its buffer before the first
+// byte leaves and out after the last arrives) overlap the others' transfer. Lab, 10 clean trials
+// each: one 4 MiB message left some pairs ~10 % slow in every retest (2 false positives), 4 of
+// 1 MiB none, with fewer pairs retested (1-9 against 3-16).
 constexpr int kMpiParts = 4;
 
 class MpiLink : public PairLink {
