@@ -10,6 +10,12 @@ accept::Thresholds thresholdsOf(const Options::Accept& a) {
   return th;
 }
 
+std::chrono::microseconds mpiNap(bool bulk, Clock::duration waited) {
+  using std::chrono::microseconds;
+  if (!bulk) return microseconds(10);
+  return std::clamp(std::chrono::duration_cast<microseconds>(waited) / 100, microseconds(10), microseconds(200));
+}
+
 PairResult measurePair(PairLink& link, int peerRank, bool lower, const Options::Accept& a, Buffers& buf,
                        std::chrono::milliseconds timeout, const std::function<void()>& between) {
   PairResult out;

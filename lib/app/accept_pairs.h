@@ -17,6 +17,7 @@
 #include "accept/accept.h"
 #include "app/options.h"
 #include "core/error.h"
+#include "core/progress_mode.h"
 #include "transport/transport.h"
 
 namespace fb::acceptcmd {
@@ -65,37 +66,67 @@ class TransportLink : public PairLink {
   std::unique_ptr<Transport> t_;
 };
 
-// MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Test).
+// How long a waiting MPI pair rank sleeps between polls when the ranks share cores (MpiLink's
+// nap). bulk (the bandwidth exchange): 1 % of the time waited so far, 10 to 200 us, so its end is
+// seen late by at most ~1 % plus the kernel's timer slack (50 us): a 4 MiB exchange at 500 Mbit/s,
+// 67 ms, by at most 0.4 %. The ping-pong: 10 us; every round trip then pays both ranks' naps and
+// wake-ups (the reply lands within the first nap), so the floor is the path's plus ~2 x 60-80 us
+// in the lab, alike for every pair whichever cores its ranks share.
+std::chrono::microseconds mpiNap(bool bulk, Clock::duration waited);
+
+// MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Testall).
+// nap (FB_PROGRESS=block|yield: the ranks share cores they cannot see): sleep mpiNap between
+// polls. Open MPI's TCP progress only polls, so six spinning ranks on the lab's 2 cores measured
+// whichever pairs shared a core slow: first-round bandwidth 75-85 % of the best in 10-24 of 15
+// pairs and latency floors ~2x, some through every retest (false link suspects). Otherwise spin,
+// yielding every 64 polls (a rank with a core of its own).
+// The mpi exchange moves its bytes as kMpiParts messages each way, all posted at once (from 256 KiB
+// up), so a message's copies (Open MPI's eager path copies it into its buffer before the first
+// byte leaves and out after the last arrives) overlap the others' transfer. Lab, 10 clean trials
+// each: one 4 MiB message left some pairs ~10 % slow in every retest (2 false positives), 4 of
+// 1 MiB none, with fewer pairs retested (1-9 against 3-16).
+constexpr int kMpiParts = 4;
+
 class MpiLink : public PairLink {
  public:
+  explicit MpiLink(bool nap = progressSaysSharedCores()) : nap_(nap) {}
   void exchange(int peer, void* s, void* r, std::size_t n, Deadline d) override {
-    MPI_Request q[2];
-    MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[0]);
-    MPI_Isend(s, static_cast<int>(n), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[1]);
-    waitAll(q, 2, peer, d);
+    const int k = n >= kMpiParts * std::size_t{65536} ? kMpiParts : 1;
+    MPI_Request q[2 * kMpiParts];
+    for (int i = 0; i < k; ++i) {
+      const std::size_t off = n * i / k, len = n * (i + 1) / k - off;
+      MPI_Irecv(static_cast<char*>(r) + off, static_cast<int>(len), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[2 * i]);
+      MPI_Isend(static_cast<char*>(s) + off, static_cast<int>(len), MPI_BYTE, peer, kTagBw, MPI_COMM_WORLD, &q[2 * i + 1]);
+    }
+    waitAll(q, 2 * k, peer, d, true);
   }
   void send(int peer, const void* s, std::size_t n, Deadline d) override {
     MPI_Request q;
     MPI_Isend(const_cast<void*>(s), static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
-    waitAll(&q, 1, peer, d);
+    waitAll(&q, 1, peer, d, false);
   }
   void recv(int peer, void* r, std::size_t n, Deadline d) override {
     MPI_Request q;
     MPI_Irecv(r, static_cast<int>(n), MPI_BYTE, peer, kTagLat, MPI_COMM_WORLD, &q);
-    waitAll(&q, 1, peer, d);
+    waitAll(&q, 1, peer, d, false);
   }
   std::string label() const override { return "mpi (MPI_Isend/MPI_Irecv on MPI_COMM_WORLD)"; }
 
  private:
-  static void waitAll(MPI_Request* q, int n, int peer, Deadline d) {
+  void waitAll(MPI_Request* q, int n, int peer, Deadline d, bool bulk) const {
+    const auto start = Clock::now();
     for (std::uint64_t spin = 0;; ++spin) {
       int done = 0;
       MPI_Testall(n, q, &done, MPI_STATUSES_IGNORE);
       if (done) return;
       if (d.expired()) throw TimeoutError(fmt::format("mpi pair test: no progress with rank {} before the deadline", peer));
-      if (spin % 64 == 63) std::this_thread::yield();
+      if (nap_)
+        std::this_thread::sleep_for(mpiNap(bulk, Clock::now() - start));
+      else if (spin % 64 == 63)
+        std::this_thread::yield();
     }
   }
+  bool nap_;
 };
 
 struct PairResult {

@@ -76,6 +76,20 @@ half=$((rate_mbit / 2))mbit
 quarter=$((rate_mbit / 4))mbit
 ns() { ip netns exec "$P-n$1" "${@:2}"; }
 ip_of() { echo "$NET.1$1"; }
+# Congestion control: the nodes' namespaces take this VM's default, bbr, and Open MPI's sockets
+# follow it (fabricbench's tcp transport sets cubic on its own, tcp_options.cc). Under bbr the mpi
+# path's both-ways 4 MiB exchanges stalled 15-50 ms in some exchanges (no retransmission), some
+# pairs through every retest: 0.043-0.055 GB/s against 0.0597. So every node's route to the lab
+# net gets LAB_CC (cubic, Linux's own default; "none" leaves the VM's): 2 passes over the 15 pairs,
+# 6 exchanges each, slowest pair 0.0430 under bbr, 0.0594 under cubic. (A namespace may not set
+# net.ipv4.tcp_congestion_control to cubic: not in the host's tcp_allowed_congestion_control.)
+LAB_CC=${LAB_CC:-cubic}
+if [ "$LAB_CC" != none ]; then
+  for i in $(seq 1 "$NODES"); do
+    ns "$i" ip route replace "$NET.0/24" dev eth0 src "$NET.$((10 + i))" congctl "$LAB_CC" ||
+      { echo "accept_lab.sh: cannot set congestion control $LAB_CC on n$i" >&2; exit 1; }
+  done
+fi
 pair_limit() {  # pair_limit A B RATE: traffic A->B capped on A's eth0 (htb, the rest at BASE_RATE)
   ns "$1" tc qdisc replace dev eth0 root handle 1: htb default 10
   ns "$1" tc class add dev eth0 parent 1: classid 1:10 htb rate "$BASE_RATE" burst 512kb
