@@ -237,13 +237,12 @@ PathRun measurePath(AcceptRun& ctx, const std::string& path, const std::vector<s
   pr.m.latBytes = a.latBytes;
   std::unique_ptr<PairLink> link;
   const BackendEntry* be = findBackend(path);
-  if (!be || be->facts->accept != ImplFacts::Accept::kPairs) {
-    pr.skipped = fmt::format("{}: the pair test measures host paths ({}) in this version; the collectives phase measures "
-                             "{} when it is built and GPUs exist", path, fmt::join(acceptPathNames(true), ", "), path);
+  if (!be || be->facts->accept == ImplFacts::Accept::kNo || !be->built) {
+    pr.skipped = fmt::format("{}: {}", path, be && !be->built ? be->notBuilt : std::string("no pair test over this path"));
   } else {
     try {
       agree(bs, path + " pair test", [&] {
-        if (be->pairLink) link = be->pairLink();
+        if (be->pairLink) link = be->pairLink(bs, o);
         else link = std::make_unique<TransportLink>(openTransport(path, bs, o.coll.transport));
         link->registerMemory(buf.s.data(), buf.s.size());
         link->registerMemory(buf.r.data(), buf.r.size());

@@ -19,6 +19,9 @@
 #include "core/error.h"
 #include "core/progress_mode.h"
 #include "transport/transport.h"
+#if defined(FB_BUILD_NCCL_COLL)
+#include "collectives/nccl/nccl_pairs.h"
+#endif
 
 namespace fb::acceptcmd {
 
@@ -128,6 +131,22 @@ class MpiLink : public PairLink {
   }
   bool nap_;
 };
+
+#if defined(FB_BUILD_NCCL_COLL)
+// NCCL point to point between the pair's two GPUs (collectives/nccl/nccl_pairs.h): the data move
+// from and into the channel's device buffers, the host buffers given are not used.
+class NcclLink : public PairLink {
+ public:
+  explicit NcclLink(std::unique_ptr<nccl::PairChannel> c) : c_(std::move(c)) {}
+  void exchange(int peer, void*, void*, std::size_t n, Deadline d) override { c_->exchange(peer, n, d); }
+  void send(int peer, const void*, std::size_t n, Deadline d) override { c_->send(peer, n, d); }
+  void recv(int peer, void*, std::size_t n, Deadline d) override { c_->recv(peer, n, d); }
+  std::string label() const override { return c_->label(); }
+
+ private:
+  std::unique_ptr<nccl::PairChannel> c_;
+};
+#endif
 
 struct PairResult {
   double bw = kNaNd(), lat = kNaNd(), latMedian = kNaNd();  // lat: the floor (shortest round trip / 2)

@@ -22,6 +22,7 @@
 #if defined(FB_BUILD_NCCL_COLL)
 #include <nccl.h>
 #include "collectives/nccl/nccl_collective.h"
+#include "collectives/nccl/nccl_pairs.h"
 #endif
 #if FB_HAVE_CUDA && (defined(FB_BUILD_NCCL_COLL) || defined(FB_BUILD_CUDA_COLL))
 #include <cuda_runtime_api.h>
@@ -108,7 +109,9 @@ BackendEntry mpiEntry() {
   e.probe = [](Bootstrap&, const Options&) { return BackendStatus{"mpi", true, true, mpiLibraryVersion()}; };
   e.versions = [](std::map<std::string, std::string>& v) { v["mpi"] = mpiLibraryVersion(); };
   e.variants = oneVariant;
-  e.pairLink = [] { return std::unique_ptr<acceptcmd::PairLink>(std::make_unique<acceptcmd::MpiLink>()); };
+  e.pairLink = [](Bootstrap&, const Options&) {
+    return std::unique_ptr<acceptcmd::PairLink>(std::make_unique<acceptcmd::MpiLink>());
+  };
   e.open = [](Bootstrap& bs, const Options&, const std::string&) -> CollFactory {
     agree(bs, "mpi", [&] { failHook("mpi-open", bs.rank()); });
     return [](const CollRequest& r) {
@@ -190,6 +193,10 @@ BackendEntry ncclEntry() {
   e.open = [](Bootstrap& bs, const Options& o, const std::string& path) -> CollFactory {
     CollectiveOptions co = o.coll;
     return [&bs, co, path](const CollRequest& r) { return Support{nccl::makeCollective(r.kind, bs, co, path), ""}; };
+  };
+  e.pairLink = [](Bootstrap& bs, const Options& o) {
+    return std::unique_ptr<acceptcmd::PairLink>(
+        std::make_unique<acceptcmd::NcclLink>(nccl::openPairChannel(bs, o.coll, std::max(o.acc.bwBytes, o.acc.latBytes))));
   };
   e.listDetails = [](const Options&) {
     std::string topo = nccl::topologyText();

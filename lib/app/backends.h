@@ -17,7 +17,7 @@
 //   doctorHooks the doctor checks only this binary can run (a P2P copy, a dma-buf registration)
 //   options     the backend's own command-line options, their form (validate, while parsing)
 //               and what this rank's machine must have for them (checkOnThisRank)
-//   pairLink    --accept's pair test over it when it has no transport (mpi)
+//   pairLink    --accept's pair test over it when it has no transport (mpi, nccl)
 // A backend absent from this build has an entry too (built = false, with the reason).
 #pragma once
 #include <map>
@@ -66,8 +66,9 @@ struct BackendEntry {
   std::function<void(CLI::App&, Options&)> addOptions;
   std::function<void(Options&)> validate;  // throws ConfigError
   std::function<void(const Options&, const std::string& hostname)> checkOnThisRank;  // throws ConfigError
-  // --accept's pair test over a backend without a transport (mpi); with one, its transport
-  std::function<std::unique_ptr<acceptcmd::PairLink>()> pairLink;
+  // --accept's pair test over a backend without a transport (mpi, nccl); with one, its transport.
+  // Collective over bs (every rank calls it).
+  std::function<std::unique_ptr<acceptcmd::PairLink>(Bootstrap&, const Options&)> pairLink;
 };
 
 const std::vector<BackendEntry>& backendTable();

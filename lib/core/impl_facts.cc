@@ -17,7 +17,7 @@ const std::vector<ImplFacts>& implFacts() {
     add("verbs", [](ImplFacts& f) { f.backend = f.hostAlgorithms = true, f.accept = A::kPairs; });
     add("nccl", [](ImplFacts& f) {
       f.title = "NCCL";
-      f.backend = f.gpu = f.eventTimer = f.pipelined = f.ratioBaseline = f.attests = true, f.accept = A::kNamedOnly;
+      f.backend = f.gpu = f.eventTimer = f.pipelined = f.ratioBaseline = f.attests = true, f.accept = A::kPairsWhenNamed;
     });
     add("cuda", [](ImplFacts& f) { f.backend = f.gpu = f.eventTimer = f.pipelined = true; });
     // imported rows (fabricbench-report import): NCCL's own benchmark pipelines as NCCL does

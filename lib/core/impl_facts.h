@@ -22,8 +22,10 @@ struct ImplFacts {
   bool hostAlgorithms = false;  // its collectives are fabricbench's host algorithms (rows name theirs)
   bool modelReference = false;  // model validation: a reference, reported but never held to the bound
                                 // (the library switches algorithm by size and rank count)
-  enum class Accept { kNo, kPairs, kNamedOnly };
-  Accept accept = Accept::kNo;  // --accept-paths: measured pair by pair, or a name that is skipped
+  // --accept-paths: measured pair by pair and in the default list (host paths), or measured pair by
+  // pair only when named (GPU paths: a host without GPUs would skip them, so the default leaves them out)
+  enum class Accept { kNo, kPairs, kPairsWhenNamed };
+  Accept accept = Accept::kNo;
 };
 
 // Every implementation, the backends first in the backend table's order.
