@@ -229,22 +229,29 @@ void addUnitSuspects(const AcceptRun& ctx, const UnitDiffs& ud, const std::vecto
     for (int u = 0; u < n; ++u)
       for (const auto& [k, v] : cf[u]["counters"].items()) deltas[u][k] = v.get<double>();
     for (const auto& [u, what] : accept::busyUnits(deltas, pairSeconds)) {
+      // Its slow pairs on every path are explained by it, as a node fault's are: a node suspect
+      // on one path does not leave its links on another path as separate suspects.
+      json why = json::array(), rest = json::array();
+      for (auto& s : suspects) {
+        auto us = s["units"].get<std::vector<std::string>>();
+        if (s["kind"] == "link" && std::find(us.begin(), us.end(), names[u]) != us.end())
+          why.push_back(fmt::format("with {} ({}): {}", us[0] == names[u] ? us[1] : us[0], s["path"].get<std::string>(),
+                                    fmt::join(s["why"].get<std::vector<std::string>>(), "; ")));
+        else rest.push_back(s);
+      }
+      suspects = rest;
       bool named = false;
       for (auto& s : suspects)
         if (s["kind"] == "node" && s["units"] == json::array({names[u]})) {
           if (std::find(s["likely_cause"].begin(), s["likely_cause"].end(), json(names[u] + ": " + what)) == s["likely_cause"].end())
             s["likely_cause"].push_back(names[u] + ": " + what);  // the rank counters have no counterCause line
+          if (!named)
+            for (const auto& w : why) s["why"].push_back(w);
           named = true;
         }
       if (named) continue;
-      json why = {"busy node: " + what}, cause = {names[u] + ": " + what}, rest = json::array();
-      for (auto& s : suspects) {  // its slow pairs are explained by it, as a node fault's are
-        auto us = s["units"].get<std::vector<std::string>>();
-        if (s["kind"] == "link" && std::find(us.begin(), us.end(), names[u]) != us.end())
-          why.push_back(fmt::format("with {}: {}", us[0] == names[u] ? us[1] : us[0], fmt::join(s["why"].get<std::vector<std::string>>(), "; ")));
-        else rest.push_back(s);
-      }
-      suspects = rest;
+      json cause = {names[u] + ": " + what};
+      why.insert(why.begin(), "busy node: " + what);
       for (const auto& c : ev.causesOf(u, ""))
         if (c != what) cause.push_back(names[u] + ": " + c);
       suspects.push_back({{"kind", "node"}, {"path", "cpu"}, {"units", {names[u]}}, {"why", why}, {"likely_cause", cause}});
