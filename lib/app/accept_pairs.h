@@ -79,15 +79,11 @@ std::chrono::microseconds mpiNap(bool bulk, Clock::duration waited);
 
 // MPI point to point on MPI_COMM_WORLD, every wait polled against a deadline (MPI_Testall).
 // nap (FB_PROGRESS=block|yield: the ranks share cores they cannot see): sleep mpiNap between
-// polls. Open MPI's TCP progress only polls, so six spinning ranks on the lab's 2 cores measured
-// whichever pairs shared a core slow: first-round bandwidth 75-85 % of the best in 10-24 of 15
-// pairs and latency floors ~2x, some through every retest (false link suspects). Otherwise spin,
+// polls, since spinning ranks that share a core make their pairs look slow; otherwise spin,
 // yielding every 64 polls (a rank with a core of its own).
-// The mpi exchange moves its bytes as kMpiParts messages each way, all posted at once (from 256 KiB
-// up), so a message's copies (Open MPI's eager path copies it into its buffer before the first
-// byte leaves and out after the last arrives) overlap the others' transfer. Lab, 10 clean trials
-// each: one 4 MiB message left some pairs ~10 % slow in every retest (2 false positives), 4 of
-// 1 MiB none, with fewer pairs retested (1-9 against 3-16).
+// The exchange moves its bytes as kMpiParts messages each way, all posted at once (from 256 KiB
+// up), so one message's eager-path copies overlap the others' transfer (one message left pairs
+// ~10 % slow in the lab).
 constexpr int kMpiParts = 4;
 
 class MpiLink : public PairLink {
