@@ -32,7 +32,6 @@ static_assert(static_cast<int>(DataType::kFloat16) == static_cast<int>(kernels::
 static_assert(static_cast<int>(DataType::kBFloat16) == static_cast<int>(kernels::KDtype::kBFloat16));
 
 constexpr double kPoison = 1000.0;  // never a result: |expected| <= 4 * nRanks
-constexpr auto kSetupTimeout = std::chrono::seconds(120);
 
 ncclDataType_t ncclType(DataType t) {
   switch (t) {

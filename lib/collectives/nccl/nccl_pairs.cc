@@ -12,22 +12,15 @@
 namespace fb::nccl {
 namespace {
 
-constexpr auto kPairSetupTimeout = std::chrono::seconds(120);
-
 class NcclPairChannel : public PairChannel {
  public:
   NcclPairChannel(Bootstrap& bs, const CollectiveOptions& opts, std::size_t maxBytes) : max_(maxBytes) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      cudaGetLastError();
-      FB_THROW(UnavailableError, "no CUDA device on ", bs.hostname());
-    }
+    device_ = deviceForLocalRank(bs.localRank());  // UnavailableError without a CUDA device
     // The training path unless a link is forced: what the job will use between nodes.
     std::string path = opts.path.empty() || opts.path == "auto" ? "training" : opts.path;
     profile_ = makeProfile(path, topo::localTopology().rdma, bs.nodeCount());
-    device_ = deviceForLocalRank(bs.localRank());
     FB_CUDA_CHECK(cudaSetDevice(device_));
-    comm_ = std::make_unique<NcclComm>(bs, device_, profile_, opts.logDir, Deadline::in(kPairSetupTimeout));
+    comm_ = std::make_unique<NcclComm>(bs, device_, profile_, opts.logDir, Deadline::in(kSetupTimeout));
     FB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     FB_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     FB_CUDA_CHECK(cudaMalloc(&s_, max_ ? max_ : 1));

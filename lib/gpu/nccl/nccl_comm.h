@@ -3,6 +3,7 @@
 // ncclCommGetAsyncError against a deadline. Also remembers where its INFO lines start in the
 // process's NCCL debug file, for the attestation.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -30,6 +31,8 @@ std::string ncclRuntimeVersion();
 // The CUDA device this rank uses: localRank modulo the visible device count (so
 // CUDA_VISIBLE_DEVICES is honoured). Throws UnavailableError when no device is visible.
 int deviceForLocalRank(int localRank);
+// How long creating a communicator and its first connections may take.
+constexpr auto kSetupTimeout = std::chrono::seconds(120);
 
 class NcclComm {
  public:
