@@ -6,7 +6,7 @@
 // (wrong elements are printed; a wrong element fails the run), warm up, pick an operation count
 // per batch from a timed probe (about --batch-ms per batch), then --rounds rounds; a round is
 // --pairs batches of each implementation, alternating (T M, M T, ...), and gives each its best
-// batch (and, in extra columns, its median batch). Time per op of a batch = max over ranks of each rank's batch time / ops, as
+// batch (one batch of one operation each where an operation takes --long-ms or more) (and, in extra columns, its median batch). Time per op of a batch = max over ranks of each rank's batch time / ops, as
 // fabricbench's Runner measures it. The point's times are the medians over the rounds.
 // Output (rank 0, one line per point, whitespace separated, after a '#' header):
 //   np coll bytes algo ops tcp_us×rounds mpi_us×rounds tcp_us mpi_us ratio
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     try {
       std::string transport = "tcp", minB = "8", maxB = "64M";
       std::vector<std::string> collNames{"all"};
-      double factor = 2, batchMs = 3;
+      double factor = 2, batchMs = 3, longMs = 100;
       int rounds = 3, pairs = 9, maxOps = 1000;
       TransportOptions topt;
       CLI::App app("host baseline vs MPI, interleaved");
@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
       app.add_option("--rounds", rounds, "rounds per point (each gives one time per implementation)")->capture_default_str();
       app.add_option("--pairs", pairs, "alternating batches of each implementation per round")->capture_default_str();
       app.add_option("--batch-ms", batchMs, "about this long per batch (at least one operation)")->capture_default_str();
+      app.add_option("--long-ms", longMs, "an operation this long or longer: one batch of one operation per round")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
       app.add_option("--max-ops", maxOps, "at most this many operations per batch")->capture_default_str();
       app.add_option("--tcp-if", topt.tcpInterface, "tcp: interface");
       try {
@@ -86,15 +89,17 @@ int main(int argc, char** argv) {
       auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
       std::shared_ptr<Transport> t = openTransport(transport, bs, topt);
       const int n = bs.size();
-      auto ranker = model::hostRankerFor(*t, bs);
+      model::HostLinks links;
+      auto ranker = model::hostRankerFor(*t, bs, &links);
       auto dl = [] { return Deadline::in(std::chrono::seconds(120)); };
       std::string progress = "?";
       for (auto& [key, v] : t->path().details)
         if (key == "progress") progress = v;
       if (bs.rank() == 0) {
         fmt::print("# progress: {}\n", progress);
-        fmt::print("# host_vs_mpi np={} transport={} path='{}' rounds={} pairs={} batch_ms={} load(start)={}\n", n,
-                   transport, t->path().label, rounds, pairs, batchMs, loadAvg());
+        fmt::print("# model links: {}\n", model::describe(links));
+        fmt::print("# host_vs_mpi np={} transport={} path='{}' rounds={} pairs={} batch_ms={} long_ms={} load(start)={}\n", n,
+                   transport, t->path().label, rounds, pairs, batchMs, longMs, loadAvg());
         fmt::print("# np coll bytes algo ops {} {} tcp_us mpi_us ratio tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi\n",
                    fmt::format("tcp_us*{}", rounds), fmt::format("mpi_us*{}", rounds));
         std::fflush(stdout);
@@ -118,19 +123,32 @@ int main(int argc, char** argv) {
           std::int64_t wm = bs.allReduceSum(mpi->check(3, dl()));
           bs.barrier();
           wrongAll += wt + wm;
-          host->runBatch(2, dl());
+          // Warm-up: one operation of each; a point whose operation takes at least --long-ms (large
+          // sizes on a slow link) uses it as the probe and gives each round one batch of one operation
+          // each (a batch that long averages out a lost time slice; three pairs of them made a lab
+          // sweep to 64 MiB take hours). Else one more warm-up operation each and three probes.
+          double warm = bs.allReduceMax(host->runBatch(1, dl()));
           bs.barrier();
-          mpi->runBatch(2, dl());
+          warm = std::max(warm, bs.allReduceMax(mpi->runBatch(1, dl())));
           bs.barrier();
-          // Operation count per batch from the best of three single-operation probes of each.
-          double probe = 1e30;
-          for (int i = 0; i < 3; ++i) {
-            double th = host->runBatch(1, dl());
+          const bool longPoint = warm >= longMs * 1e-3;
+          double probe = warm;
+          if (!longPoint) {
+            host->runBatch(1, dl());
             bs.barrier();
-            double tm = mpi->runBatch(1, dl());
-            probe = std::min(probe, bs.allReduceMax(std::max(th, tm)));
+            mpi->runBatch(1, dl());
             bs.barrier();
+            // Operation count per batch from the best of three single-operation probes of each.
+            probe = 1e30;
+            for (int i = 0; i < 3; ++i) {
+              double th = host->runBatch(1, dl());
+              bs.barrier();
+              double tm = mpi->runBatch(1, dl());
+              probe = std::min(probe, bs.allReduceMax(std::max(th, tm)));
+              bs.barrier();
+            }
           }
+          const int pointPairs = longPoint ? 1 : pairs;
           int ops = static_cast<int>(std::clamp(batchMs * 1e-3 / std::max(probe, 1e-7), 1.0, double(maxOps)));
           // Each round: `pairs` short batches of each implementation, alternating (T M, M T, ...);
           // the round's time of each = the best of its batches (a batch that lost a core to
@@ -139,9 +157,9 @@ int main(int argc, char** argv) {
           std::vector<double> tt, tm, ttMed, tmMed;
           for (int r = 0; r < rounds; ++r) {
             std::vector<double> pt, pm;
-            for (int i = 0; i < pairs; ++i) {
+            for (int i = 0; i < pointPairs; ++i) {
               for (int which = 0; which < 2; ++which) {
-                bool hostTurn = (which == 0) == ((r * pairs + i) % 2 == 0);
+                bool hostTurn = (which == 0) == ((r * pointPairs + i) % 2 == 0);
                 bs.barrier();
                 double mine = hostTurn ? host->runBatch(ops, dl()) : mpi->runBatch(ops, dl());
                 (hostTurn ? pt : pm).push_back(bs.allReduceMax(mine) / ops * 1e6);

@@ -37,6 +37,12 @@ Phase hop(double count, double chunk, const Shape& sh, double interScale) {
   p.interScale = interScale;
   return p;
 }
+// The non-power-of-two fold: S into the partner before, S out of it after (opposite directions).
+Phase foldHops(double S, const Shape& sh) {
+  Phase p = hop(2, S, sh, 1);
+  p.dirShare = 0.5;
+  return p;
+}
 // R parallel rings over rails (at most one per rank).
 double ringScale(const Shape& sh) { return 1.0 / std::min<double>(sh.nics(), sh.perNode); }
 
@@ -117,7 +123,7 @@ std::vector<Phase> recDoublingPhases(CollKind k, const Shape& sh, double S) {
   // mask 1, 2, 4...: AllReduce trades the whole buffer, AllGather mask blocks of S/n
   for (int mask = 1; mask < (1 << lg); mask <<= 1)
     v.push_back(exchangeHop(1, k == CollKind::kAllReduce ? S : S * mask / n, sh, [mask](int i) { return i ^ mask; }));
-  if (k == CollKind::kAllReduce && !isPow2(n)) v.push_back(hop(2, S, sh, 1));
+  if (k == CollKind::kAllReduce && !isPow2(n)) v.push_back(foldHops(S, sh));
   return v;
 }
 
@@ -129,7 +135,7 @@ std::vector<Phase> rabenseifnerPhases(CollKind, const Shape& sh, double S) {
     v.push_back(exchangeHop(1, S * mask / p, sh, [mask](int i) { return i ^ mask; }));
   for (int mask = 1; mask < p; mask <<= 1)
     v.push_back(exchangeHop(1, S * mask / p, sh, [mask](int i) { return i ^ mask; }));
-  if (p != n) v.push_back(hop(2, S, sh, 1));
+  if (p != n) v.push_back(foldHops(S, sh));
   return v;
 }
 

@@ -58,6 +58,9 @@ struct Phase {
   bool inter = false;     // the step uses inter-node links
   double interScale = 1;  // inter bytes per hop = chunk x interScale (rails sharing NICs, parallel rings)
   double interShare = 1;  // pipelined timing: share of the hops that cross nodes (latency = mix of both)
+  // Share of the phase's bytes one NIC carries in its busier direction (a token bucket shapes each
+  // direction): 1 for exchanges and one-way hops, 0.5 for a fold in and its unfold out.
+  double dirShare = 1;
 };
 
 struct Shape {

@@ -128,6 +128,7 @@ NicRate nicRate(const std::string& ifname) {
   std::ostringstream os;
   if (tbf > 0 && (link < 0 || tbf / 1e9 < link)) {
     r.gbps = tbf / 1e9;
+    r.lineGBps = link;
     os << ifname << ": tc tbf " << rateText(tbf) << " (shaped, link "
        << (mbps > 0 ? std::to_string(mbps) + " Mb/s" : std::string("speed unknown")) << ")";
   } else if (link > 0) {

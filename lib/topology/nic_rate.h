@@ -11,6 +11,9 @@ namespace fb::topo {
 struct NicRate {
   double gbps = -1;    // GB/s (1e9 bytes), one direction; -1 = unknown
   std::string basis;   // "eth0: 10000 Mb/s (sysfs)", "eth0: tc tbf 1 Gbit/s (shaped, link 10000 Mb/s)", ...
+  // Where a tbf shapes below the link: the link's own rate (GB/s), at which bytes within the
+  // token bucket pass; -1 otherwise.
+  double lineGBps = -1;
 };
 
 NicRate nicRate(const std::string& ifname);

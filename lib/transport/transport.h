@@ -45,6 +45,9 @@ struct PathInfo {
   std::vector<std::pair<std::string, std::string>> details;  // key/value: interface, speed, GID...
   // The link's nominal rate (GB/s, busbw units) for the "% of nominal" column; -1 = none.
   double nominalGBps = -1;
+  // Where a token bucket (tc tbf) shapes the link below its own rate: that rate (GB/s); bursts
+  // within the bucket pass at it. -1 otherwise. The host algorithms' cost model reads it.
+  double lineGBps = -1;
   // Sets nominalGBps and shows it, with its basis, among the details (nominal_GBps, nominal_basis).
   void setNominal(double gbps, const std::string& basis);
 };

@@ -2,7 +2,10 @@
 // placement, the node-aware corrections, the ranker's answers and FB_HOST_LINKS.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "core/error.h"
 #include "model/host_choice.h"
@@ -88,12 +91,76 @@ TEST_CASE("host choice: FB_HOST_LINKS overrides the rates; bad values are Config
   CHECK(model::hostLinks(-1).inter.segs.at(0).gbps() == Approx(1.25));  // unknown: 10 GbE
 }
 
+TEST_CASE("host choice: a token-bucket link and measured step latencies", "[model][host]") {
+  ::unsetenv("FB_HOST_LINKS");
+  // The lab at 1 Gbit/s: tbf 0.125 GB/s on a 1.25 GB/s veth; 3x1's measured step latency 36.6 us.
+  const HostLinks l = model::hostLinks(0.125, 1.25, {36.6, -1});
+  CHECK(l.interLineGBps == Approx(1.25));
+  CHECK(l.inter.segs.at(0).alphaUs == Approx(36.6));
+  CHECK(l.intra.segs.at(0).alphaUs == 15);  // not measured: the default
+  CHECK(l.inter.source.find("token bucket") != std::string::npos);
+  CHECK(l.inter.source.find("latency measured") != std::string::npos);
+  // No bucket where the line is not faster than the shaped rate; FB_HOST_LINKS inter= drops it.
+  CHECK(model::hostLinks(0.125, 0.125).interLineGBps < 0);
+  ::setenv("FB_HOST_LINKS", "inter=0.125:50", 1);
+  CHECK(model::hostLinks(0.125, 1.25, {36.6, -1}).interLineGBps < 0);
+  CHECK(model::hostLinks(0.125, 1.25, {36.6, -1}).inter.segs.at(0).alphaUs == 50);
+  ::unsetenv("FB_HOST_LINKS");
+
+  const double bl = 1e-3 / 1.25, bs = 1e-3 / 0.125, a = 36.6;
+  auto ar = [&](HostAlgo algo, double S, const HostLinks& links) {
+    return model::hostTime(CollKind::kAllReduce, {algo, HostAlgo::kRing}, S, shape(3, 1), links);
+  };
+  // 3x1 AllReduce, 8 KiB. The ring: 4 hops of S/3 at the line rate; its NIC floor (4 x S/3 at the
+  // shaped rate) is below. Recursive doubling: 1 exchange of S and the fold's 2 hops of S; the
+  // busiest NIC carries S + S per direction (fold in, unfold out): the floor sets its time.
+  double S = 8192;
+  CHECK(ar(HostAlgo::kRing, S, l) == Approx(4 * (a + S / 3 * bl)).epsilon(1e-9));
+  CHECK(ar(HostAlgo::kRecursiveDoubling, S, l) == Approx(2 * S * bs).epsilon(1e-9));
+  CHECK(3 * (a + S * bl) < 2 * S * bs);
+  // The choices this gives (the lab with 20 ms batches: recursive doubling is Open MPI's choice
+  // there and the faster at 4-8 KiB at 1 Gbit/s; the ring from 16 KiB, and at 8 KiB at 500 Mbit/s).
+  auto r = model::hostRanker(l);
+  CHECK((*r)(CollKind::kAllReduce, 4096, shape(3, 1))->algo == HostAlgo::kRecursiveDoubling);
+  CHECK((*r)(CollKind::kAllReduce, 8192, shape(3, 1))->algo == HostAlgo::kRecursiveDoubling);
+  CHECK((*r)(CollKind::kAllReduce, 16384, shape(3, 1))->algo == HostAlgo::kRing);
+  auto r500 = model::hostRanker(model::hostLinks(0.0625, 1.25, {36.6, -1}));
+  CHECK((*r500)(CollKind::kAllReduce, 8192, shape(3, 1))->algo == HostAlgo::kRing);
+  // Without the bucket (a plain 1 Gbit/s link) the ring already wins at 8 KiB: 4 hops of S/3
+  // against 3 hops of S, each at the shaped rate.
+  CHECK((*model::hostRanker(model::hostLinks(0.125, -1, {36.6, -1})))(CollKind::kAllReduce, 8192, shape(3, 1))->algo ==
+        HostAlgo::kRing);
+  // Hierarchical under the bucket: the floor is on the whole (the bucket refills during the intra
+  // hops): 2x2 ReduceScatter 32 KiB, a reduce of S into the leader, the leaders' hop of S/2, the
+  // scatter of S/4: hop sum 136 us over the floor's 131 (the lab measured 135, Open MPI 134-136).
+  const HostLinks l2 = model::hostLinks(0.125, 1.25, {39, 35});
+  S = 32768;
+  const double bi = 1e-3 / 3.0;
+  const double hops = (35 + S * bi) + (39 + S / 2 * bl) + (35 + S / 4 * bi);
+  CHECK(hops > S / 2 * bs);
+  CHECK(model::hostTime(CollKind::kReduceScatter, {HostAlgo::kHier, HostAlgo::kRing}, S, shape(2, 2), l2) ==
+        Approx(hops).epsilon(1e-9));
+  CHECK((*model::hostRanker(l2))(CollKind::kReduceScatter, S, shape(2, 2))->algo == HostAlgo::kHier);
+  // At 1 MiB the floor: S/2 at the shaped rate.
+  S = 1 << 20;
+  CHECK(model::hostTime(CollKind::kAllGather, {HostAlgo::kHier, HostAlgo::kRing}, S, shape(2, 2), l2) ==
+        Approx(S / 2 * bs).epsilon(1e-9));
+  // A tie at the floor goes to the shorter hop sum: 2x1 AllReduce, recursive doubling's 1 hop of S
+  // against the ring's 2 of S/2 (both carry S per direction).
+  CHECK((*model::hostRanker(model::hostLinks(0.125, 1.25, {15, -1})))(CollKind::kAllReduce, 8192, shape(2, 1))->algo ==
+        HostAlgo::kRecursiveDoubling);
+}
+
 // Not a check: prints the choice per shape and size at 1 Gbit/s and 500 Mbit/s (the lab's rates);
 // run with `host_choice_test "[.table]"`.
 TEST_CASE("host choice: the table of choices on the lab's shapes", "[.table]") {
   ::unsetenv("FB_HOST_LINKS");
   for (double gbps : {0.125, 0.0625}) {
-    auto r = model::hostRanker(model::hostLinks(gbps));
+    // FB_TABLE_LINKS="LINE_GBPS,INTER_US,INTRA_US" (e.g. 1.25,36.6,35): a token bucket and step latencies.
+    double line = -1;
+    model::StepLatency step;
+    if (const char* e = std::getenv("FB_TABLE_LINKS")) std::sscanf(e, "%lf,%lf,%lf", &line, &step.interUs, &step.intraUs);
+    auto r = model::hostRanker(model::hostLinks(gbps, line, step));
     for (CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter}) {
       for (auto [N, G] : {std::pair{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}, {4, 2}}) {
         std::string line, last;

@@ -381,6 +381,7 @@ void TcpTransport::describePath(Bootstrap& bs, std::size_t sockBuf, const Conges
     nominal = size_ > 1 ? topo::nicRate(iface_.name) : topo::NicRate{-1, "single rank, no link"};
   }
   path_.setNominal(nominal.gbps, nominal.basis);
+  path_.lineGBps = nominal.lineGBps;
   if (dropped) d.emplace_back("dropped unauthenticated connections", std::to_string(dropped));
 }
 
