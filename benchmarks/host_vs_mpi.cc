@@ -24,12 +24,15 @@
 #include <vector>
 
 #include "app/backends.h"
+#include "app/doctor_command.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "model/host_choice.h"
+#include "report/fingerprint.h"
+#include "report/result_sink.h"
 
 using namespace fb;
 
@@ -50,7 +53,7 @@ int main(int argc, char** argv) {
   {
     MpiBootstrap bs;
     try {
-      std::string transport = "tcp", minB = "8", maxB = "64M";
+      std::string transport = "tcp", minB = "8", maxB = "64M", fingerprintFile;
       std::vector<std::string> collNames{"all"};
       double factor = 2, batchMs = 3, longMs = 100;
       int rounds = 3, pairs = 9, maxOps = 1000;
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
           ->capture_default_str();
       app.add_option("--max-ops", maxOps, "at most this many operations per batch")->capture_default_str();
       app.add_option("--tcp-if", topt.tcpInterface, "tcp: interface");
+      app.add_option("--fingerprint", fingerprintFile, "write the job's fingerprint (every host, as run.json's) to this file");
       try {
         app.parse(argc, argv);
       } catch (const CLI::ParseError& e) {
@@ -87,6 +91,19 @@ int main(int argc, char** argv) {
         kinds.push_back(*k);
       }
       auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
+      if (!fingerprintFile.empty()) {
+        // Every rank's view (hosts, NICs, kernel, MPI, git revision), merged by rank 0 as fabricbench's run.json.
+        FingerprintOptions fpo;
+        fpo.mpiVersion = mpiLibraryVersion();
+        fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
+        addVersionsToFingerprint(linkedVersions(), fpo.extra);
+        auto all = bs.allGatherStrings(collectLocalFingerprint(fpo).dump());
+        if (bs.rank() == 0) {
+          std::vector<nlohmann::json> per;
+          for (auto& s : all) per.push_back(nlohmann::json::parse(s));
+          writeFileAtomic(fingerprintFile, mergeFingerprints(per).dump(2) + "\n");
+        }
+      }
       std::shared_ptr<Transport> t = openTransport(transport, bs, topt);
       const int n = bs.size();
       model::HostLinks links;

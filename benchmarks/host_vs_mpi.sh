@@ -14,7 +14,8 @@
 # Environment: BUILD (build), NPS, MIN (8), MAX (64M), FACTOR (2), RUNS (3), ROUNDS (3), PAIRS (9),
 # BATCH_MS (3), IF (lo: interface of both tcp and Open MPI's btl), TRANSPORT (tcp), CC (cubic: the
 # congestion control of both stacks, see below; system: the host's), OUT (a new
-# folder under /tmp: raw output per np, the tables in table.md), TABLE_ONLY (1: tables from OUT).
+# folder under /tmp: raw output per np with each run's fingerprint, the tables in table.md),
+# TABLE_ONLY (1: tables from OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -62,7 +63,8 @@ for run in $(seq 1 "$RUNS"); do
     echo "# run $run of $RUNS, np $np"
     mpirun --oversubscribe -np "$np" --mca btl tcp,self --mca btl_tcp_if_include "$IF" \
       "$BIN" --transport "$TRANSPORT" --tcp-if "$IF" -b "$MIN" -e "$MAX" -f "$FACTOR" \
-      --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" | tee "$f" | grep '^#' || {
+      --rounds "$ROUNDS" --pairs "$PAIRS" --batch-ms "$BATCH_MS" --fingerprint "${f%.txt}.fingerprint.json" |
+      tee "$f" | grep '^#' || {
       echo "host_vs_mpi.sh: np $np failed in run $run (see $f)" >&2
       exit 1
     }

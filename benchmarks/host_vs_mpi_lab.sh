@@ -6,7 +6,8 @@
 # point's ratio in the tables is the median of its RUNS runs' ratios (each run's ratio: the median
 # over ROUNDS rounds of each round's best batch, as host_vs_mpi.sh). Writes OUT/table.md: per rate,
 # tcp time / Open MPI time per collective and size with the algorithm tcp chose, and per shape the
-# geometric mean, the worst ratio and the points above 1.05.
+# geometric mean, the worst ratio and the points above 1.05. Each job also writes its fingerprint
+# (every lab node, as fabricbench's run.json has it) beside its output: RATE/SHAPE.runK.fingerprint.json.
 #
 #   bash benchmarks/host_vs_mpi_lab.sh                                  # 2 rates x 6 shapes x 3 runs (hours)
 #   RATES=1gbit SHAPES="2x2 3x2" RUNS=3 bash benchmarks/host_vs_mpi_lab.sh
@@ -79,7 +80,7 @@ print(max(128, 2 ** round(math.log2(rate * 0.002 / 1024))), end="kb")' "$rate")}
         for try in 1 2; do
           timeout 3000 srun --mpi=pmix -N "$n" --ntasks-per-node="$g" --ntasks=$((n * g)) "$BIN" --transport tcp \
             --tcp-if eth0 --collective "$COLLS" -b "$MIN" -e "$MAX" -f "$FACTOR" --rounds "$ROUNDS" --pairs "$PAIRS" \
-            --batch-ms "$BATCH_MS" > "$f" 2> "$f.err" && break
+            --batch-ms "$BATCH_MS" --fingerprint "${f%.txt}.fingerprint.json" > "$f" 2> "$f.err" && break
           echo "# $rate $s run $run: try $try failed ($(grep -m1 -iE 'error|fail' "$f.err" | cut -c1-120))"
           [ "$try" = 2 ] && { echo "host_vs_mpi_lab.sh: $rate $s run $run failed twice (see $f, $f.err)" >&2; exit 1; }
         done
