@@ -6,8 +6,9 @@
 // (wrong elements are printed; a wrong element fails the run), warm up, pick an operation count
 // per batch from a timed probe (about --batch-ms per batch), then --rounds rounds; a round is
 // --pairs batches of each implementation, alternating (T M, M T, ...), and gives each its best
-// batch (one batch of one operation each where an operation takes --long-ms or more) (and, in extra columns, its median batch). Time per op of a batch = max over ranks of each rank's batch time / ops, as
-// fabricbench's Runner measures it. The point's times are the medians over the rounds.
+// batch (and, in extra columns, its median batch); where one operation takes --long-ms or more, a
+// round is one batch of one operation each. Time per op of a batch = max over ranks of each rank's
+// batch time / ops, as fabricbench's Runner measures it. The point's times are the medians over the rounds.
 // Output (rank 0, one line per point, whitespace separated, after a '#' header):
 //   np coll bytes algo ops tcp_us×rounds mpi_us×rounds tcp_us mpi_us ratio
 //   tcp_us_medbatch mpi_us_medbatch ratio_medbatch wrong_tcp wrong_mpi
