@@ -7,7 +7,7 @@
 // per batch from a timed probe (about --batch-ms per batch), then --rounds rounds; a round is
 // --pairs batches of each implementation, alternating (T M, M T, ...), and gives each its best
 // batch (and, in extra columns, its median batch); where one operation takes --long-ms or more, a
-// round is one batch of one operation each. Time per op of a batch = max over ranks of each rank's
+// round is one batch of each. Time per op of a batch = max over ranks of each rank's
 // batch time / ops, as fabricbench's Runner measures it. The point's times are the medians over the rounds.
 // Output (rank 0, one line per point, whitespace separated, after a '#' header):
 //   np coll bytes algo ops tcp_us×rounds mpi_us×rounds tcp_us mpi_us ratio
@@ -25,14 +25,14 @@
 #include <vector>
 
 #include "app/backends.h"
-#include "app/doctor_command.h"
+#include "app/measure.h"
 #include "bootstrap/mpi_bootstrap.h"
 #include "collectives/collective.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "model/host_choice.h"
-#include "report/fingerprint.h"
+#include "report/run_folder.h"
 #include "report/result_sink.h"
 
 using namespace fb;
@@ -93,17 +93,10 @@ int main(int argc, char** argv) {
       }
       auto sizes = sizeSweep(parseSize(minB), parseSize(maxB), factor, 0);
       if (!fingerprintFile.empty()) {
-        // Every rank's view (hosts, NICs, kernel, MPI, git revision), merged by rank 0 as fabricbench's run.json.
-        FingerprintOptions fpo;
-        fpo.mpiVersion = mpiLibraryVersion();
-        fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
-        addVersionsToFingerprint(linkedVersions(), fpo.extra);
-        auto all = bs.allGatherStrings(collectLocalFingerprint(fpo).dump());
-        if (bs.rank() == 0) {
-          std::vector<nlohmann::json> per;
-          for (auto& s : all) per.push_back(nlohmann::json::parse(s));
-          writeFileAtomic(fingerprintFile, mergeFingerprints(per).dump(2) + "\n");
-        }
+        // Every rank's view (hosts, NICs, kernel, MPI, git revision), merged as fabricbench's run.json has it.
+        auto fps = gatherFingerprints(bs, Options{});
+        auto hosts = bs.hostnames();
+        if (bs.rank() == 0) writeFileAtomic(fingerprintFile, runFingerprint(fps, hosts).dump(2) + "\n");
       }
       std::shared_ptr<Transport> t = openTransport(transport, bs, topt);
       const int n = bs.size();
@@ -141,10 +134,10 @@ int main(int argc, char** argv) {
           std::int64_t wm = bs.allReduceSum(mpi->check(3, dl()));
           bs.barrier();
           wrongAll += wt + wm;
-          // Warm-up: one operation of each; a point whose operation takes at least --long-ms (large
-          // sizes on a slow link) uses it as the probe and gives each round one batch of one operation
-          // each (a batch that long averages out a lost time slice; three pairs of them made a lab
-          // sweep to 64 MiB take hours). Else one more warm-up operation each and three probes.
+          // Warm-up: one operation of each. A point whose operation takes --long-ms or more (large sizes
+          // on a slow link) uses it as the probe, and a round is one batch of each (one operation unless
+          // --batch-ms exceeds --long-ms; that long a batch averages out a lost time slice). Else one
+          // more warm-up each and three probes.
           double warm = bs.allReduceMax(host->runBatch(1, dl()));
           bs.barrier();
           warm = std::max(warm, bs.allReduceMax(mpi->runBatch(1, dl())));

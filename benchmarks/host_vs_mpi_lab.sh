@@ -25,10 +25,8 @@ LAB=$SRC/tests/e2e/slurm
 RATES=${RATES:-"1gbit 500mbit"}
 SHAPES=${SHAPES:-"2x1 3x1 4x1 2x2 3x2 4x2"}
 MIN=${MIN:-4K} MAX=${MAX:-64M} FACTOR=${FACTOR:-2}
-# Batches of 20 ms, 10x the tbf bucket (about 2 ms of the rate): with 3 ms batches the bucket one
-# implementation's batch left decided the next one's time (3x1 AllReduce 8 KiB at 500mbit: tcp's
-# ring left tokens, Open MPI's recursive doubling took them: ratios 0.69, 2.07, 1.68 over 3 runs;
-# with 20 ms, 0.72, 0.68, 0.74).
+# Batches of 20 ms, 10x the tbf bucket (about 2 ms of the rate), so the tokens one implementation's
+# batch leaves unused do not decide the next one's time.
 RUNS=${RUNS:-3} ROUNDS=${ROUNDS:-3} PAIRS=${PAIRS:-3} BATCH_MS=${BATCH_MS:-20}
 COLLS=${COLLS:-allreduce,allgather,reducescatter,p2pring}
 BUILD=${BUILD:-build}

@@ -47,18 +47,6 @@ struct Run {
   std::string resultDir;
 };
 
-// Every rank's fingerprint, with each built backend's extras.
-std::vector<std::string> gatherFingerprints(Bootstrap& bs, const Options& o) {
-  FingerprintOptions fpo;
-  fpo.mpiVersion = mpiLibraryVersion();
-  fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
-  addVersionsToFingerprint(linkedVersions(), fpo.extra);
-  for (const auto& e : backendTable())
-    if (e.built && e.fingerprint) e.fingerprint(fpo, o);
-  nlohmann::json local = collectLocalFingerprint(fpo);
-  return bs.allGatherStrings(local.dump());
-}
-
 // Backends and benchmarks: one backend at a time is open (its connections or communicator exist
 // only while its rows run), so an idle transport never competes with the next one. Returns the
 // number of benchmarks Google Benchmark ran.
@@ -268,6 +256,18 @@ int finishRun(Run& run, std::size_t ran, const std::string& executable) {
 }
 
 }  // namespace
+
+// Every rank's fingerprint, with each built backend's extras.
+std::vector<std::string> gatherFingerprints(Bootstrap& bs, const Options& o) {
+  FingerprintOptions fpo;
+  fpo.mpiVersion = mpiLibraryVersion();
+  fpo.extra = {{"rank", bs.rank()}, {"local_rank", bs.localRank()}};
+  addVersionsToFingerprint(linkedVersions(), fpo.extra);
+  for (const auto& e : backendTable())
+    if (e.built && e.fingerprint) e.fingerprint(fpo, o);
+  nlohmann::json local = collectLocalFingerprint(fpo);
+  return bs.allGatherStrings(local.dump());
+}
 
 std::string gpusOnNodes(const std::vector<std::string>& fingerprints) {
   std::map<std::string, std::set<std::string>> byModel;  // model -> "host#index"

@@ -2,6 +2,7 @@
 // phase), --list, and the Google Benchmark outputs. Each is collective: every rank calls it.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "app/options.h"
 #include "app/run_recorder.h"
@@ -18,6 +19,9 @@ int runMeasurements(MpiBootstrap& bs, Options& o, const std::string& commandLine
 
 // --list: what this build and this machine can run (rank 0 prints; every rank probes).
 void printList(Bootstrap& bs, const Options& o);
+
+// Collective: every rank's fingerprint (JSON text), with each built backend's extras.
+std::vector<std::string> gatherFingerprints(Bootstrap& bs, const Options& o);
 
 // "2 × NVIDIA H200" when any rank's node reported GPUs in its fingerprint, else "".
 std::string gpusOnNodes(const std::vector<std::string>& fingerprints);

@@ -181,16 +181,15 @@ double hostTime(fb::CollKind k, const fb::HostChoice& c, double S, const fb::Hos
 std::vector<std::pair<fb::HostChoice, double>> rankHostAlgos(fb::CollKind k, double bytes, const fb::HostPlacement& p,
                                                              const HostLinks& l) {
   // Equal times (both at the bucket's floor): the shorter hop sum first, then the candidates' order.
-  std::vector<std::pair<std::pair<fb::HostChoice, double>, double>> w;
-  for (const auto& c : fb::hostCandidates(k, p)) {
-    auto [t, hops] = hostTimes(k, c, bytes, p, l);
-    w.push_back({{c, t}, hops});
-  }
-  std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) {
-    return a.first.second < b.first.second || (a.first.second == b.first.second && a.second < b.second);
-  });
+  struct Ranked {
+    fb::HostChoice c;
+    std::pair<double, double> times;  // {time, hop sum}
+  };
+  std::vector<Ranked> w;
+  for (const auto& c : fb::hostCandidates(k, p)) w.push_back({c, hostTimes(k, c, bytes, p, l)});
+  std::stable_sort(w.begin(), w.end(), [](const Ranked& a, const Ranked& b) { return a.times < b.times; });
   std::vector<std::pair<fb::HostChoice, double>> v;
-  for (auto& e : w) v.push_back(e.first);
+  for (const auto& e : w) v.push_back({e.c, e.times.first});
   return v;
 }
 
@@ -266,14 +265,14 @@ std::string describe(const HostLinks& l) {
 }
 
 std::shared_ptr<const fb::HostRanker> hostRankerFor(fb::Transport& t, fb::Bootstrap& bs, HostLinks* used) {
+  // The slowest rate any rank reports (every rank must choose alike); one unknown (<= 0) = unknown.
+  auto slowest = [&bs](double gbps) {
+    const double secPerGB = bs.allReduceMax(gbps > 0 ? 1.0 / gbps : 1e30);
+    return secPerGB < 1e29 ? 1.0 / secPerGB : -1;
+  };
   const auto path = t.path();
-  const double g = path.nominalGBps;
-  const double slowest = bs.allReduceMax(g > 0 ? 1.0 / g : 1e30);  // seconds per GB
-  // The line rate behind a token bucket counts only where every rank has one (the slowest line).
-  const double line = path.lineGBps;
-  const double slowLine = bs.allReduceMax(line > 0 ? 1.0 / line : 1e30);
-  HostLinks l = hostLinks(slowest < 1e29 ? 1.0 / slowest : -1, slowLine < 1e29 ? 1.0 / slowLine : -1,
-                          stepLatency(t, bs));
+  // The line rate behind a token bucket counts only where every rank has one.
+  HostLinks l = hostLinks(slowest(path.nominalGBps), slowest(path.lineGBps), stepLatency(t, bs));
   if (used) *used = l;
   return hostRanker(l);
 }
