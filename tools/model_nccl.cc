@@ -35,9 +35,11 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nic-gbps", o.nicGBps, "prior per-NIC rate as rings deliver it, GB/s (default 48: 46-48 per NDR NIC, nccl-tests issues 290, 267)");
   c->add_option("--nic-line-gbps", o.nicLineGBps,
                 "per-NIC signalling rate, reached with more than 2 channels on a NIC, GB/s (default --nic-gbps x 50/48: NDR 50)");
-  c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
-  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default 480: 8 x H100, nccl-tests issue 212)");
-  c->add_flag("--pcie", o.pcie, "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink");
+  c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default: by the logs' GPU, e.g. 240 for A100 SXM "
+                 "from NCCL's 12 x 20; else 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
+  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default: by the logs' "
+                 "GPU, 0 before Hopper; else 480: 8 x H100, nccl-tests issue 212)");
+  c->add_flag("--pcie", o.pcie, "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink (default: by the logs' GPU)");
   c->add_flag("--collnet", o.collNet, "the fabric offers CollNet/SHARP");
   c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24)");
 }
@@ -47,20 +49,38 @@ void positive(double v, const char* what, bool zeroOk) {
     throw InputError(fmt::format("{} {}: must be {}", what, v, zeroOk ? ">= 0" : "> 0"));
 }
 
-NcclMachine priorOf(const MachineOpts& o) {
+NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
   positive(o.nics, "--nics", true);
   positive(o.nicGBps, "--nic-gbps");
   positive(o.nicLineGBps, "--nic-line-gbps", true);
-  positive(o.ringGBps, "--ring-gbps");
-  positive(o.nvlsGBps, "--nvls-gbps", true);
+  if (o.ringGBps) positive(*o.ringGBps, "--ring-gbps");
+  if (o.nvlsGBps) positive(*o.nvlsGBps, "--nvls-gbps", true);
   NcclMachine m;
   m.nicsPerNode = o.nics;
   m.nicGBps = o.nicGBps;
   m.nicLineGBps = o.nicLineGBps > 0 ? o.nicLineGBps : o.nicGBps * 50 / 48;  // hardware: the fit moves nicGBps only
-  m.ringIntraGBps = o.ringGBps;
-  m.nvlsGBps = o.nvlsGBps;
   m.nvlink = !o.pcie;
   m.collNet = o.collNet;
+  std::string gpu;
+  for (const auto& r : runs)
+    if (!r.gpu.empty()) {
+      gpu = r.gpu;
+      break;
+    }
+  const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
+  if (fam) {
+    if (fam->ringGBps > 0) m.ringIntraGBps = fam->ringGBps;
+    m.nvlsGBps = fam->nvlsGBps;
+    if (fam->pcie) m.nvlink = false;
+  }
+  if (o.ringGBps) m.ringIntraGBps = *o.ringGBps;
+  if (o.nvlsGBps) m.nvlsGBps = *o.nvlsGBps;
+  if (note) {
+    *note = gpu.empty() ? "the logs name no GPU: the Hopper defaults"
+            : fam       ? fmt::format("from the logs' GPU, {}: {}, {}", gpu, fam->family, fam->source)
+                        : fmt::format("the logs' GPU, {}, is not in the GPU table: the Hopper defaults", gpu);
+    if (o.ringGBps || o.nvlsGBps || o.pcie) *note += "; the options given replace these";
+  }
   return m;
 }
 
@@ -182,16 +202,17 @@ SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double
   auto predRuns = loadRuns(s.predict, s.prior.given);
   NcclFitOptions fo;
   fo.minBytes = minBytes;
-  auto fit = ncclCalibrate(priorOf(s.prior), fitRuns, fo);
+  std::string priorNote;
+  auto fit = ncclCalibrate(priorOf(s.prior, fitRuns, &priorNote), fitRuns, fo);
   SetResult r;
-  r.md += fmt::format("### Set {}{}\n\nFitted on {} run(s): {}.\nMachine: {}.\n\n", s.name,
+  r.md += fmt::format("### Set {}{}\n\nFitted on {} run(s): {}.\nPriors: {}.\nMachine: {}.\n\n", s.name,
                       s.source.empty() ? "" : " (" + s.source + ")", fitRuns.size(),
                       [&] {
                         std::string x;
                         for (auto& f : fitRuns) x += (x.empty() ? "" : "; ") + f.label + " [" + runShape(f) + "]";
                         return x;
                       }(),
-                      machineLine(fit));
+                      priorNote, machineLine(fit));
   r.md += fmt::format("| run | shape | role | sizes >= {} | median abs err % | max abs err % | bound ({:.0f} / {:.0f} %) | noisy sizes left out |\n"
                       "|---|---|---|---:|---:|---:|---|---|\n",
                       human(minBytes), boundMed, boundMax);
@@ -240,7 +261,9 @@ MachineOpts priorFromJson(const nlohmann::json& j, const std::string& where) {
     } else {
       if (!v.is_number()) throw InputError(fmt::format("{}: '{}' must be a number", where, k));
       double x = v.get<double>();
-      (k == "nics" ? o.nics : k == "nic_gbps" ? o.nicGBps : k == "nic_line_gbps" ? o.nicLineGBps : k == "ring_gbps" ? o.ringGBps : o.nvlsGBps) = x;
+      if (k == "ring_gbps") o.ringGBps = x;
+      else if (k == "nvls_gbps") o.nvlsGBps = x;
+      else (k == "nics" ? o.nics : k == "nic_gbps" ? o.nicGBps : o.nicLineGBps) = x;
     }
   }
   return o;
@@ -285,8 +308,16 @@ int cmdFit() {
   auto runs = loadRuns(g.fitRuns, g.mo.given);
   NcclFitOptions fo;
   fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
-  auto fit = ncclCalibrate(priorOf(g.mo), runs, fo);
-  std::string md = "# fabricbench-model nccl fit\n\nMachine: " + machineLine(fit) + ".\n\n";
+  std::string priorNote;
+  auto fit = ncclCalibrate(priorOf(g.mo, runs, &priorNote), runs, fo);
+  std::string md = "# fabricbench-model nccl fit\n\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
+  const auto used = std::count_if(fit.points.begin(), fit.points.end(),
+                                  [&](const NcclFitPoint& p) { return p.bytes >= fo.minBytes && !p.noisy; });
+  if (used <= static_cast<long>(fit.freed.size()))
+    md += fmt::format("Few sizes: {} size(s) >= {} for {} calibrated parameter(s), so the residuals below say little "
+                      "about the model; a sweep from 1 MiB up pins the latencies and protocols.\n",
+                      used, human(fo.minBytes), fit.freed.size());
+  md += "\n";
   for (auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);
     auto [med, mx] = ncclErrStats(pts, fo.minBytes);

@@ -1,6 +1,7 @@
 // fabricbench-model nccl: what its subcommands share (model_nccl.cc: fit, validate and the
 // registration; model_nccl_project.cc: project).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,14 +12,19 @@
 namespace fb::tools::ncclcmd {
 
 struct MachineOpts {
-  double nics = 0, nicGBps = 48, nicLineGBps = 0, ringGBps = 365, nvlsGBps = 480;  // nicLineGBps 0: nicGBps x 50/48
+  double nics = 0, nicGBps = 48, nicLineGBps = 0;  // nicLineGBps 0: nicGBps x 50/48
+  // Not given: from the logs' GPU (model::ncclGpuPrior), else the Hopper defaults 365 / 480.
+  std::optional<double> ringGBps, nvlsGBps;
   bool pcie = false, collNet = false;
   std::string given;  // KEY=VALUE,... applied to every run (algo=ring, proto=simple, channels=24)
 };
 
 void addMachineOptions(CLI::App* c, MachineOpts& o);
 void positive(double v, const char* what, bool zeroOk = false);
-fb::model::NcclMachine priorOf(const MachineOpts& o);
+// The prior machine: the options given, the rest from the first run's GPU (the logs' '#  Rank' lines or
+// fingerprint) where ncclGpuPrior knows it. *note (when given) says which GPU family set what.
+fb::model::NcclMachine priorOf(const MachineOpts& o, const std::vector<fb::model::NcclRun>& runs,
+                               std::string* note = nullptr);
 std::vector<fb::model::NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given);
 std::string human(double b);
 std::string pick(fb::model::NcclAlgo a, fb::model::NcclProto p);

@@ -125,13 +125,14 @@ int cmdProject() {
   auto runs = loadRuns(g.fitRuns, g.mo.given);
   NcclFitOptions fo;
   fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
-  auto fit = ncclCalibrate(priorOf(g.mo), runs, fo);
+  std::string priorNote;
+  auto fit = ncclCalibrate(priorOf(g.mo, runs, &priorNote), runs, fo);
   if (fabrics.empty()) fabrics.push_back({"measured"});
   std::vector<int> gpus = g.gpus.empty() ? std::vector<int>{runs.front().gpusPerNode} : g.gpus;
 
   std::string md = "# fabricbench-model nccl project (projections, not measurements)\n\nCalibrated on: ";
   for (auto& r : runs) md += r.label + " [" + runShape(r) + "]; ";
-  md += "\nMachine: " + machineLine(fit) + ".\n";
+  md += "\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
   md += g.evidence.empty() ? "\nNo --evidence file: projections carry no error band (run `nccl validate -o DIR` and pass DIR/nccl-evidence.json).\n"
                            : "\nError bands: the largest |error| that validation (" + g.evidence +
                                  ") saw for the same algorithm and size regime on predicted runs.\n";

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "model/nccl.h"
 #include "model/model.h"
 #include "model_common.h"
 #include "report/import.h"
@@ -442,7 +443,12 @@ std::function<int()> setupSpecs(CLI::App&) {
         "  latencies, per-protocol factors, LL caps, tree correction: NVIDIA/nccl src/graph/tuning.cc\n"
         "  multi-node H100 rings, for comparison: 392.7 GB/s busbw at 8 GiB on 2 x 8 H100 with 8 x 400G IB,\n"
         "    NCCL_ALGO=Ring NCCL_MIN_CTAS=24 (nccl-tests issue 309; tests/data/public-nccl-tests/\n"
-        "    h100-ib400-gjaion-2x8-ring-minctas24.log): 49 GB/s a NIC\n");
+        "    h100-ib400-gjaion-2x8-ring-minctas24.log): 49 GB/s a NIC\n"
+        "  by the logs' GPU (the '#  Rank' lines; the first row whose pattern matches the name), unless given:\n");
+    for (const auto& f : model::ncclGpuFamilies())
+      std::printf("    /%s/ %s: ring %s, NVLS %.0f GB/s%s\n      %s\n", f.pattern.c_str(), f.prior.family.c_str(),
+                  f.prior.ringGBps > 0 ? fmt::format("{:.1f} GB/s", f.prior.ringGBps).c_str() : "the default",
+                  f.prior.nvlsGBps, f.prior.pcie ? ", PCIe latencies" : "", f.prior.source.c_str());
     return 0;
   };
 }

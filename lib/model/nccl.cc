@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -95,6 +96,46 @@ double ncclBusFactor(const std::string& coll, int n) {
   auto k = fb::parseCollKind(coll);          // sendrecv is p2pring's alias
   if (!k) throw InputError(fmt::format("collective '{}': no bus factor known", coll));
   return fb::busBwFactor(*k, std::max(1, n));  // the descriptors' (n-1)/n factors give 0 at one rank
+}
+
+const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
+  // NVLink ring rates are NCCL's own per-link figures (src/graph/topo.h SMxx_NVLINK_BW) times the GPU's links
+  // (its datasheet), as the Hopper default 365 sits beside NCCL's 18 x 20.6. NVLS needs NVSwitch multicast,
+  // which CUDA offers from Hopper on (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, read by NCCL's nvls.cc).
+  static const char* kNoNvls = "no NVLS: NVSwitch multicast (NVLink SHARP) came with Hopper";
+  static const std::vector<NcclGpuFamily> table = {
+      // Cards without NVLink first: "A100 80GB PCIe" is a PCIe card, not an SXM A100.
+      {R"(pcie|\bL40S?\b|\bL4\b|\bA10G?\b|\bA30\b|\bA40\b|\bRTX\b|\bT4\b)",
+       {"PCIe card (no NVLink between GPUs)", 0, 0, true,
+        std::string(kNoNvls) + "; PCIe hop latencies; the node's ring rate stays at the default (give --ring-gbps)"}},
+      {R"(\bA100\b)",
+       {"A100 SXM (Ampere, 12 NVLink 3 links)", 12 * 20.0, 0, false,
+        "ring 12 x 20 GB/s (NCCL src/graph/topo.h SM80_NVLINK_BW; A100 datasheet: 12 NVLink 3 links); " +
+            std::string(kNoNvls)}},
+      {R"(\bA800\b)",
+       {"A800 SXM (Ampere, 8 NVLink 3 links)", 8 * 20.0, 0, false,
+        "ring 8 x 20 GB/s (SM80_NVLINK_BW; A800: 400 GB/s NVLink, 8 links; ~160 measured, NVIDIA/nccl issue 412); " + std::string(kNoNvls)}},
+      {R"(\bV100\b)",
+       {"V100 SXM (Volta, 6 NVLink 2 links)", 6 * 20.0, 0, false,
+        "ring 6 x 20 GB/s (SM70_NVLINK_BW; V100 datasheet: 6 NVLink 2 links); " + std::string(kNoNvls)}},
+      {R"(\bH800\b)",
+       {"H800 SXM (Hopper, 8 NVLink 4 links)", 8 * 20.6, 480.0 * 8 / 18, false,
+        "ring 8 x 20.6 GB/s (SM90_NVLINK_BW; H800: 400 GB/s NVLink, 8 links); NVLS the H100 default x 8/18 links"}},
+      {R"(\b(GH200|H100|H200|H20)\b)",
+       {"Hopper (18 NVLink 4 links)", 365, 480, false,
+        "the Hopper defaults: ring 365 (NVIDIA/nccl issue 1455), NVLS 480 (nccl-tests issue 212)"}},
+      {R"(\b(GB[23]00|B[123]00)\b)",
+       {"Blackwell (18 NVLink 5 links)", 18 * 40.1, 480.0 * 18 * 40.1 / 370.8, false,
+        "ring 18 x 40.1 GB/s (SM100_NVLINK_BW; 721.8 as NCCL prints on B200, NVIDIA/nccl issue 1807); NVLS the "
+        "H100 default x 721.8 / 370.8 (scaled by NCCL's NVLink rates: no measurement of it here)"}},
+  };
+  return table;
+}
+
+std::optional<NcclGpuPrior> ncclGpuPrior(const std::string& gpuName) {
+  for (const auto& e : ncclGpuFamilies())
+    if (std::regex_search(gpuName, std::regex(e.pattern, std::regex::icase))) return e.prior;
+  return std::nullopt;
 }
 
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {

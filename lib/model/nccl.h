@@ -114,6 +114,23 @@ struct NcclMachine {
   int ranks() const { return nodes * gpusPerNode; }
 };
 
+// The node's priors by GPU family, taken from the GPU name the logs give ('#  Rank' lines, a run's
+// fingerprint): the NVLink ring rate and whether NVLS exists. Each value names its source; nullopt for a
+// name no entry matches (the Hopper defaults above then stay).
+struct NcclGpuPrior {
+  std::string family;            // "A100 SXM (Ampere, 12 NVLink 3 links)", ...
+  double ringGBps = 0;           // the node's ring busbw prior (0: keep the default)
+  double nvlsGBps = 0;           // NVLS busbw prior, 0 = no NVSwitch multicast on this GPU
+  bool pcie = false;             // no NVLink between the GPUs: PCIe hop latencies
+  std::string source;
+};
+std::optional<NcclGpuPrior> ncclGpuPrior(const std::string& gpuName);
+struct NcclGpuFamily {
+  std::string pattern;           // ECMAScript regex on the GPU's name, case-insensitive; the first match wins
+  NcclGpuPrior prior;
+};
+const std::vector<NcclGpuFamily>& ncclGpuFamilies();  // the table, in match order
+
 struct NcclForce {
   std::optional<NcclAlgo> algo;
   std::optional<NcclProto> proto;
@@ -146,6 +163,7 @@ struct NcclRun {
   int channels = 0;
   int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
   bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
+  std::string gpu;               // the GPU's name from the log ('#  Rank' lines) or the run's fingerprint; "" unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
   };

@@ -38,6 +38,19 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
 }
 }  // namespace
 
+// The first GPU's name: an imported nccl-tests log keeps it at fingerprint.gpus, a fabricbench run.json
+// at fingerprint.hosts[0].fingerprint.gpus.
+static std::string firstGpuName(const nlohmann::json& run) {
+  if (!run.is_object() || !run.contains("fingerprint") || !run["fingerprint"].is_object()) return "";
+  const nlohmann::json* fp = &run["fingerprint"];
+  if (fp->contains("hosts") && (*fp)["hosts"].is_array() && !(*fp)["hosts"].empty() &&
+      (*fp)["hosts"][0].contains("fingerprint"))
+    fp = &(*fp)["hosts"][0]["fingerprint"];
+  if (!fp->is_object() || !fp->contains("gpus") || !(*fp)["gpus"].is_array() || (*fp)["gpus"].empty()) return "";
+  const auto& g = (*fp)["gpus"][0];
+  return g.is_object() && g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "";
+}
+
 std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
   std::map<std::string, NcclRun> byColl;
   std::vector<std::string> order;
@@ -85,6 +98,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
+    r.gpu = firstGpuName(rd.runJson);
     std::size_t pos = 0;
     while (pos < given.size()) {
       auto e = given.find(',', pos);
@@ -230,14 +244,18 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   const bool twoStage = !singles.empty() && singles.size() < runs.size();
   if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
   bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
-       separate = false;
+       separate = false, midSizes = false;
   for (const auto& r : runs) {
+    // Latencies and the LL/LL128 shares show below 64 MiB: a multi-node sweep of larger sizes alone leaves them at
+    // the prior. Single-node runs keep them free: pinned there, set C's 128 MiB-4 GiB 1 x 8 run traded NVLS for an
+    // impossible 454 GB/s ring.
+    for (const auto& row : r.rows) midSizes |= row.bytes >= opt.minBytes && row.bytes < (64 << 20);
     oneRank |= r.nodes * r.gpusPerNode == 1;
     direct |= r.directP2p;
     separate |= !r.directP2p && r.gpusPerNode > 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
-    allreduce |= r.coll == "allreduce";
+    allreduce |= r.coll == "allreduce" && r.gpusPerNode > 1;  // NVLS runs AllReduce on nodes of 2+ GPUs
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
     // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
@@ -247,12 +265,14 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   }
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
   std::vector<Param> ps;
-  if (separate || !direct) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});
-  ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
-                       {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
-                       {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
-  if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
-  if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
+  if (midSizes || !multi) {
+    if (separate) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});  // hops between processes
+    ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
+                         {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
+                         {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+    if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
+    if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
+  }
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
   if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
@@ -280,7 +300,7 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   };
   std::vector<double> x0;
   for (auto& p : ps) x0.push_back(std::log(prior.*(p.field)));
-  auto x = nelderMead(loss, coordinateSweep(loss, x0, ps));
+  auto x = ps.empty() ? x0 : nelderMead(loss, coordinateSweep(loss, x0, ps));
   NcclFit fit;
   fit.machine = machineAt(x);
   fit.machine.nodes = runs.front().nodes;

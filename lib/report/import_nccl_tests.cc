@@ -129,6 +129,31 @@ int launcherRanks(const std::string& l) {
   return np;
 }
 
+// Which collectives a run's rows fit when the log does not say (nccl-tests' count column is the
+// per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
+// ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
+// {"", ""} when the row does not parse.
+std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w) {
+  static const std::map<std::string, int> elem = {{"float", 4},  {"double", 8},  {"half", 2},   {"bfloat16", 2},
+                                                  {"int8", 1},   {"uint8", 1},   {"int32", 4},  {"uint32", 4},
+                                                  {"int", 4},    {"int64", 8},   {"uint64", 8}, {"f8e4m3", 1},
+                                                  {"f8e5m2", 1}};
+  std::size_t bytes = 0, count = 0;
+  auto e = w.size() >= 4 ? elem.find(w[2]) : elem.end();
+  if (e == elem.end() || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
+  const std::size_t per = bytes / (count * static_cast<std::size_t>(e->second));
+  const bool reduces = w[3] != "none";
+  const bool rooted = w.size() == 13 && w[4] != "-1";
+  const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], e->second,
+                                       per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
+  if (rooted) return {fmt::format("its rows ({}) fit broadcast", what), "broadcast"};
+  if (per > 1)
+    return reduces ? std::pair{fmt::format("its rows ({}) fit reducescatter", what), std::string("reducescatter")}
+                   : std::pair{fmt::format("its rows ({}) fit allgather or alltoall", what), std::string("allgather")};
+  return reduces ? std::pair{fmt::format("its rows ({}) fit allreduce or sendrecv", what), std::string("allreduce")}
+                 : std::pair{fmt::format("its rows ({}) fit no collective of nccl-tests", what), std::string("allreduce")};
+}
+
 }  // namespace
 
 std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std::string& source,
@@ -264,10 +289,13 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   for (std::size_t ri = 0; ri < runs.size(); ++ri) {
     auto& r = runs[ri];
     if (r.coll.empty()) r.coll = userColl;
-    if (r.coll.empty())
+    if (r.coll.empty()) {
+      auto [fits, suggest] = collCandidates(r.rows.back().w);
       throw InputError(fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' line "
-                                   "and names no *_perf binary; add it to the file name: {}:coll=allreduce",
-                                   source, r.rows.front().line, source));
+                                   "and names no *_perf binary{}; add it to the file name: {}:coll={}",
+                                   source, r.rows.front().line, fits.empty() ? "" : "; " + fits, source,
+                                   suggest.empty() ? "allreduce" : suggest));
+    }
     if (r.binary.empty()) r.binary = "(coll given by the user)";
     // Ranks and nodes.
     int listed = static_cast<int>(r.ranks.size());

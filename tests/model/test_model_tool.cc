@@ -194,6 +194,44 @@ TEST_CASE("fabricbench-model project: AllToAll and Broadcast rows, hand-computed
   std::filesystem::remove_all(tmp);
 }
 
+// Public logs of other GPUs (tests/data/public-nccl-tests-other/README.md has the sources).
+TEST_CASE("fabricbench-model nccl: priors by the logs' GPU, and the collective read off the rows", "[tool][nccl]") {
+  const std::string d = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests-other/";
+  auto residual = [](const std::string& text) {  // "Fit residual at sizes >= 1 MiB: median M %, max X %"
+    auto at = text.find("Fit residual at sizes >= 1 MiB: median ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + 39));
+  };
+  // 2 x 8 A100 SXM: no NVLS, the NVLink 3 ring; with the H100 priors the same log fitted at 29.9 / 50.2 %.
+  auto a = tool("nccl fit " + d + "a100-oke-2x8-allreduce.log:coll=allreduce");
+  INFO(a.text);
+  CHECK(a.rc == 0);
+  CHECK(a.text.find("Priors: from the logs' GPU, NVIDIA A100-SXM4-40GB: A100 SXM") != std::string::npos);
+  CHECK(a.text.find("node ring 240 GB/s, NVLS 0 GB/s") != std::string::npos);
+  CHECK(a.text.find("nvlsGBps") == std::string::npos);
+  CHECK(residual(a.text) < 10);
+  auto h = tool("nccl fit " + d + "a100-oke-2x8-allreduce.log:coll=allreduce --ring-gbps 365 --nvls-gbps 480");
+  CHECK(h.rc == 0);
+  CHECK(h.text.find("the options given replace these") != std::string::npos);
+  CHECK(residual(h.text) > 20);
+  // No collective named: the rows say which ones fit (one line, exit 2).
+  auto n = tool("nccl fit " + d + "a100-oke-2x8-allreduce.log");
+  CHECK(n.rc == 2);
+  CHECK(n.text.find("its rows (redop sum, count = size / 4) fit allreduce or sendrecv") != std::string::npos);
+  auto b = tool("nccl fit " + d + "b200-gke-2x8-allgather.log");
+  CHECK(b.rc == 2);
+  CHECK(b.text.find("(redop none, count = size / 4 / 16) fit allgather or alltoall") != std::string::npos);
+  CHECK(b.text.find("b200-gke-2x8-allgather.log:coll=allgather") != std::string::npos);
+  CHECK(lines(b.text) == 1);
+  // Ranks 0, 7, 8, 15 listed (no '...'): refused until the counts are given; 3 sizes >= 1 GiB move the NICs only.
+  auto e = tool("nccl fit " + d + "a100-oke-slurm-elided.log");
+  CHECK(e.rc == 2);
+  CHECK(e.text.find("the rank list is elided (rank numbers with gaps (4 listed, highest 15))") != std::string::npos);
+  auto e2 = tool("nccl fit " + d + "a100-oke-slurm-elided.log:ranks=16,nodes=2");
+  CHECK(e2.rc == 0);
+  CHECK(e2.text.find("(calibrated: nicGBps; the others stay at the prior)") != std::string::npos);
+}
+
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
   auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +

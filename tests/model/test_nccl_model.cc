@@ -303,6 +303,7 @@ TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nc
   CHECK(runs[0].nodes == 1);
   CHECK(runs[0].gpusPerNode == 2);
   CHECK(runs[0].rows.size() == 31);  // 8 B .. 8 GiB, factor 2
+  CHECK(runs[0].gpu == "NVIDIA H200");  // the '#  Rank' lines' device name, for the GPU's priors
   NcclMachine prior;
   prior.nvlsGBps = 0;  // the log was made with NCCL_NVLS_ENABLE=0
   auto fit = ncclCalibrate(prior, runs);
@@ -376,4 +377,31 @@ TEST_CASE("nccl: intra-node hops between GPUs of one process (P2P/direct pointer
   CHECK_FALSE(runOf("h100-snellius-2n-g4-all_gather.log").directP2p);
   CHECK(runOf("dgxh100-cnh-2x2.log").directP2p);
   CHECK_FALSE(runOf("h100-ib400-gjaion-2x8.log:coll=allreduce").directP2p);
+}
+
+TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]") {
+  struct Want {
+    const char* name;
+    double ring, nvls;
+    bool pcie;
+  };
+  // ring: NCCL's SMxx_NVLINK_BW x the GPU's NVLink links; NVLS only from Hopper on.
+  const Want want[] = {{"NVIDIA A100-SXM4-40GB", 240, 0, false},      {"NVIDIA A100-SXM4-80GB", 240, 0, false},
+                       {"NVIDIA A800-SXM4-80GB", 160, 0, false},      {"Tesla V100-SXM2-32GB", 120, 0, false},
+                       {"NVIDIA H100 80GB HBM3", 365, 480, false},    {"NVIDIA H200", 365, 480, false},
+                       {"NVIDIA H800", 164.8, 480.0 * 8 / 18, false}, {"NVIDIA B200", 721.8, 480 * 721.8 / 370.8, false},
+                       {"NVIDIA A100 80GB PCIe", 0, 0, true},         {"NVIDIA L40S", 0, 0, true},
+                       {"NVIDIA A10", 0, 0, true},                    {"NVIDIA GeForce RTX 4090", 0, 0, true}};
+  int wrong = 0;
+  for (const auto& w : want) {
+    auto p = ncclGpuPrior(w.name);
+    INFO(w.name);
+    REQUIRE(p.has_value());
+    const bool ok = p->ringGBps == Approx(w.ring) && p->nvlsGBps == Approx(w.nvls) && p->pcie == w.pcie && !p->source.empty();
+    CHECK(ok);
+    wrong += !ok;
+  }
+  CHECK(wrong == 0);
+  CHECK_FALSE(ncclGpuPrior("Some Accelerator 9000").has_value());
+  CHECK_FALSE(ncclGpuPrior("").has_value());
 }
