@@ -106,6 +106,9 @@ const Expect kExpect[] = {
     {"nccl-tests-formats/timestamps-h100-ib400-gjaion-4x8.log", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
     {"nccl-tests-formats/elided-ranks-h100-ib400-gjaion-4x8.log:ranks=32,nodes=4", 1, "allreduce", 32, 4,
      "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests-other/a100-oke-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests-other/a100-oke-slurm-elided.log:ranks=16,nodes=2", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
 };
 
 double busFactor(const std::string& coll, int n) {
@@ -164,9 +167,9 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 1562);
-  // every .log in the three folders is either listed above or refused on purpose (INFO only)
-  for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats"})
+  CHECK(rowsChecked == 1678);
+  // every .log in these folders is either listed above or refused on purpose (INFO only)
+  for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
       if (de.path().extension() == ".log" && !covered.count(de.path().filename().string())) {
         std::string n = de.path().filename().string();
