@@ -275,19 +275,26 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
     if (f[2] == "predicted" && std::stod(f[5]) >= (1 << 20) && f[10] == "0") boundErr[f[1]].push_back(std::fabs(err));
   }
   // The bound recomputed from the rows (median <= 10 %, max <= 20 %) agrees with the tool's count, and the
-  // count does not fall below the 10 of 16 measured with the NICs' channel rates (F AllToAll 2 x 2-8 within).
-  int within = 0;
+  // count does not fall below the 10 of 16 measured on sets A-F with the NICs' channel rates (F AllToAll
+  // 2 x 2-8 within), nor below set G's 4 of 9 (xxrjun cluster00: N1-G4 AllToAll/AllGather/ReduceScatter and
+  // 2 x 4 SendRecv within; 2 x 4 and 2 x 8 AllToAll miss by 74 %: the network rate per GPU stays at the
+  // 2 x 1 run's 13.5 GB/s, which the model reads as a 2-channel rate).
+  int within = 0, withinAF = 0;
   for (auto& [run, e] : boundErr) {
     std::sort(e.begin(), e.end());
     const double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
-    if (med <= 10 && e.back() <= 20) ++within;
+    if (med <= 10 && e.back() <= 20) {
+      ++within;
+      if (run.find("xxrjun-cluster00") == std::string::npos) ++withinAF;
+    }
   }
-  CHECK(r.text.find(std::to_string(within) + " of 16 predicted runs within the bound") != std::string::npos);
-  CHECK(within >= 10);
+  CHECK(r.text.find(std::to_string(within) + " of 25 predicted runs within the bound") != std::string::npos);
+  CHECK(withinAF >= 10);
+  CHECK(within >= 14);
   CHECK(wrong == 0);
   CHECK(rows > 150);
-  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F"});
-  CHECK(predictedRows.size() == 16);  // sets.json's predict lists (set F's logs hold 2 runs each)
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G"});
+  CHECK(predictedRows.size() == 25);  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each)
   for (auto& [run, n] : predictedRows) {
     INFO(run);
     CHECK(n >= 3);
