@@ -34,7 +34,8 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nics", o.nics, "NICs per node (default: one per GPU, rails)");
   c->add_option("--nic-gbps", o.nicGBps, "prior per-NIC rate as rings deliver it, GB/s (default 48: 46-48 per NDR NIC, nccl-tests issues 290, 267)");
   c->add_option("--nic-line-gbps", o.nicLineGBps,
-                "per-NIC signalling rate, reached with more than 2 channels on a NIC, GB/s (default --nic-gbps x 50/48: NDR 50)");
+                "per-NIC signalling rate, reached with more than 2 channels on a NIC, GB/s (default: the per-NIC rate x 50/48, "
+                "the fitted one where a fit moves it: NDR 48 -> 50)");
   c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default: by the logs' GPU, e.g. 240 for A100 SXM "
                  "from NCCL's 12 x 20; else 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
   c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default: by the logs' "
@@ -58,7 +59,9 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   NcclMachine m;
   m.nicsPerNode = o.nics;
   m.nicGBps = o.nicGBps;
-  m.nicLineGBps = o.nicLineGBps > 0 ? o.nicLineGBps : o.nicGBps * 50 / 48;  // hardware: the fit moves nicGBps only
+  // Not given: the line follows the per-NIC rate the fit finds (x 50/48, as NDR's 48 of 50), since a NIC that
+  // moves 13.5 GB/s on 2 channels is no 400G NIC that more channels could take to 50 (set G's AllToAll).
+  m.nicLineGBps = o.nicLineGBps;
   m.nvlink = !o.pcie;
   m.collNet = o.collNet;
   std::string gpu;

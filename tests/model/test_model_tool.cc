@@ -276,9 +276,9 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
   }
   // The bound recomputed from the rows (median <= 10 %, max <= 20 %) agrees with the tool's count, and the
   // count does not fall below the 10 of 16 measured on sets A-F with the NICs' channel rates (F AllToAll
-  // 2 x 2-8 within), nor below set G's 4 of 9 (xxrjun cluster00: N1-G4 AllToAll/AllGather/ReduceScatter and
-  // 2 x 4 SendRecv within; 2 x 4 and 2 x 8 AllToAll miss by 74 %: the network rate per GPU stays at the
-  // 2 x 1 run's 13.5 GB/s, which the model reads as a 2-channel rate).
+  // 2 x 2-8 within), nor below set G's 5 of 9 (xxrjun cluster00: N1-G4 AllToAll/AllGather/ReduceScatter,
+  // 2 x 4 SendRecv and 2 x 4 AllToAll within; the NIC line follows the fitted 13.5 GB/s 2-channel rate; with
+  // a fixed 50 GB/s line the 2 x 4 and 2 x 8 AllToAll missed by 74 %).
   int within = 0, withinAF = 0;
   for (auto& [run, e] : boundErr) {
     std::sort(e.begin(), e.end());
@@ -290,7 +290,7 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
   }
   CHECK(r.text.find(std::to_string(within) + " of 25 predicted runs within the bound") != std::string::npos);
   CHECK(withinAF >= 10);
-  CHECK(within >= 14);
+  CHECK(within >= 15);
   CHECK(wrong == 0);
   CHECK(rows > 150);
   CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G"});
