@@ -41,6 +41,16 @@ if [ -n "${PIN:-}" ]; then
 fi
 tests=(all_reduce all_gather reduce_scatter sendrecv)
 rc=0
+# The GPU's clocks every 20 ms while both tools run (clocks.csv beside the tables): this H100 idles its SM
+# clock at 345 MHz and takes ~0.3 s to reach 1980, and a one-rank SendRecv (a copy by a few SMs) runs at
+# the SM clock, so a size timed on a waking GPU reads slow in either tool; with the sampler running the
+# clock stayed at 1980 MHz from the first run on (2026-12-06).
+clk=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 20 > "$cmp/clocks.csv" 2>&1 &
+  clk=$!
+  trap '[ -n "$clk" ] && kill "$clk" 2>/dev/null' EXIT
+fi
 rounds=${ROUNDS:-2}
 fbh=() fbg=() fbw=()
 for r in $(seq 1 "$rounds"); do
@@ -61,6 +71,7 @@ for r in $(seq 1 "$rounds"); do
       { echo "$t -I r$r: exit $?"; rc=1; }
   done
 done
+[ -n "$clk" ] && kill "$clk" 2>/dev/null && clk=""
 cmdline="${PIN:+PIN=$PIN }ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer nccl-tests -a 1 [-w 0 --repeat 1] | --timer rank --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
 python3 scripts/vs_nccl_tests.py --out "$cmp" --command "$cmdline" --logs "$logs" \
   --fb-host "${fbh[@]}" --fb-gpu "${fbg[@]}" --fb-host-w0 "${fbw[@]}" || rc=$?
