@@ -39,6 +39,9 @@ class Collective {
     for (int i = 0; i < iters; ++i) t.push_back(runBatch(1, deadline));
     return t;
   }
+  // Called once after a size's timed batches (and --per-op), before its check, outside every clock:
+  // GPU backends note the conditions the times were taken under (the SM clock) in path().details.
+  virtual void afterTiming() {}
   // Test-only hook: make check() corrupt output element `index` (if it exists on this rank)
   // after the operation and before the comparison, so the wrong-count path is exercised.
   void corruptNextCheck(std::optional<std::size_t> index) { corrupt_ = index; }

@@ -126,6 +126,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     }
   }
 
+  coll.afterTiming();
   std::int64_t wrong = -1;
   if (cfg_.checkRounds > 0) {
     std::int64_t local = 0;

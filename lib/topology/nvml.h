@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,16 @@ class NvmlSymbols {
 // closed library at exit).
 const NvmlSession& systemNvmlSession();
 
+// The SM clock of the GPU at PCI bus id `busId` (CUDA's "0000:00:06.0" or NVML's "00000000:00:06.0"),
+// now and its maximum, in MHz (nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo, NVML_CLOCK_SM);
+// nullopt with `why` when NVML cannot say.
+struct SmClock {
+  unsigned int curMhz = 0, maxMhz = 0;
+};
+std::optional<SmClock> readSmClock(const NvmlSession& nv, const std::string& busId, std::string& why);
+// The same as rows carry it (sm_clock_MHz): "C of max M", or "not read: <why>".
+std::string smClockText(const NvmlSession& nv, const std::string& busId);
+
 namespace nvml {
 constexpr Return kSuccess = 0;       // NVML_SUCCESS
 constexpr Return kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
@@ -105,6 +116,8 @@ using DevUintFn = Return (*)(Device, unsigned int*);                  // GetInde
 using PciFn = Return (*)(Device, PciInfo*);                           // nvmlDeviceGetPciInfo_v3
 using MemoryFn = Return (*)(Device, Memory*);                         // nvmlDeviceGetMemoryInfo
 using MigFn = Return (*)(Device, unsigned int*, unsigned int*);       // nvmlDeviceGetMigMode(current, pending)
+using ClockFn = Return (*)(Device, unsigned int type, unsigned int*);  // nvmlDeviceGet{,Max}ClockInfo (MHz)
+constexpr unsigned int kClockSm = 1;                                  // NVML_CLOCK_SM
 constexpr unsigned int kMigEnable = 1;                                // NVML_DEVICE_MIG_ENABLE
 // GPU links (nvidia-smi topo -m's matrix from typed answers)
 using NvLinkStateFn = Return (*)(Device, unsigned int link, unsigned int* isActive);  // nvmlDeviceGetNvLinkState

@@ -51,6 +51,7 @@ struct FakeGpu {
   unsigned genCur, genMax, widthCur, widthMax;
   nvml::Return migRc;  // kSuccess or kNotSupported
   unsigned mig;
+  unsigned smClock = 0, smClockMax = 0;  // MHz, NVML_CLOCK_SM now and its maximum
 };
 struct FakeNvml {
   std::vector<FakeGpu> gpus;
@@ -163,6 +164,17 @@ nvml::Return fakeLinkVersion(nvml::Device d, unsigned link, unsigned* v) {
   return nvml::kSuccess;
 }
 
+nvml::Return fakeClock(nvml::Device d, unsigned type, unsigned* mhz) {
+  if (type != nvml::kClockSm) return nvml::kNotSupported;
+  *mhz = g_fake->gpus.at(idx(d)).smClock;
+  return nvml::kSuccess;
+}
+nvml::Return fakeMaxClock(nvml::Device d, unsigned type, unsigned* mhz) {
+  if (type != nvml::kClockSm) return nvml::kNotSupported;
+  *mhz = g_fake->gpus.at(idx(d)).smClockMax;
+  return nvml::kSuccess;
+}
+
 NvmlLoader fakeLoader(FakeNvml& f) {
   g_fake = &f;
   static const std::map<std::string, void*> syms = {
@@ -188,7 +200,9 @@ NvmlLoader fakeLoader(FakeNvml& f) {
       {"nvmlDeviceGetTopologyCommonAncestor", reinterpret_cast<void*>(&fakeAncestor)},
       {"nvmlDeviceGetP2PStatus", reinterpret_cast<void*>(&fakeP2p)},
       {"nvmlDeviceGetFieldValues", reinterpret_cast<void*>(&fakeFields)},
-      {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void*>(&fakeLinkVersion)}};
+      {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void*>(&fakeLinkVersion)},
+      {"nvmlDeviceGetClockInfo", reinterpret_cast<void*>(&fakeClock)},
+      {"nvmlDeviceGetMaxClockInfo", reinterpret_cast<void*>(&fakeMaxClock)}};
   NvmlLoader l;
   l.symbol = [&f](const char* name) -> void* {
     for (const auto& m : f.missing)

@@ -215,3 +215,34 @@ TEST_CASE("inventory GPU query parser: 12 fields per line, others skipped", "[in
   CHECK(g[0].uuid == "GPU-x");
   CHECK(g[0].migMode == "Disabled");
 }
+
+TEST_CASE("NVML SM clock: by CUDA's or NVML's bus id, now and its maximum; why when it cannot say", "[inventory]") {
+  FakeNvml f = h200Nvml();
+  f.gpus[0].smClock = 1980, f.gpus[0].smClockMax = 1980;
+  f.gpus[1].smClock = 345, f.gpus[1].smClockMax = 1980;  // an idle GPU
+  {
+    NvmlSession s(fakeLoader(f));
+    std::string why;
+    auto c = readSmClock(s, "0000:00:07.0", why);  // cudaDeviceGetPCIBusId's form
+    REQUIRE(c.has_value());
+    CHECK(c->curMhz == 345);
+    CHECK(c->maxMhz == 1980);
+    auto c0 = readSmClock(s, "00000000:00:06.0", why);  // NVML's own form
+    REQUIRE(c0.has_value());
+    CHECK(c0->curMhz == 1980);
+    CHECK_FALSE(readSmClock(s, "0000:00:08.0", why).has_value());
+    CHECK(why == "NVML lists no GPU at 0000:00:08.0");
+    CHECK_FALSE(readSmClock(s, "not a bus id", why).has_value());
+    // the text a row carries as sm_clock_MHz
+    CHECK(smClockText(s, "0000:00:07.0") == "345 of max 1980");
+    CHECK(smClockText(s, "?") == "not read: NVML lists no GPU at ?");
+  }
+  f.missing = {"nvmlDeviceGetMaxClockInfo"};
+  NvmlSession s(fakeLoader(f));
+  std::string why;
+  CHECK_FALSE(readSmClock(s, "0000:00:06.0", why).has_value());
+  CHECK(why == "libnvidia-ml.so.1 lacks nvmlDeviceGetMaxClockInfo");
+  NvmlSession none(noNvml("no libnvidia-ml.so.1"));
+  CHECK_FALSE(readSmClock(none, "0000:00:06.0", why).has_value());
+  CHECK(why == "no libnvidia-ml.so.1");
+}

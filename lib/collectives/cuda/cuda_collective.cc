@@ -10,7 +10,13 @@ PathInfo CudaIpcCollective::path() const {
   p.details = pathDetails_;
   if (!nominalBasis_.empty()) p.setNominal(nominal_, nominalBasis_);
   p.details.emplace_back("algorithm", lastAlgo_);
+  if (!smClock_.empty()) p.details.emplace_back("sm_clock_MHz", smClock_);
   return p;
+}
+
+void CudaIpcCollective::afterTiming() {
+  if (busId_.empty()) busId_ = gpuops::pciBusId(device_);
+  smClock_ = topo::smClockText(topo::systemNvmlSession(), busId_);
 }
 
 void CudaIpcCollective::prepare(const CollShape& shape) {

@@ -21,6 +21,7 @@
 #include "core/units.h"
 #include "kernels/fill_verify.h"
 #include "kernels/reduce.h"
+#include "topology/nvml.h"
 #include "topology/topology.h"
 #include "gpu/cuda/cuda_ipc.h"
 #include "gpu/cuda/p2p_check.h"
@@ -124,6 +125,7 @@ class CudaIpcCollective final : public Collective {
   std::vector<double> runPerOp(int iters, Deadline deadline) override;
 
   std::int64_t check(int seed, Deadline deadline) override;
+  void afterTiming() override;  // the SM clock the size was timed at (sm_clock_MHz)
 
  private:
   // No bootstrap calls here (see prepare).
@@ -198,6 +200,7 @@ class CudaIpcCollective final : public Collective {
   PeerMap peers_;
   std::string pathLabel_;
   std::vector<std::pair<std::string, std::string>> pathDetails_;
+  std::string busId_, smClock_;  // the GPU's PCI bus id; its SM clock after the last size's batches
   std::string lastAlgo_ = "none";
   double nominal_ = -1;        // typed nominal rate (set in describePath)
   std::string nominalBasis_;

@@ -18,6 +18,7 @@
 #include "collectives/gpu_ops.h"
 #include "core/error.h"
 #include "kernels/fill_verify.h"
+#include "topology/nvml.h"
 #include "topology/topology.h"
 #include "gpu/nccl/nccl_comm.h"
 #include "gpu/nccl/path_profile.h"
@@ -186,6 +187,14 @@ class NcclCollective : public Collective {
     return ms * 1e-3;
   }
 
+  // The SM clock the size was timed at, read right after its batches: a GPU that idles at a low
+  // clock runs the first sizes after it wakes slower (a one-rank SendRecv at 16 MiB: 20 us at the
+  // waking clock, 17.8 at 1980 MHz on one H100).
+  void afterTiming() override {
+    if (busId_.empty()) busId_ = gpuops::pciBusId(device_);
+    path_.details.emplace_back("sm_clock_MHz", topo::smClockText(topo::systemNvmlSession(), busId_));
+  }
+
   // --per-op: an event after every operation on the stream (no graph, no host sync between
   // operations); operation i's time is event i-1 → event i.
   std::vector<double> runPerOp(int iters, Deadline deadline) override {
@@ -334,6 +343,7 @@ class NcclCollective : public Collective {
   CollectiveOptions opts_;
   PathProfile profile_;
   int device_ = -1;
+  std::string busId_;           // the GPU's PCI bus id (NVML's clock reader finds the GPU by it)
   std::shared_ptr<NcclComm> comm_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

@@ -5,6 +5,7 @@ a named transport skipped or a GPU node without a GPU path = partial, exit 4).
 Exit 0 = pass, 1 = fail."""
 import argparse
 import json
+import re
 import os
 import stat
 import sys
@@ -260,7 +261,12 @@ def case_gpu(a):
                 # 8 B .. 16 MiB: the small sizes have several positions (the 16 MiB row only its own)
                 if not rows or any(int(r["wrong"]) != 0 or want not in r["extra"] for r in rows if int(r["size_bytes"]) < 16 << 20):
                     fail(f"buffers {extra}: wrong elements or rows without '{want}'")
-                print(f"  ok: buffers {extra or 'default'}: {len(rows)} rows, wrong = 0, labelled '{want}'")
+                # every nccl row names the SM clock it was timed at: "C of max M" MHz, 0 < C <= M
+                for r in rows:
+                    m = re.search(r"sm_clock_MHz=(\d+) of max (\d+)", r["extra"])
+                    if not m or not 0 < int(m.group(1)) <= int(m.group(2)):
+                        fail(f"buffers {extra}: row without a readable SM clock: {r['extra']}")
+                print(f"  ok: buffers {extra or 'default'}: {len(rows)} rows, wrong = 0, labelled '{want}', SM clock read")
         p = mpirun(a, 2, ["--transport", "auto", "--collective", "allreduce", "-b", "8", "-e", "1M", "-f", "64",
                           "--no-files"], timeout=300, environ=e)
         line = final_line(p.stdout)
