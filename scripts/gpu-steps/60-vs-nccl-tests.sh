@@ -43,8 +43,7 @@ tests=(all_reduce all_gather reduce_scatter sendrecv)
 rc=0
 # The GPU's clocks every 20 ms while both tools run (clocks.csv beside the tables): this H100 idles its SM
 # clock at 345 MHz and takes ~0.3 s to reach 1980, and a one-rank SendRecv (a copy by a few SMs) runs at
-# the SM clock, so a size timed on a waking GPU reads slow in either tool; with the sampler running the
-# clock stayed at 1980 MHz from the first run on (2026-12-06).
+# the SM clock; with the sampler running the clock stayed at 1980 MHz from the first run on (2026-12-06).
 clk=""
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,pstate --format=csv -lms 20 > "$cmp/clocks.csv" 2>&1 &

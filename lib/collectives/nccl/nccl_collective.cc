@@ -187,9 +187,8 @@ class NcclCollective : public Collective {
     return ms * 1e-3;
   }
 
-  // The SM clock the size was timed at, read right after its batches: a GPU that idles at a low
-  // clock runs the first sizes after it wakes slower (a one-rank SendRecv at 16 MiB: 20 us at the
-  // waking clock, 17.8 at 1980 MHz on one H100).
+  // The SM clock the size was timed at, read right after its batches: the H100 host idles at 345 MHz
+  // of 1980, and a copy by a few SMs (a one-rank SendRecv) runs at the SM clock.
   void afterTiming() override {
     if (busId_.empty()) busId_ = gpuops::pciBusId(device_);
     path_.details.emplace_back("sm_clock_MHz", topo::smClockText(topo::systemNvmlSession(), busId_));
