@@ -40,7 +40,10 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
                  "from NCCL's 12 x 20; else 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
   c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default: by the logs' "
                  "GPU, 0 before Hopper; else 480: 8 x H100, nccl-tests issue 212)");
-  c->add_flag("--pcie", o.pcie, "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink (default: by the logs' GPU)");
+  c->add_flag_callback("--pcie", [&o] { o.pcie = true; },
+                       "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink (default: by the logs' GPU)");
+  c->add_flag_callback("--nvlink", [&o] { o.pcie = false; },
+                       "GPUs inside a node talk over NVLink (e.g. PCIe cards joined by NVLink bridges), whatever the GPU");
   c->add_flag("--collnet", o.collNet, "the fabric offers CollNet/SHARP");
   c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24)");
 }
@@ -62,7 +65,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   // Not given: the line follows the per-NIC rate the fit finds (x 50/48, as NDR's 48 of 50), since a NIC that
   // moves 13.5 GB/s on 2 channels is no 400G NIC that more channels could take to 50 (set G's AllToAll).
   m.nicLineGBps = o.nicLineGBps;
-  m.nvlink = !o.pcie;
+  m.nvlink = true;
   m.collNet = o.collNet;
   std::string gpu;
   for (const auto& r : runs)
@@ -76,6 +79,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
     m.nvlsGBps = fam->nvlsGBps;
     if (fam->pcie) m.nvlink = false;
   }
+  if (o.pcie) m.nvlink = !*o.pcie;
   if (o.ringGBps) m.ringIntraGBps = *o.ringGBps;
   if (o.nvlsGBps) m.nvlsGBps = *o.nvlsGBps;
   if (note) {
@@ -257,7 +261,8 @@ MachineOpts priorFromJson(const nlohmann::json& j, const std::string& where) {
     if (!keys.count(k)) throw InputError(fmt::format("{}: unknown prior key '{}' (known: nics, nic_gbps, nic_line_gbps, ring_gbps, nvls_gbps, pcie, collnet, given)", where, k));
     if (k == "pcie" || k == "collnet") {
       if (!v.is_boolean()) throw InputError(fmt::format("{}: '{}' must be true or false", where, k));
-      (k == "pcie" ? o.pcie : o.collNet) = v.get<bool>();
+      if (k == "pcie") o.pcie = v.get<bool>();
+      else o.collNet = v.get<bool>();
     } else if (k == "given") {
       if (!v.is_string()) throw InputError(fmt::format("{}: 'given' must be a string", where));
       o.given = v.get<std::string>();

@@ -15,7 +15,8 @@ struct MachineOpts {
   double nics = 0, nicGBps = 48, nicLineGBps = 0;  // nicLineGBps 0: nicGBps x 50/48
   // Not given: from the logs' GPU (model::ncclGpuPrior), else the Hopper defaults 365 / 480.
   std::optional<double> ringGBps, nvlsGBps;
-  bool pcie = false, collNet = false;
+  std::optional<bool> pcie;  // --pcie / --nvlink / a set's "pcie"; not given: by the logs' GPU, else NVLink
+  bool collNet = false;
   std::string given;  // KEY=VALUE,... applied to every run (algo=ring, proto=simple, channels=24)
 };
 

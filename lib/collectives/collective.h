@@ -40,7 +40,7 @@ class Collective {
     return t;
   }
   // Called once after a size's timed batches (and --per-op), before its check, outside every clock:
-  // GPU backends note the conditions the times were taken under (the SM clock) in path().details.
+  // GPU backends note this rank's SM clock, read then, in path().details. Must not throw.
   virtual void afterTiming() {}
   // Test-only hook: make check() corrupt output element `index` (if it exists on this rank)
   // after the operation and before the comparison, so the wrong-count path is exercised.

@@ -121,7 +121,11 @@ const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
       {R"(\bH800\b)",
        {"H800 SXM (Hopper, 8 NVLink 4 links)", 8 * 20.6, 480.0 * 8 / 18, false,
         "ring 8 x 20.6 GB/s (SM90_NVLINK_BW; H800: 400 GB/s NVLink, 8 links); NVLS the H100 default x 8/18 links"}},
-      {R"(\b(GH200|H100|H200|H20)\b)",
+      {R"(\b(H100|H200) NVL\b|\bGH200\b)",
+       {"Hopper without NVSwitch (H100/H200 NVL: NVLink bridges; GH200: one GPU or direct links)", 0, 0, false,
+        "no NVLS: no NVSwitch to multicast through (give --nvls-gbps for a GH200 NVL32); the node's ring rate stays at "
+        "the default (give --ring-gbps)"}},
+      {R"(\b(H100|H200|H20)\b)",
        {"Hopper (18 NVLink 4 links)", 365, 480, false,
         "the Hopper defaults: ring 365 (NVIDIA/nccl issue 1455), NVLS 480 (nccl-tests issue 212)"}},
       {R"(\b(GB[23]00|B[123]00)\b)",

@@ -244,12 +244,16 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   const bool twoStage = !singles.empty() && singles.size() < runs.size();
   if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
   bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
-       separate = false, midSizes = false;
+       separate = false, midSizes = false, midMulti = false;
   for (const auto& r : runs) {
     // Latencies and the LL/LL128 shares show below 64 MiB: a multi-node sweep of larger sizes alone leaves them at
     // the prior. Single-node runs keep them free: pinned there, set C's 128 MiB-4 GiB 1 x 8 run traded NVLS for an
     // impossible 454 GB/s ring.
-    for (const auto& row : r.rows) midSizes |= row.bytes >= opt.minBytes && row.bytes < (64 << 20);
+    for (const auto& row : r.rows) {
+      const bool mid = row.bytes >= opt.minBytes && row.bytes < (64 << 20);
+      midSizes |= mid;
+      midMulti |= mid && r.nodes > 1;  // the network's latency shows only in multi-node runs
+    }
     oneRank |= r.nodes * r.gpusPerNode == 1;
     direct |= r.directP2p;
     separate |= !r.directP2p && r.gpusPerNode > 1;
@@ -271,7 +275,7 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
                          {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
                          {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
     if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
-    if (multi) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
+    if (multi && midMulti) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   }
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});

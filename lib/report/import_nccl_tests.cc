@@ -146,12 +146,14 @@ std::pair<std::string, std::string> collCandidates(const std::vector<std::string
   const bool rooted = w.size() == 13 && w[4] != "-1";
   const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], e->second,
                                        per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
-  if (rooted) return {fmt::format("its rows ({}) fit broadcast", what), "broadcast"};
+  if (rooted)
+    return reduces ? std::pair{fmt::format("its rows ({}) fit reduce, which the model does not read", what), std::string()}
+                   : std::pair{fmt::format("its rows ({}) fit broadcast", what), std::string("broadcast")};
   if (per > 1)
     return reduces ? std::pair{fmt::format("its rows ({}) fit reducescatter", what), std::string("reducescatter")}
                    : std::pair{fmt::format("its rows ({}) fit allgather or alltoall", what), std::string("allgather")};
   return reduces ? std::pair{fmt::format("its rows ({}) fit allreduce or sendrecv", what), std::string("allreduce")}
-                 : std::pair{fmt::format("its rows ({}) fit no collective of nccl-tests", what), std::string("allreduce")};
+                 : std::pair{fmt::format("its rows ({}) fit allgather or alltoall on one rank", what), std::string("allgather")};
 }
 
 }  // namespace
@@ -291,9 +293,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     if (r.coll.empty()) r.coll = userColl;
     if (r.coll.empty()) {
       auto [fits, suggest] = collCandidates(r.rows.back().w);
-      throw InputError(fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' line "
-                                   "and names no *_perf binary{}; add it to the file name: {}:coll={}",
-                                   source, r.rows.front().line, fits.empty() ? "" : "; " + fits, source,
+      const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
+                                           "line and names no *_perf binary{}",
+                                           source, r.rows.front().line, fits.empty() ? "" : "; " + fits);
+      if (suggest.empty() && !fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
+      throw InputError(fmt::format("{}; add it to the file name: {}:coll={}", head, source,
                                    suggest.empty() ? "allreduce" : suggest));
     }
     if (r.binary.empty()) r.binary = "(coll given by the user)";

@@ -70,7 +70,7 @@ for r in $(seq 1 "$rounds"); do
       { echo "$t -I r$r: exit $?"; rc=1; }
   done
 done
-[ -n "$clk" ] && kill "$clk" 2>/dev/null && clk=""
+if [ -n "$clk" ]; then kill "$clk" 2>/dev/null; wait "$clk" 2>/dev/null; clk=""; fi
 cmdline="${PIN:+PIN=$PIN }ROUNDS=$rounds NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset} bash scripts/gpu-steps/60-vs-nccl-tests.sh (B=$B MPI='$MPI' NP=${NP:-1}); fabricbench ${common[*]} --timer nccl-tests -a 1 [-w 0 --repeat 1] | --timer rank --per-op; nccl-tests <test>_perf ${sweep[*]} -g 1 [-I 1 -J]"
 python3 scripts/vs_nccl_tests.py --out "$cmp" --command "$cmdline" --logs "$logs" \
   --fb-host "${fbh[@]}" --fb-gpu "${fbg[@]}" --fb-host-w0 "${fbw[@]}" || rc=$?

@@ -80,6 +80,15 @@ TEST_CASE("nccl-tests: malformed logs are bad input", "[import]") {
   // no rows at all
   CHECK_THROWS_WITH(fb::parseNcclTests("# nccl-tests version 2.19.6\n", "e.log"), Catch::Contains("no nccl-tests result rows"));
   CHECK(fb::sniffInput("hello\n") == fb::InputKind::kUnknown);
+  // no collective named: rows with a root and a redop are a Reduce, which is not suggested as anything
+  const std::string head = "#  Rank  0 Group  0 Pid 1 on h device  0 [0x0f] NVIDIA H100\n"
+                           "#  Rank  1 Group  0 Pid 2 on h device  1 [0x15] NVIDIA H100\n"
+                           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string reduce = head + "     1048576        262144     float     sum       0    10.00  104.86  104.86      0    10.00  104.86  104.86      0\n";
+  CHECK_THROWS_WITH(fb::parseNcclTests(reduce, "r.log"), Catch::Contains("fit reduce, which the model does not read") &&
+                                                             !Catch::Contains(":coll="));
+  const std::string bcast = head + "     1048576        262144     float    none       0    10.00  104.86  104.86      0    10.00  104.86  104.86      0\n";
+  CHECK_THROWS_WITH(fb::parseNcclTests(bcast, "b.log"), Catch::Contains("fit broadcast; add it to the file name: b.log:coll=broadcast"));
 }
 
 TEST_CASE("perftest: ib_write_bw and ib_write_lat rows", "[import]") {

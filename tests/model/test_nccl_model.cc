@@ -391,7 +391,12 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
                        {"NVIDIA H100 80GB HBM3", 365, 480, false},    {"NVIDIA H200", 365, 480, false},
                        {"NVIDIA H800", 164.8, 480.0 * 8 / 18, false}, {"NVIDIA B200", 721.8, 480 * 721.8 / 370.8, false},
                        {"NVIDIA A100 80GB PCIe", 0, 0, true},         {"NVIDIA L40S", 0, 0, true},
-                       {"NVIDIA A10", 0, 0, true},                    {"NVIDIA GeForce RTX 4090", 0, 0, true}};
+                       {"NVIDIA A10", 0, 0, true},                    {"NVIDIA GeForce RTX 4090", 0, 0, true},
+                       {"NVIDIA H100 NVL", 0, 0, false},              {"NVIDIA H200 NVL", 0, 0, false},
+                       {"NVIDIA GH200 480GB", 0, 0, false},           {"NVIDIA L4", 0, 0, true},
+                       {"NVIDIA A10G", 0, 0, true},                   {"Tesla T4", 0, 0, true},
+                       {"NVIDIA RTX A6000", 0, 0, true},              {"NVIDIA H100 PCIe", 0, 0, true},
+                       {"NVIDIA GB200", 721.8, 480 * 721.8 / 370.8, false}};
   int wrong = 0;
   for (const auto& w : want) {
     auto p = ncclGpuPrior(w.name);

@@ -165,12 +165,12 @@ nvml::Return fakeLinkVersion(nvml::Device d, unsigned link, unsigned* v) {
 }
 
 nvml::Return fakeClock(nvml::Device d, unsigned type, unsigned* mhz) {
-  if (type != nvml::kClockSm) return nvml::kNotSupported;
+  if (type != 1) return nvml::kNotSupported;  // NVML_CLOCK_SM
   *mhz = g_fake->gpus.at(idx(d)).smClock;
   return nvml::kSuccess;
 }
 nvml::Return fakeMaxClock(nvml::Device d, unsigned type, unsigned* mhz) {
-  if (type != nvml::kClockSm) return nvml::kNotSupported;
+  if (type != 1) return nvml::kNotSupported;  // NVML_CLOCK_SM
   *mhz = g_fake->gpus.at(idx(d)).smClockMax;
   return nvml::kSuccess;
 }

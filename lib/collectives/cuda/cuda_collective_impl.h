@@ -125,7 +125,7 @@ class CudaIpcCollective final : public Collective {
   std::vector<double> runPerOp(int iters, Deadline deadline) override;
 
   std::int64_t check(int seed, Deadline deadline) override;
-  void afterTiming() override;  // the SM clock the size was timed at (sm_clock_MHz)
+  void afterTiming() override;  // this rank's SM clock read after the size's batches (sm_clock_MHz)
 
  private:
   // No bootstrap calls here (see prepare).

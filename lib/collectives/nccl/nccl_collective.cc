@@ -187,10 +187,10 @@ class NcclCollective : public Collective {
     return ms * 1e-3;
   }
 
-  // The SM clock the size was timed at, read right after its batches: the H100 host idles at 345 MHz
-  // of 1980, and a copy by a few SMs (a one-rank SendRecv) runs at the SM clock.
+  // This rank's SM clock, read right after the size's timed batches (not during them): the H100 host
+  // idles at 345 MHz of 1980, and a copy by a few SMs (a one-rank SendRecv) runs at the SM clock.
   void afterTiming() override {
-    if (busId_.empty()) busId_ = gpuops::pciBusId(device_);
+    if (busId_.empty() || busId_ == "?") busId_ = gpuops::pciBusId(device_);
     path_.details.emplace_back("sm_clock_MHz", topo::smClockText(topo::systemNvmlSession(), busId_));
   }
 

@@ -261,7 +261,7 @@ def case_gpu(a):
                 # 8 B .. 16 MiB: the small sizes have several positions (the 16 MiB row only its own)
                 if not rows or any(int(r["wrong"]) != 0 or want not in r["extra"] for r in rows if int(r["size_bytes"]) < 16 << 20):
                     fail(f"buffers {extra}: wrong elements or rows without '{want}'")
-                # every nccl row names the SM clock it was timed at: "C of max M" MHz, 0 < C <= M
+                # every nccl row names the SM clock read after its batches: "C of max M" MHz, 0 < C <= M
                 for r in rows:
                     m = re.search(r"sm_clock_MHz=(\d+) of max (\d+)", r["extra"])
                     if not m or not 0 < int(m.group(1)) <= int(m.group(2)):
