@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -16,12 +15,6 @@ namespace fb::gpuops {
 
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) FB_THROW(CudaError, what, ": ", cudaGetErrorString(e));
-}
-
-// The GPU's PCI bus id as CUDA gives it ("0000:00:06.0"), "?" when CUDA cannot say (NVML then finds no GPU).
-inline std::string pciBusId(int device) {
-  char id[32] = {};
-  return cudaDeviceGetPCIBusId(id, sizeof id, device) == cudaSuccess ? std::string(id) : std::string("?");
 }
 
 // --per-op: an event after every operation on the stream (no graph, no host sync between

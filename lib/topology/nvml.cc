@@ -88,6 +88,10 @@ std::optional<SmClock> readSmClock(const NvmlSession& nv, const std::string& bus
   auto cur = syms.need<nvml::ClockFn>("nvmlDeviceGetClockInfo");
   auto max = syms.need<nvml::ClockFn>("nvmlDeviceGetMaxClockInfo");
   if (!syms.usable(why)) return std::nullopt;
+  if (busId.empty()) {
+    why = "CUDA gave no PCI bus id for the GPU";
+    return std::nullopt;
+  }
   for (nvml::Device d : nv.devices()) {
     nvml::PciInfo p{};
     if (pci(d, &p) != nvml::kSuccess || !sameBus(std::string(p.busId, strnlen(p.busId, sizeof p.busId)), busId)) continue;

@@ -236,6 +236,7 @@ TEST_CASE("NVML SM clock: by CUDA's or NVML's bus id, now and its maximum; why w
     // the text a row carries as sm_clock_MHz
     CHECK(smClockText(s, "0000:00:07.0") == "345 of max 1980");
     CHECK(smClockText(s, "?") == "not read: NVML lists no GPU at ?");
+    CHECK(smClockText(s, "") == "not read: CUDA gave no PCI bus id for the GPU");
   }
   f.missing = {"nvmlDeviceGetMaxClockInfo"};
   NvmlSession s(fakeLoader(f));

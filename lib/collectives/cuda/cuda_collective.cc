@@ -15,7 +15,7 @@ PathInfo CudaIpcCollective::path() const {
 }
 
 void CudaIpcCollective::afterTiming() {
-  if (busId_.empty() || busId_ == "?") busId_ = gpuops::pciBusId(device_);
+  if (busId_.empty()) busId_ = pciBusId(device_);  // "" (asked again next size) when CUDA cannot say
   smClock_ = topo::smClockText(topo::systemNvmlSession(), busId_);
 }
 

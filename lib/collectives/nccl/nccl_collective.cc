@@ -21,6 +21,7 @@
 #include "topology/nvml.h"
 #include "topology/topology.h"
 #include "gpu/nccl/nccl_comm.h"
+#include "gpu/pci_bus_id.h"
 #include "gpu/nccl/path_profile.h"
 
 namespace fb::nccl {
@@ -190,7 +191,7 @@ class NcclCollective : public Collective {
   // This rank's SM clock, read right after the size's timed batches (not during them): the H100 host
   // idles at 345 MHz of 1980, and a copy by a few SMs (a one-rank SendRecv) runs at the SM clock.
   void afterTiming() override {
-    if (busId_.empty() || busId_ == "?") busId_ = gpuops::pciBusId(device_);
+    if (busId_.empty()) busId_ = gpu::pciBusId(device_);  // "" (asked again next size) when CUDA cannot say
     path_.details.emplace_back("sm_clock_MHz", topo::smClockText(topo::systemNvmlSession(), busId_));
   }
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "bootstrap/agree.h"
+#include "gpu/pci_bus_id.h"
 #include "gpu/wait.h"
 
 namespace fb::cudaipc {
@@ -20,14 +21,7 @@ void throwCuda(cudaError_t e, const char* expr, const char* file, int line) {
 }
 
 std::string pciBusId(int device) {
-  char buf[64] = {0};
-  if (cudaDeviceGetPCIBusId(buf, sizeof(buf), device) != cudaSuccess) {
-    cudaGetLastError();
-    return "";
-  }
-  std::string s(buf);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+  return gpu::pciBusId(device);
 }
 
 std::string deviceName(int device) {
