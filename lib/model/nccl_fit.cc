@@ -38,15 +38,12 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
 }
 }  // namespace
 
-// The first GPU's name: an imported nccl-tests log keeps it at fingerprint.gpus, a fabricbench run.json
-// at fingerprint.hosts[0].fingerprint.gpus.
-static std::string firstGpuName(const nlohmann::json& run) {
-  if (!run.is_object() || !run.contains("fingerprint") || !run["fingerprint"].is_object()) return "";
-  const nlohmann::json* fp = &run["fingerprint"];
-  if (fp->contains("hosts") && (*fp)["hosts"].is_array() && !(*fp)["hosts"].empty() &&
-      (*fp)["hosts"][0].contains("fingerprint"))
-    fp = &(*fp)["hosts"][0]["fingerprint"];
-  if (!fp->is_object() || !fp->contains("gpus") || !(*fp)["gpus"].is_array() || (*fp)["gpus"].empty()) return "";
+// The first GPU's name: a fabricbench run.json keeps it in its first host's fingerprint, an imported
+// nccl-tests log at fingerprint.gpus.
+static std::string firstGpuName(const RunData& rd) {
+  const nlohmann::json* fp = firstHostFingerprint(rd);
+  if (!fp && rd.runJson.is_object() && rd.runJson.contains("fingerprint")) fp = &rd.runJson["fingerprint"];
+  if (!fp || !fp->is_object() || !fp->contains("gpus") || !(*fp)["gpus"].is_array() || (*fp)["gpus"].empty()) return "";
   const auto& g = (*fp)["gpus"][0];
   return g.is_object() && g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "";
 }
@@ -98,7 +95,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
-    r.gpu = firstGpuName(rd.runJson);
+    r.gpu = firstGpuName(rd);
     std::size_t pos = 0;
     while (pos < given.size()) {
       auto e = given.find(',', pos);

@@ -269,13 +269,6 @@ std::string summarySection(const std::vector<RunData>& runs, const std::vector<S
 
 // ---- runs and fingerprints ----
 
-const json* firstHostFingerprint(const RunData& r) {
-  const json* hosts = at(r.runJson, {"fingerprint", "hosts"});
-  if (!hosts || !hosts->is_array() || hosts->empty()) return nullptr;
-  const json& h0 = (*hosts)[0];
-  return h0.is_object() && h0.contains("fingerprint") ? &h0["fingerprint"] : nullptr;
-}
-
 std::string runsSection(const std::vector<RunData>& runs) {
   std::string h = "<h2 id='runs'>Runs</h2>\n<table><tr><th>run</th><th>status</th><th>when (UTC)</th><th>machine</th>"
                   "<th>command</th></tr>\n";

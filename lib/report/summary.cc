@@ -292,6 +292,15 @@ std::string renderGroups(const std::vector<Series>& all, const CompareOptions& o
 
 }  // namespace
 
+const nlohmann::json* firstHostFingerprint(const RunData& r) {
+  const auto& j = r.runJson;
+  if (!j.is_object() || !j.contains("fingerprint") || !j["fingerprint"].is_object()) return nullptr;
+  const auto& fp = j["fingerprint"];
+  if (!fp.contains("hosts") || !fp["hosts"].is_array() || fp["hosts"].empty()) return nullptr;
+  const auto& h0 = fp["hosts"][0];
+  return h0.is_object() && h0.contains("fingerprint") ? &h0["fingerprint"] : nullptr;
+}
+
 std::string groupId(const std::string& coll, const std::string& dtype) {
   std::string id = coll + "_" + dtype;
   for (char& c : id)

@@ -28,6 +28,10 @@ struct RunData {
   std::vector<Sample> rows;
 };
 
+// The first host's fingerprint in a fabricbench run.json (fingerprint.hosts[0].fingerprint); null when
+// there is none (an imported log keeps its GPUs at fingerprint.gpus instead).
+const nlohmann::json* firstHostFingerprint(const RunData& r);
+
 struct CompareOptions {
   std::string baseline;                      // series pattern (see seriesMatches); "" = none
   std::map<std::string, double> priceUsd;    // series pattern -> user-supplied USD per port
