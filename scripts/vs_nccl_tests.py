@@ -97,6 +97,18 @@ def fabricbench(run, kind, problems):
                 problems.add(f"{run}: rows reuse one cache-warm buffer (--reuse-buffers?); nccl-tests moves its buffers")
             p50 = float(r["p50_us"]) if r.get("p50_us") else None
             out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"], p50)
+    # Where run.json keeps the --per-op batch (per_op_us), its p50 is taken as nccl-tests takes its -I p50
+    # (util.cu computeIterStats: sorted[n / 2], the upper middle of an even count; table.csv's is the lower).
+    try:
+        with open(os.path.join(run, "run.json")) as f:
+            jrows = json.load(f).get("rows", [])
+    except (OSError, ValueError):
+        jrows = []
+    for jr in jrows:
+        ops = jr.get("per_op_us")
+        key = (jr.get("coll"), jr.get("size_bytes"), jr.get("placement"))
+        if isinstance(ops, list) and ops and jr.get("impl") == "nccl" and key in out:
+            out[key] = out[key][:3] + (sorted(ops)[len(ops) // 2],)
     return out
 
 
@@ -183,7 +195,8 @@ def main():
                     lambda key, k: (val(fbw[k], key), nth[k].get(key))),
         "gpu": ("fabricbench --timer rank (events around the batch) / mean of nccl-tests -I 1 per-iteration times",
                 lambda key, k: (val(fbg[k], key), ntg[k].get(key))),
-        "p50": ("fabricbench --per-op p50 (events between operations) / nccl-tests -I 1 per-iteration p50",
+        "p50": ("fabricbench --per-op p50 (events between operations; sorted[n/2] of run.json's per_op_us, as "
+                "nccl-tests takes it, where the run kept them) / nccl-tests -I 1 per-iteration p50",
                 lambda key, k: (val(fbg[k], key, 3), ntp[k].get(key))),
         "nt_self": ("nccl-tests round k / nccl-tests round 1 (its own repeatability; k >= 2)",
                     lambda key, k: (nth[k].get(key), nth[0].get(key)) if k > 0 else (None, None)),

@@ -29,6 +29,8 @@ struct Sample {
   int repeats = 1;               // timed batches behind this row
   double timeUsMin = -1, timeUsMax = -1;  // fastest / slowest batch (per operation); -1 = unknown (old files)
   double p50Us = -1, p99Us = -1;          // --per-op: per-operation percentiles; -1 = not measured
+  std::vector<double> perOpUs;            // --per-op: every operation's time (slowest rank), in run order;
+                                          // run.json's per_op_us (not in table.csv)
   std::vector<double> batchUs;            // each timed batch's time per operation, in run order (this run's rows
                                           // only: Google Benchmark's repetitions; not in the result files)
   std::int64_t wrong = -1;  // wrong elements summed over ranks; -1 = not checked

@@ -113,11 +113,12 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   // --per-op: every operation of one more batch timed on its own; op i's time is the slowest
   // rank's op i (each rank times its own ops).
   double p50 = -1, p99 = -1;
+  std::vector<double> ops;
   if (cfg_.perOp) {
     bs_.barrier();
     auto mine = timed([&] { return coll.runPerOp(cfg_.iters, deadline(cfg_.iters)); });
     auto all = gatherDoubles(bs_, mine);
-    std::vector<double> ops(mine.size(), 0.0);
+    ops.assign(mine.size(), 0.0);
     for (const auto& r : all)
       for (std::size_t i = 0; i < ops.size() && i < r.size(); ++i) ops[i] = std::max(ops[i], r[i]);
     if (!ops.empty()) {
@@ -158,6 +159,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
   s.repeats = static_cast<int>(perOp.size());
   s.timeUs = stats::median(perOp) * 1e6;  // an even count takes the mean of the two middle batches
   for (double t : perOp) s.batchUs.push_back(t * 1e6);
+  for (double t : ops) s.perOpUs.push_back(t * 1e6);
   s.timeUsMin = *std::min_element(perOp.begin(), perOp.end()) * 1e6;
   s.timeUsMax = *std::max_element(perOp.begin(), perOp.end()) * 1e6;
   if (s.bytes > 0 && s.timeUsMax > 0) lastRate_[&coll] = static_cast<double>(s.bytes) / (s.timeUsMax * 1e-6);

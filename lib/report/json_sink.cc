@@ -30,11 +30,11 @@ class JsonSink : public ResultSink {
     started_ = utcNow();
     auto parent = std::filesystem::path(path_).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
-    write(RunSummary{false, "running", {}}, false);
+    write(RunSummary{false, "running", {}, -1, {}, {}}, false);
   }
   void add(const Sample& s) override {
     rows_.push_back(s);
-    write(RunSummary{false, "running", {}}, false);
+    write(RunSummary{false, "running", {}, -1, {}, {}}, false);
   }
   void end(const RunSummary& summary) override { write(summary, true); }
 
@@ -91,6 +91,7 @@ nlohmann::json sampleToJson(const Sample& s) {
           {"p50_us", s.p50Us < 0 ? nlohmann::json() : nlohmann::json(s.p50Us)},
           {"p99_us", s.p99Us < 0 ? nlohmann::json() : nlohmann::json(s.p99Us)},
           {"extra", extra}};
+  if (!s.perOpUs.empty()) row["per_op_us"] = s.perOpUs;
   if (!nccl.is_null()) row["nccl_attestation"] = nccl;
   return row;
 }
@@ -126,6 +127,9 @@ Sample sampleFromJson(const nlohmann::json& j) {
     s.timeUsMax = optNum("time_us_max");
     s.p50Us = optNum("p50_us");
     s.p99Us = optNum("p99_us");
+    if (j.contains("per_op_us") && j["per_op_us"].is_array())
+      for (const auto& v : j["per_op_us"])
+        if (v.is_number()) s.perOpUs.push_back(v.get<double>());
     if (j.contains("extra"))
       for (auto& [k, v] : j["extra"].items()) s.extra.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     return s;

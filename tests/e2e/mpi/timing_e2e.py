@@ -65,6 +65,14 @@ def case_repeat(a):
                 fail(f"default timer is rank-clock / max: {r}")
         if meta["config"]["repeat"] != 4 or meta["config"]["per_op"] is not True:
             fail(f"run.json config: {meta['config']}")
+        # run.json keeps every operation of the --per-op batch (-n 5), and p50/p99 are their nearest ranks.
+        for jr in meta["rows"]:
+            ops = jr.get("per_op_us")
+            if not isinstance(ops, list) or len(ops) != 5 or not all(x > 0 for x in ops):
+                fail(f"run.json row without 5 per_op_us: {jr}")
+            srt = sorted(ops)
+            if abs(jr["p50_us"] - srt[2]) > 1e-9 or abs(jr["p99_us"] - srt[4]) > 1e-9:
+                fail(f"p50/p99 {jr['p50_us']} / {jr['p99_us']} are not the nearest ranks of {ops}")
         if "p99_us" not in p.stdout or "t_min_us" not in p.stdout:
             fail("console has no spread / per-op columns")
         report = open(os.path.join(d, "r", "report.md")).read()
@@ -80,6 +88,8 @@ def case_repeat(a):
             fail(f"--benchmark_repetitions=3 gave {len(rows)} rows, expected one per size (6)")
         for r in rows:
             check_spread(r, 3, False)
+        if any("per_op_us" in jr for jr in json.load(open(os.path.join(d, "g", "run.json")))["rows"]):
+            fail("per_op_us in run.json without --per-op")
         # Default: auto, 3 batches for a short run.
         p = mpirun(a, 2, ["--transport", "mpi", "--results-dir", d, "--run-id", "auto"] + SMALL, timeout=200)
         rows, meta = load(d, "auto")
