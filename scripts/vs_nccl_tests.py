@@ -98,7 +98,8 @@ def fabricbench(run, kind, problems):
             p50 = float(r["p50_us"]) if r.get("p50_us") else None
             out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"], p50)
     # Where run.json keeps the --per-op batch (per_op_us), its p50 is taken as nccl-tests takes its -I p50
-    # (util.cu computeIterStats: sorted[n / 2], the upper middle of an even count; table.csv's is the lower).
+    # (util.cu computeIterStats: sorted[n / 2], the upper middle of an even count), as table.csv's p50 now is;
+    # files written before 2026-12-06 18:00 hold the lower middle there.
     try:
         with open(os.path.join(run, "run.json")) as f:
             jrows = json.load(f).get("rows", [])

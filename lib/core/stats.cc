@@ -13,6 +13,13 @@ double percentile(std::vector<double> v, double q) {
   return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
+double upperMedian(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
   std::sort(v.begin(), v.end());

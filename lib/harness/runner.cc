@@ -122,7 +122,7 @@ Sample Runner::run(Collective& coll, const CollShape& shape) {
     for (const auto& r : all)
       for (std::size_t i = 0; i < ops.size() && i < r.size(); ++i) ops[i] = std::max(ops[i], r[i]);
     if (!ops.empty()) {
-      p50 = stats::percentile(ops, 50) * 1e6;
+      p50 = stats::upperMedian(ops) * 1e6;  // nccl-tests' -I p50: for 40 operations the 21st fastest
       p99 = stats::percentile(ops, 99) * 1e6;
     }
   }

@@ -60,7 +60,7 @@ TEST_CASE("text helpers: lines' carriage returns, words, whole-string numbers", 
   CHECK_FALSE(text::toUnsigned("1.0", n));
 }
 
-TEST_CASE("stats: nearest-rank percentile, median, MAD", "[unit][stats]") {
+TEST_CASE("stats: nearest-rank percentile, median, upper median, MAD", "[unit][stats]") {
   std::vector<double> v{5, 1, 4, 2, 3};  // sorted 1..5
   CHECK(stats::percentile(v, 0) == 1);
   CHECK(stats::percentile(v, 20) == 1);  // ceil(0.2 x 5) = 1st
@@ -71,6 +71,10 @@ TEST_CASE("stats: nearest-rank percentile, median, MAD", "[unit][stats]") {
   std::vector<double> even{4, 1, 3, 2};
   CHECK(stats::percentile(even, 50) == 2);  // nearest rank: the lower middle
   CHECK(stats::median(even) == 2.5);        // the median: mean of the two middle values
+  CHECK(stats::upperMedian(even) == 3);     // nccl-tests' -I p50: sorted[n / 2], the upper middle
+  CHECK(stats::upperMedian(v) == 3);        // odd: the median
+  CHECK(stats::upperMedian({7}) == 7);
+  CHECK(std::isnan(stats::upperMedian({})));
   CHECK(stats::median(v) == 3);
   CHECK(stats::mad({1, 2, 3, 4, 100}) == 1);  // deviations 2,1,0,1,97 -> median 1
   CHECK(std::isnan(stats::percentile({}, 50)));

@@ -65,14 +65,23 @@ def case_repeat(a):
                 fail(f"default timer is rank-clock / max: {r}")
         if meta["config"]["repeat"] != 4 or meta["config"]["per_op"] is not True:
             fail(f"run.json config: {meta['config']}")
-        # run.json keeps every operation of the --per-op batch (-n 5), and p50/p99 are their nearest ranks.
+        # run.json keeps every operation of the --per-op batch (-n 5); p50 is sorted[n/2] and p99 the nearest rank.
         for jr in meta["rows"]:
             ops = jr.get("per_op_us")
             if not isinstance(ops, list) or len(ops) != 5 or not all(x > 0 for x in ops):
                 fail(f"run.json row without 5 per_op_us: {jr}")
             srt = sorted(ops)
             if abs(jr["p50_us"] - srt[2]) > 1e-9 or abs(jr["p99_us"] - srt[4]) > 1e-9:
-                fail(f"p50/p99 {jr['p50_us']} / {jr['p99_us']} are not the nearest ranks of {ops}")
+                fail(f"p50/p99 {jr['p50_us']} / {jr['p99_us']} are not sorted[2] / sorted[4] of {ops}")
+        # An even count: p50 is the upper middle, as nccl-tests' -I p50 (sorted[n / 2]).
+        small4 = [("4" if x == "5" else x) for x in SMALL]
+        p4 = mpirun(a, 2, ["--transport", "tcp", "--per-op", "--results-dir", d, "--run-id", "even"] + small4, timeout=200)
+        if p4.returncode != 0:
+            fail(f"-n 4 --per-op: exit {p4.returncode}: {p4.stderr[-2000:]}")
+        for jr in json.load(open(os.path.join(d, "even", "run.json")))["rows"]:
+            ops = sorted(jr.get("per_op_us") or [])
+            if len(ops) != 4 or abs(jr["p50_us"] - ops[2]) > 1e-9:
+                fail(f"-n 4: p50 {jr['p50_us']} is not the upper middle of {ops}")
         if "p99_us" not in p.stdout or "t_min_us" not in p.stdout:
             fail("console has no spread / per-op columns")
         report = open(os.path.join(d, "r", "report.md")).read()
