@@ -148,7 +148,12 @@ double ncclNvlsBusbw(const NcclMachine& m) {
 }
 
 int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
-  const int n = std::max(1, m.ranks()), P = std::max(1, m.p2pChannels), perPeer = m.nvlink ? P : std::min(P, 2);
+  // A known coll channel count gives the comm's p2p channels: its power of two up (paths.cc
+  // ncclTopoComputeP2pChannels; the INFO lines: 24 coll -> 32 p2p on Snellius and our H200s, 16 -> 16, 8 -> 8).
+  int P = std::max(1, m.p2pChannels);
+  if (m.channels > 0)
+    for (P = 1; P < m.channels;) P *= 2;
+  const int n = std::max(1, m.ranks()), perPeer = m.nvlink ? P : std::min(P, 2);
   const double step = m.nvlink ? 512 * 1024 : 128 * 1024, minPart = step / 8, maxPart = step * 32;
   int nMin = perPeer;
   while (nMin * n > P && nMin > 1) nMin /= 2;

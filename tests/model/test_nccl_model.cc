@@ -210,6 +210,13 @@ TEST_CASE("nccl P2P on one node: NCCL's channels by size (enqueue.cc addP2pToPla
   CHECK(ncclP2pSendChannels(h100(1, 4), 128 * MiB) == 8);
   CHECK(ncclP2pSendChannels(h100(1, 4), 256 * MiB) == 16);
   CHECK(ncclP2pSendChannels(h100(1, 2), 32 * MiB) == 16);
+  // a known coll channel count: its power of two up, 24 -> 32 (as the default), 12 -> 16: 2 a peer on 1 x 8
+  auto c12 = h100(1, 8);
+  c12.channels = 24;
+  CHECK(ncclP2pSendChannels(c12, 32 * MiB) == 4);
+  c12.channels = 12;
+  CHECK(ncclP2pSendChannels(c12, 32 * MiB) == 2);
+  CHECK(ncclP2pSendChannels(c12, 1024 * MiB) == 16);
   // PCIe: 2 channels a peer, 128 KiB steps
   auto pcie = h100(1, 8);
   pcie.nvlink = false;
