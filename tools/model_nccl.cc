@@ -38,8 +38,8 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
                 "the fitted one where a fit moves it: NDR 48 -> 50)");
   c->add_option("--ring-gbps", o.ringGBps, "prior intra-node ring busbw, GB/s (default: by the logs' GPU, e.g. 240 for A100 SXM "
                  "from NCCL's 12 x 20; else 365: 8 x H100 Ring 365-370, NVIDIA/nccl issue 1455)");
-  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS busbw inside a node, GB/s; 0 = no NVSwitch multicast (default: by the logs' "
-                 "GPU, 0 before Hopper; else 480: 8 x H100, nccl-tests issue 212)");
+  c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS AllReduce busbw of 8 GPUs in a node, GB/s (G GPUs get x 2(G-1)/(G+1) / (14/9)); 0 = no "
+                 "NVSwitch multicast (default: by the logs' GPU, 0 before Hopper; else 480: 8 x H100, nccl-tests issue 212)");
   c->add_flag_callback("--pcie", [&o] { o.pcie = true; },
                        "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink (default: by the logs' GPU)");
   c->add_flag_callback("--nvlink", [&o] { o.pcie = false; },
@@ -117,7 +117,7 @@ std::string regimeOf(double bytes) { return bytes < (1 << 20) ? "<1MiB" : bytes 
 
 std::string machineLine(const NcclFit& f) {
   const auto& m = f.machine;
-  std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s, NVLS {:.0f} GB/s, latency x{:.2f} intra / x{:.2f} net, "
+  std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s, NVLS {:.0f} GB/s (8 GPUs), latency x{:.2f} intra / x{:.2f} net, "
                               "LL eff {:.2f}, LL128 eff {:.2f} ring / {:.2f} tree",
                               m.nicGBps, m.nicLine(), m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
                               m.effTreeLL128);
@@ -127,6 +127,10 @@ std::string machineLine(const NcclFit& f) {
   for (auto& p : f.freed) freed += (freed.empty() ? "" : ", ") + p;
   if (std::find(f.freed.begin(), f.freed.end(), "copyGBps") != f.freed.end())
     s += fmt::format(", one rank: max(launch {:.1f} us, {:.1f} us + S / {:.0f} GB/s)", m.launchUs, m.copyLatUs, m.copyGBps);
+  if (std::find(f.freed.begin(), f.freed.end(), "p2pChGBps") != f.freed.end())
+    s += fmt::format(", P2P {:.1f} GB/s a channel inside a node", m.p2pChGBps);
+  if (std::find(f.freed.begin(), f.freed.end(), "a2aIntraGBps") != f.freed.end())
+    s += fmt::format(", AllToAll inside a node {:.0f} GB/s", m.a2aIntra());
   return s + " (calibrated: " + freed + "; the others stay at the prior)";
 }
 

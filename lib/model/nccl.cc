@@ -142,6 +142,30 @@ std::optional<NcclGpuPrior> ncclGpuPrior(const std::string& gpuName) {
   return std::nullopt;
 }
 
+double ncclNvlsBusbw(const NcclMachine& m) {
+  auto s = [](double G) { return 2 * (G - 1) / (G + 1); };  // busbw / B with algbw B G / (G + 1)
+  return m.gpusPerNode < 2 ? 0 : m.nvlsGBps * s(m.gpusPerNode) / s(8);
+}
+
+int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
+  // A known coll channel count gives the comm's p2p channels: its power of two up (paths.cc
+  // ncclTopoComputeP2pChannels; the INFO lines: 24 coll -> 32 p2p on Snellius and our H200s, 16 -> 16, 8 -> 8).
+  int P = std::max(1, m.p2pChannels);
+  if (m.channels > 0)
+    for (P = 1; P < m.channels;) P *= 2;
+  const int n = std::max(1, m.ranks()), perPeer = m.nvlink ? P : std::min(P, 2);
+  const double step = m.nvlink ? 512 * 1024 : 128 * 1024, minPart = step / 8, maxPart = step * 32;
+  int nMin = perPeer;
+  while (nMin * n > P && nMin > 1) nMin /= 2;
+  int ch = static_cast<int>(std::min<double>(nMin, std::max(1.0, std::ceil(bytes / minPart))));
+  double part = std::max(minPart, std::ceil(bytes / ch));
+  while (part > maxPart && ch <= perPeer / 2) {
+    ch *= 2;
+    part = std::ceil(bytes / ch);
+  }
+  return ch;
+}
+
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   const auto& i = ncclAlgoInfo(a);
   if (std::find(i.colls.begin(), i.colls.end(), coll) == i.colls.end()) return false;
@@ -195,7 +219,7 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = L.base[pi] + 2 * ((G - 1) * hi + log2i(N) * he);
       break;
     case NcclAlgo::kNvls:
-      bw = m.nvlsGBps;
+      bw = ncclNvlsBusbw(m);
       lat = hi;
       break;
     case NcclAlgo::kNvlsTree:
@@ -218,8 +242,17 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       // up to 4, ceil(GPU-NIC GB/s / 14), which set F's 2.29.2 SendRecv rate contradicts: doc/model.md): AllToAll's
       // n - G remote peers per GPU put 2 (n - G) G / R channels on a NIC, SendRecv's one peer 2.
       const double pNic = m.nicRate(coll == "alltoall" ? 2.0 * (n - G) * G / R : 2.0);
-      if (coll == "alltoall") bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, R * pNic * (n - 1) / (G * double(n - G)));
-      else bw = N == 1 ? m.ringIntraGBps : std::min(m.ringIntraGBps, pNic * std::max(1.0, R / G));
+      if (N == 1) {
+        // One node: the channels a send runs on (AllToAll: every peer's S/n together, at most the comm's), each at
+        // p2pChGBps, up to the node's link rate.
+        const double ch = coll == "alltoall" ? std::min<double>(m.p2pChannels, (n - 1.0) * ncclP2pSendChannels(m, S / n))
+                                             : ncclP2pSendChannels(m, S);
+        bw = std::min(coll == "alltoall" ? m.a2aIntra() : m.ringIntraGBps, ch * m.p2pChGBps);
+      } else if (coll == "alltoall") {
+        bw = std::min(m.ringIntraGBps, R * pNic * (n - 1) / (G * double(n - G)));
+      } else {
+        bw = std::min(m.ringIntraGBps, pNic * std::max(1.0, R / G));
+      }
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
     }

@@ -11,12 +11,13 @@
 //              edges at one node over both trees (2 on 2 nodes, 3 on 3, 4 from 4 on): busbw =
 //              R x NIC x f x 2 / E(N) with f = 2(n-1)/n. On 2 nodes that is 1.875 x the NICs' rate at
 //              16 ranks: busbw above line rate follows from the algorithm, not an efficiency above 1.
-//   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw.
+//   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw, by GPU count (ncclNvlsBusbw).
 //   NVLSTree (AllReduce, N > 1): min(NVLS, the tree's network term).
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
 //   PAT (AllGather/ReduceScatter, N > 1, one rank per node, NCCL >= 2.23): the ring's bandwidth x 0.75
 //              (0.85 in 2.23) and 8 + log2(N) x net / 3.5 + 2.8 n us, tuning.cc's own PAT terms.
-//   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs, at the rate of the NICs' channels.
+//   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs, at the rate of the NICs' channels; on one
+//              node the channels NCCL gives a send of that size (ncclP2pSendChannels) x p2pChGBps, up to the ring's.
 //   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
 //              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.
 // Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
@@ -76,6 +77,15 @@ std::string ncclProtoName(NcclProto p);
 // busbw / algbw as nccl-tests defines it (PERFORMANCE.md), from one table for every collective.
 double ncclBusFactor(const std::string& coll, int ranks);
 
+struct NcclMachine;
+// NVLS busbw of the machine's nodes: nvlsGBps (the 8-GPU figure) x s(G) / s(8), s(G) = 2 (G - 1) / (G + 1) (nccl.h
+// at nvlsGBps). On one node that is the busbw of G GPUs; 4 GPUs get 0.771 x the 8-GPU rate.
+double ncclNvlsBusbw(const NcclMachine& m);
+// Channels one send of `bytes` to a peer of the same node runs on (src/enqueue.cc addP2pToPlan, 2.19-2.29): the
+// peer's channels halved while they times the ranks exceed the comm's p2p channels, fewer for a small send (64 KiB
+// a part), doubled while a part exceeds 32 steps (16 MiB over NVLink's 512 KiB steps, 4 MiB over PCIe's 128 KiB).
+int ncclP2pSendChannels(const NcclMachine& m, double bytes);
+
 struct NcclMachine {
   int nodes = 1, gpusPerNode = 1;
   double nicsPerNode = 0;        // R; 0 = one NIC per GPU (rails)
@@ -91,6 +101,9 @@ struct NcclMachine {
   double ringIntraGBps = 365;
   // NVLS busbw inside the node, 0 = no NVSwitch multicast: ~480 GB/s on 8 x H100 (nccl-tests issue 212,
   // NVIDIA/nccl issue 1455; 480 in nccl-tests issue 309).
+  // It is the busbw of a full 8-GPU node: with G GPUs each moves S (1 + 1/G) through the switch (multimem
+  // reduce reads S out and returns S/G, the multicast store sends S/G and receives S), so NVLS's algbw is
+  // B x G / (G + 1) for a per-GPU NVLink rate B (ncclNvlsBusbw).
   double nvlsGBps = 480;
   bool nvlink = true;            // intra-node hop latencies of NVLink (else PCIe)
   bool collNet = false;          // SHARP / CollNet available
@@ -102,6 +115,18 @@ struct NcclMachine {
   double effLL = 1, effLL128 = 1;             // x tuning.cc's LL / LL128 bandwidth factors (rings)
   double effTreeLL128 = 1;                    // x tuning.cc's tree LL128 factor (its own factor and cap there)
   int channels = 0;              // known channel count; 0 = not capped
+  // P2P inside one node (src/enqueue.cc addP2pToPlan): a send runs on channels of p2pChGBps each. NCCL's comm has
+  // p2pChannels (a power of two of its coll channels: 32 on 8 x H100 and on our 2 x H200, p2p_channels=32 in its
+  // INFO); a peer over NVLink gets up to all of them (paths.cc: 2 x NVLinks, 36 on Hopper), over PCIe 2.
+  // p2pChGBps: NCCL's own per-channel NVLink figure (src/graph/topo.h SM90_NVLINK_BW); set G's 1 x 8 SendRecv
+  // moves 20.4-20.5 GB/s a channel on 4 and 8 channels.
+  int p2pChannels = 32;
+  double p2pChGBps = 20.6;
+  // AllToAll inside one node, GB/s busbw at most; 0 = the ring's. NVSwitch all-to-all traffic runs below a ring's
+  // permutation at mid sizes (sets F and G, 1 x 8: 300-315 GB/s at 128-512 MiB where AllGather moves 348-362), so a
+  // single-node AllToAll run calibrates its own rate, as NVLS has its own.
+  double a2aIntraGBps = 0;
+  double a2aIntra() const { return a2aIntraGBps > 0 ? a2aIntraGBps : ringIntraGBps; }
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
   // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy. Starting points
   // only: they apply to 1-rank runs alone, and a 1-rank run always calibrates all three.

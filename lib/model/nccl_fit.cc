@@ -241,7 +241,7 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   const bool twoStage = !singles.empty() && singles.size() < runs.size();
   if (twoStage) prior.ringIntraGBps = ncclCalibrate(priorIn, singles, opt).machine.ringIntraGBps;
   bool single = false, multi = false, allreduce = false, nicSeen = false, oneRank = false, direct = false,
-       separate = false, midSizes = false, midMulti = false;
+       separate = false, midSizes = false, midMulti = false, p2pNode = false, a2aNode = false;
   for (const auto& r : runs) {
     // Latencies and the LL/LL128 shares show below 64 MiB: a multi-node sweep of larger sizes alone leaves them at
     // the prior. Single-node runs keep them free: pinned there, set C's 128 MiB-4 GiB 1 x 8 run traded NVLS for an
@@ -256,6 +256,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     separate |= !r.directP2p && r.gpusPerNode > 1;
     single |= r.nodes == 1 && r.gpusPerNode > 1;
     multi |= r.nodes > 1;
+    a2aNode |= r.nodes == 1 && r.gpusPerNode > 1 && r.coll == "alltoall";
+    p2pNode |= r.nodes == 1 && r.gpusPerNode > 1 && (r.coll == "p2pring" || r.coll == "alltoall");  // P2P channels
     allreduce |= r.coll == "allreduce" && r.gpusPerNode > 1;  // NVLS runs AllReduce on nodes of 2+ GPUs
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
@@ -274,6 +276,11 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
     if (multi && midMulti) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   }
+  if (a2aNode) {
+    if (!(prior.a2aIntraGBps > 0)) prior.a2aIntraGBps = prior.ringIntraGBps;  // starts at, and is pulled to, the ring's
+    ps.push_back({"a2aIntraGBps", &NcclMachine::a2aIntraGBps, 10, 1000, true});
+  }
+  if (p2pNode) ps.push_back({"p2pChGBps", &NcclMachine::p2pChGBps, 2, 200, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
   if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});

@@ -184,6 +184,79 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, l, 1e9)->busbwGBps == Approx(90));
 }
 
+TEST_CASE("nccl NVLS by GPU count: algbw B x G / (G + 1)", "[nccl]") {
+  // busbw / B = 2 (G - 1) / (G + 1): 14/9 at 8 GPUs, 6/5 at 4, 2/3 at 2; nvlsGBps is the 8-GPU busbw
+  CHECK(ncclNvlsBusbw(h100(1, 8)) == Approx(480));
+  CHECK(ncclNvlsBusbw(h100(1, 4)) == Approx(480 * 1.2 / (14.0 / 9)));  // 370.29
+  CHECK(ncclNvlsBusbw(h100(1, 2)) == Approx(480 * (2.0 / 3) / (14.0 / 9)));  // 205.71
+  CHECK(ncclNvlsBusbw(h100(1, 1)) == 0);
+  // 1 x 4 AllReduce of 1 GB: 25 us + 1e9 x 1.5 / 370.29 GB/s
+  auto m = h100(1, 4);
+  CHECK(t("allreduce", NcclAlgo::kNvls, NcclProto::kSimple, m, 1e9) == Approx(25 + 1e9 * 1.5 / (480 * 1.2 / (14.0 / 9) * 1e3)));
+}
+
+TEST_CASE("nccl P2P on one node: NCCL's channels by size (enqueue.cc addP2pToPlan)", "[nccl]") {
+  // 8 ranks, 32 p2p channels: 32 per peer halved to 4 (4 x 8 <= 32); a part above 16 MiB doubles them
+  auto m = h100(1, 8);
+  const double MiB = 1 << 20;
+  CHECK(ncclP2pSendChannels(m, 32 * MiB) == 4);   // 8 MiB a part
+  CHECK(ncclP2pSendChannels(m, 64 * MiB) == 4);   // 16 MiB, not above
+  CHECK(ncclP2pSendChannels(m, 128 * MiB) == 8);
+  CHECK(ncclP2pSendChannels(m, 256 * MiB) == 16);
+  CHECK(ncclP2pSendChannels(m, 512 * MiB) == 32);
+  CHECK(ncclP2pSendChannels(m, 4096 * MiB) == 32);  // all the peer has
+  CHECK(ncclP2pSendChannels(m, 100 * 1024) == 2);   // 64 KiB parts: ceil(100 / 64)
+  // 4 ranks: 8 (8 x 4 <= 32) up to 128 MiB, 16 at 256 MiB; 2 ranks: 16
+  CHECK(ncclP2pSendChannels(h100(1, 4), 128 * MiB) == 8);
+  CHECK(ncclP2pSendChannels(h100(1, 4), 256 * MiB) == 16);
+  CHECK(ncclP2pSendChannels(h100(1, 2), 32 * MiB) == 16);
+  // a known coll channel count: its power of two up, 24 -> 32 (as the default), 12 -> 16: 2 a peer on 1 x 8
+  auto c12 = h100(1, 8);
+  c12.channels = 24;
+  CHECK(ncclP2pSendChannels(c12, 32 * MiB) == 4);
+  c12.channels = 12;
+  CHECK(ncclP2pSendChannels(c12, 32 * MiB) == 2);
+  CHECK(ncclP2pSendChannels(c12, 1024 * MiB) == 16);
+  // PCIe: 2 channels a peer, 128 KiB steps
+  auto pcie = h100(1, 8);
+  pcie.nvlink = false;
+  CHECK(ncclP2pSendChannels(pcie, 1024 * MiB) == 2);
+  // SendRecv 1 x 8, 32 MiB: min(360, 4 x 20.6 = 82.4) GB/s after 8.4 + 3.4 us
+  CHECK(t("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, m, 32 * MiB) == Approx(11.8 + 32 * MiB / 82.4e3));
+  // 1 GiB: 32 channels x 20.6 = 659.2, capped at the ring's 360
+  CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, m, 1024 * MiB)->busbwGBps == Approx(360));
+  // AllToAll 1 x 8, 1 MiB: 128 KiB a peer on 2 channels, 7 peers: 14 x 20.6 = 288.4; 32 MiB: 28 channels, 360
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 1 * MiB)->busbwGBps == Approx(288.4));
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 32 * MiB)->busbwGBps == Approx(360));
+  // a node AllToAll rate of its own caps AllToAll only: 300, SendRecv still 360
+  m.a2aIntraGBps = 300;
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 1024 * MiB)->busbwGBps == Approx(300));
+  CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, m, 1024 * MiB)->busbwGBps == Approx(360));
+}
+
+TEST_CASE("nccl calibration: a 1 x 8 SendRecv run gives the P2P channel rate and a 1 x 4 NVLS run the 8-GPU rate", "[nccl]") {
+  NcclMachine truth = h100(1, 8);
+  truth.p2pChGBps = 15;
+  NcclRun sr;
+  sr.coll = "p2pring";
+  sr.label = "1x8 sendrecv";
+  sr.gpusPerNode = 8;
+  for (double S = 1 << 20; S <= (1ull << 32); S *= 2) sr.rows.push_back({S, ncclChoose("p2pring", truth, S).best.timeUs, 0});
+  auto fit = ncclCalibrate(h100(1, 8), {sr});
+  CHECK(fit.maxAbsErrPct < 2);
+  CHECK(fit.machine.p2pChGBps == Approx(15).epsilon(0.03));
+  // 1 x 4 AllReduce on NVLS at 8-GPU busbw 450 (370.29 x 450 / 480 at 4 GPUs): the fit returns the 8-GPU figure
+  NcclMachine t4 = h100(1, 4);
+  t4.nvlsGBps = 450;
+  NcclRun ar;
+  ar.coll = "allreduce";
+  ar.label = "1x4 allreduce";
+  ar.gpusPerNode = 4;
+  for (double S = 64 << 20; S <= (1ull << 33); S *= 2) ar.rows.push_back({S, ncclChoose("allreduce", t4, S).best.timeUs, 0});
+  auto f4 = ncclCalibrate(h100(1, 4), {ar});
+  CHECK(f4.machine.nvlsGBps == Approx(450).epsilon(0.03));
+}
+
 TEST_CASE("nccl NICs: the rate of the channels on a NIC", "[nccl]") {
   auto m = h100(2, 8);
   // k channels on a NIC: min(line 50, 48 x k / 2)
