@@ -179,17 +179,16 @@ bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   return true;
 }
 
-// tuning.cc's treeCorrectionFactor: trees fall below the model at medium sizes; a static factor per protocol
-// and power of two of size/64 B. Tree: 23 sizes (64 B .. 256 MiB, the same from NCCL 2.18 to 2.29), 1 above.
-// NVLSTree: 2.29's 24th size too (512 MiB: Simple 0.9), as 2.29 corrects NVLSTree (there on Blackwell x86).
-static double treeCorrection(NcclProto p, double S, bool nvlsTree = false) {
-  static const double k[3][24] = {
-      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
-      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+// tuning.cc's treeCorrectionFactor (the same table from NCCL 2.18 to 2.29): trees fall below the model
+// at medium sizes; a static factor per protocol and power of two of size/64 B (64 B .. 256 MiB), 1 above.
+static double treeCorrection(NcclProto p, double S) {
+  static const double k[3][23] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
   if (S < 64) return 1.0;  // log2i(0): no correction
   const int logSize = static_cast<int>(std::floor(std::log2(S / 64)));
-  return logSize < (nvlsTree ? 24 : 23) ? k[static_cast<int>(p)][logSize] : 1.0;
+  return logSize < 23 ? k[static_cast<int>(p)][logSize] : 1.0;
 }
 
 std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
@@ -280,9 +279,6 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   }
   if (a == NcclAlgo::kTree && p == NcclProto::kSimple && m.channels > 0) bw = std::min(bw, m.channels * kPerChTree[nodeIndex(N)]);
   if (a == NcclAlgo::kTree) bw *= treeCorrection(p, S);
-  // NVLSTree is a tree between nodes too, and falls below its rate at the same medium sizes: the 2 x 8 logs
-  // (A, B, C) are 5-18 % slower at 64-128 MiB than an uncorrected NVLSTree, B's 4 x 8 13-15 % at 32-256 MiB.
-  if (a == NcclAlgo::kNvlsTree) bw *= treeCorrection(p, S, true);
   if (!(bw > 0)) return std::nullopt;
   NcclCost c;
   c.algo = a;

@@ -32,8 +32,7 @@
 // over 8 NICs). P2P opens 2 channels per remote peer (NCCL_NCHANNELS_PER_NET_PEER's default to 2.28; 2.29
 // computes up to 4, see doc/model.md), so AllToAll over many peers reaches the line rate where SendRecv to one
 // peer does not.
-// Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 256 MiB); NVLSTree's
-// too, with NCCL 2.29's 512 MiB entry (2.29 corrects NVLSTree on Blackwell x86; the Hopper logs show it as well).
+// Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 // Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
 // before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
 #pragma once
