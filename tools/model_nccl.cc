@@ -45,7 +45,8 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_flag_callback("--nvlink", [&o] { o.pcie = false; },
                        "GPUs inside a node talk over NVLink (e.g. PCIe cards joined by NVLink bridges), whatever the GPU");
   c->add_flag("--collnet", o.collNet, "the fabric offers CollNet/SHARP");
-  c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24)");
+  c->add_option("--given", o.given, "what every run forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24, nvls=0 "
+                "for NCCL_NVLS_ENABLE=0)");
 }
 
 void positive(double v, const char* what, bool zeroOk) {
@@ -138,6 +139,7 @@ std::string runShape(const NcclRun& r) {
   std::string s = fmt::format("{} x {} GPUs, {}", r.nodes, r.gpusPerNode, r.coll);
   if (r.force.algo) s += ", NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name;
   if (r.force.proto) s += ", NCCL_PROTO=" + ncclProtoName(*r.force.proto);
+  if (r.nvlsOff) s += ", NCCL_NVLS_ENABLE=0";
   if (r.channels > 0) s += fmt::format(", {} channels", r.channels);
   return s;
 }

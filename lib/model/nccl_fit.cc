@@ -21,6 +21,7 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
   std::string k = text::lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
+  else if (k == "nccl_nvls_enable" || k == "nvls") r.nvlsOff = text::trim(val) == "0";
   else if (k == "nccl" || k == "nccl_version") {
     // "2.18.3" -> 21803
     int a = 0, b = 0, c = 0;
@@ -95,6 +96,12 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
+    // A fabricbench run keeps its environment in the first host's fingerprint (NCCL_NVLS_ENABLE=0 in ours).
+    if (const nlohmann::json* fp = firstHostFingerprint(rd); fp && fp->contains("env") && (*fp)["env"].is_object()) {
+      const auto& env = (*fp)["env"];
+      if (env.contains("NCCL_NVLS_ENABLE") && env["NCCL_NVLS_ENABLE"].is_string())
+        applyGiven(r, "NCCL_NVLS_ENABLE", env["NCCL_NVLS_ENABLE"].get<std::string>());
+    }
     r.gpu = firstGpuName(rd);
     std::size_t pos = 0;
     while (pos < given.size()) {
@@ -119,6 +126,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   if (r.channels > 0) m.channels = r.channels;
   m.ncclVersion = r.ncclVersion;
   m.directP2p = r.directP2p;
+  if (r.nvlsOff) m.nvlsGBps = 0;  // NCCL_NVLS_ENABLE=0: NVLS and NVLSTree are not candidates
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
@@ -258,11 +266,11 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     multi |= r.nodes > 1;
     a2aNode |= r.nodes == 1 && r.gpusPerNode > 1 && r.coll == "alltoall";
     p2pNode |= r.nodes == 1 && r.gpusPerNode > 1 && (r.coll == "p2pring" || r.coll == "alltoall");  // P2P channels
-    allreduce |= r.coll == "allreduce" && r.gpusPerNode > 1;  // NVLS runs AllReduce on nodes of 2+ GPUs
+    allreduce |= r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;  // NVLS runs AllReduce on nodes of 2+ GPUs
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
     // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
-    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 &&
+    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 && !r.nvlsOff &&
                               (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }

@@ -392,6 +392,34 @@ TEST_CASE("nccl fit of our own 2 x H200 nccl-tests log (NVLink, NVLS off)", "[nc
   CHECK(std::fabs(pts.back().errPct) < 3);
 }
 
+TEST_CASE("NCCL_NVLS_ENABLE=0 takes NVLS and NVLSTree out of a run's candidates", "[nccl]") {
+  const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
+  auto rd = fb::loadRunAny(log);
+  REQUIRE(ncclRunsOf(rd).size() == 1);
+  CHECK_FALSE(ncclRunsOf(rd)[0].nvlsOff);  // the log prints no env: NVLS stays a candidate
+  auto off = ncclRunsOf(rd, "nvls=0");
+  CHECK(off[0].nvlsOff);
+  CHECK(ncclRunsOf(rd, "nvls=1")[0].nvlsOff == false);
+  // A fabricbench run keeps its environment in the first host's fingerprint.
+  fb::RunData fbRun = rd;
+  fbRun.runJson = {{"fingerprint", {{"hosts", {{{"fingerprint", {{"env", {{"NCCL_NVLS_ENABLE", "0"}}}}}}}}}}};
+  CHECK(ncclRunsOf(fbRun)[0].nvlsOff);
+  // With an NVLS rate above the ring's (2000 GB/s on 8 GPUs = 857 on 2), the run takes NVLS at large sizes;
+  // off, never.
+  NcclMachine prior = h100(1, 2);
+  prior.nvlsGBps = 2000;
+  auto onPts = ncclPredict(prior, ncclRunsOf(rd)[0]);
+  auto offPts = ncclPredict(prior, off[0]);
+  int nvlsOn = 0, nvlsOff = 0;
+  for (auto& p : onPts) nvlsOn += p.algo == NcclAlgo::kNvls || p.algo == NcclAlgo::kNvlsTree;
+  for (auto& p : offPts) nvlsOff += p.algo == NcclAlgo::kNvls || p.algo == NcclAlgo::kNvlsTree;
+  CHECK(nvlsOn > 0);
+  CHECK(nvlsOff == 0);
+  // and the calibration does not free nvlsGBps for it
+  auto fit = ncclCalibrate(prior, off);
+  CHECK(std::find(fit.freed.begin(), fit.freed.end(), "nvlsGBps") == fit.freed.end());
+}
+
 TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)", "[nccl]") {
   auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x1-nccl-tests-allreduce-g1.log");
   auto runs = ncclRunsOf(rd);
