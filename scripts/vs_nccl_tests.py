@@ -98,18 +98,25 @@ def fabricbench(run, kind, problems):
             p50 = float(r["p50_us"]) if r.get("p50_us") else None
             out[(r["coll"], int(r["size_bytes"]), r["placement"])] = (float(r["time_us"]), r["wrong"], r["extra"], p50)
     # Where run.json keeps the --per-op batch (per_op_us), its p50 is taken as nccl-tests takes its -I p50
-    # (util.cu computeIterStats: sorted[n / 2], the upper middle of an even count), as table.csv's p50 now is;
-    # files written before 2026-12-06 18:00 hold the lower middle there.
+    # (util.cu computeIterStats: sorted[n / 2], the upper middle of an even count), as table.csv's p50 is when
+    # run.json's config says per_op_p50; older files hold the nearest rank (the lower middle) there.
     try:
         with open(os.path.join(run, "run.json")) as f:
-            jrows = json.load(f).get("rows", [])
+            doc = json.load(f)
     except (OSError, ValueError):
-        jrows = []
-    for jr in jrows:
+        doc = {}
+    recomputed = 0
+    for jr in doc.get("rows", []):
         ops = jr.get("per_op_us")
         key = (jr.get("coll"), jr.get("size_bytes"), jr.get("placement"))
-        if isinstance(ops, list) and ops and jr.get("impl") == "nccl" and key in out:
+        if (isinstance(ops, list) and ops and jr.get("impl") == "nccl" and jr.get("type", "float32") == "float32"
+                and key in out):
             out[key] = out[key][:3] + (sorted(ops)[len(ops) // 2],)
+            recomputed += 1
+    has_p50 = any(v[3] is not None for v in out.values())
+    if has_p50 and not recomputed and (doc.get("config") or {}).get("per_op_p50") != "sorted[n/2]":
+        problems.add(f"{run}: p50 from a fabricbench before per_op_p50: the nearest rank (lower middle of an even "
+                     "count), not nccl-tests' sorted[n/2]")
     return out
 
 
@@ -296,6 +303,14 @@ def main():
                   [(n, t) for n, (t, _) in comparisons.items()], True)[1:]
     md += summary(f"## Summary: sizes within the bound, median of the {rounds} rounds (fabricbench's median / "
                   "nccl-tests' median)", med_stats, [(n, comparisons[n][0]) for n in MEDIAN_OF], False)
+    # Whether this host can judge a 2 % / 0.5 us bound at all: nccl-tests against itself, round k vs round 1.
+    # A quiet pinned H100 gave 895 of 896 (2026-12-06 14:12); noisy VMs the same day 66-77 %.
+    tot, bad = stats["nt_self"]["all"]
+    if tot:
+        steady = (tot - bad) / tot
+        md += ["", f"Host steadiness: nccl-tests' rounds 2-{rounds} within the bound of its round 1 in {tot - bad} of "
+                   f"{tot} (row, round) pairs ({100 * steady:.0f} %)."
+               + (" **Too noisy to judge the bound (below 95 %): rerun on a quiet host.**" if steady < 0.95 else "")]
     if problems:  # runs measured another way than nccl-tests: their ratios do not answer the question
         md += ["", "**Not comparable:** " + "; ".join(sorted(problems)[:8])]
     if missing:

@@ -33,6 +33,8 @@ nlohmann::json measurementConfig(const Options& o) {
           {"average", static_cast<int>(o.runner.rankTime)},
           {"repeat", o.runner.repeat == 0 ? nlohmann::json("auto") : nlohmann::json(o.runner.repeat)},
           {"per_op", o.runner.perOp},
+          // --per-op's p50: nccl-tests' sorted[n/2]; run.json files without this key hold the nearest rank.
+          {"per_op_p50", o.runner.perOp ? "sorted[n/2]" : ""},
           {"op", o.reduceOp}};
 }
 
@@ -47,6 +49,9 @@ void checkResumable(const Options& o, const std::filesystem::path& dir) {
     throw ConfigError("--resume: cannot read " + runJson.string() + ": " + e.what());
   }
   const nlohmann::json current = measurementConfig(o);
+  if (o.runner.perOp && earlier.value("per_op", false) == true && !earlier.contains("per_op_p50"))
+    throw ConfigError("--resume: the earlier run in " + dir.string() + " took --per-op's p50 as the nearest rank (a "
+                      "fabricbench before per_op_p50); its rows and new ones would differ (choose another --run-id)");
   // In the order a user sets them ("average" repeats rank_time as nccl-tests' -a number).
   for (const char* key : {"iters", "warmup", "timer", "rank_time", "repeat", "per_op", "op", "ops", "root", "path",
                           "cuda_graph", "rotate_buffers"}) {

@@ -147,12 +147,17 @@ double ncclNvlsBusbw(const NcclMachine& m) {
   return m.gpusPerNode < 2 ? 0 : m.nvlsGBps * s(m.gpusPerNode) / s(8);
 }
 
-int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
+int ncclP2pCommChannels(const NcclMachine& m) {
   // A known coll channel count gives the comm's p2p channels: its power of two up (paths.cc
   // ncclTopoComputeP2pChannels; the INFO lines: 24 coll -> 32 p2p on Snellius and our H200s, 16 -> 16, 8 -> 8).
   int P = std::max(1, m.p2pChannels);
   if (m.channels > 0)
     for (P = 1; P < m.channels;) P *= 2;
+  return P;
+}
+
+int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
+  const int P = ncclP2pCommChannels(m);
   const int n = std::max(1, m.ranks()), perPeer = m.nvlink ? P : std::min(P, 2);
   const double step = m.nvlink ? 512 * 1024 : 128 * 1024, minPart = step / 8, maxPart = step * 32;
   int nMin = perPeer;
@@ -245,7 +250,7 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       if (N == 1) {
         // One node: the channels a send runs on (AllToAll: every peer's S/n together, at most the comm's), each at
         // p2pChGBps, up to the node's link rate.
-        const double ch = coll == "alltoall" ? std::min<double>(m.p2pChannels, (n - 1.0) * ncclP2pSendChannels(m, S / n))
+        const double ch = coll == "alltoall" ? std::min<double>(ncclP2pCommChannels(m), (n - 1.0) * ncclP2pSendChannels(m, S / n))
                                              : ncclP2pSendChannels(m, S);
         bw = std::min(coll == "alltoall" ? m.a2aIntra() : m.ringIntraGBps, ch * m.p2pChGBps);
       } else if (coll == "alltoall") {

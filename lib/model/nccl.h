@@ -12,12 +12,14 @@
 //              R x NIC x f x 2 / E(N) with f = 2(n-1)/n. On 2 nodes that is 1.875 x the NICs' rate at
 //              16 ranks: busbw above line rate follows from the algorithm, not an efficiency above 1.
 //   NVLS (AllReduce, 1 node, NVSwitch multicast): the node's NVLS busbw, by GPU count (ncclNvlsBusbw).
-//   NVLSTree (AllReduce, N > 1): min(NVLS, the tree's network term).
+//   NVLSTree (AllReduce, N > 1): min(nvlsGBps, the tree's network term); nvlsGBps unscaled by GPU count (scaling
+//              it moved no validation run and took set A's 2 x 8 out of the bound: 12.0 / 21.3 %).
 //   CollNet direct/chain (AllReduce, N > 1, SHARP): each node sends and receives S once: R x NIC x f.
 //   PAT (AllGather/ReduceScatter, N > 1, one rank per node, NCCL >= 2.23): the ring's bandwidth x 0.75
 //              (0.85 in 2.23) and 8 + log2(N) x net / 3.5 + 2.8 n us, tuning.cc's own PAT terms.
 //   P2P (AllToAll, SendRecv): per node the off-node bytes over R NICs, at the rate of the NICs' channels; on one
-//              node the channels NCCL gives a send of that size (ncclP2pSendChannels) x p2pChGBps, up to the ring's.
+//              node the channels NCCL gives a send of that size (ncclP2pSendChannels) x p2pChGBps, up to the ring's
+//              (SendRecv) or the node's AllToAll rate (a2aIntra(): a2aIntraGBps, calibrated, else the ring's).
 //   Local (one rank): the out-of-place output is a device copy of the input: t = max(launch, copy
 //              latency + S / copy rate) (calibrated on a 1-rank run); busbw 0 by definition.
 // Protocols: LL = busbw x 0.5 (ring, NCCL >= 2.21; before, / 4 for AllReduce or more than one node,
@@ -82,9 +84,11 @@ struct NcclMachine;
 // at nvlsGBps). On one node that is the busbw of G GPUs; 4 GPUs get 0.771 x the 8-GPU rate.
 double ncclNvlsBusbw(const NcclMachine& m);
 // Channels one send of `bytes` to a peer of the same node runs on (src/enqueue.cc addP2pToPlan, 2.19-2.29): the
-// peer's channels halved while they times the ranks exceed the comm's p2p channels, fewer for a small send (64 KiB
-// a part), doubled while a part exceeds 32 steps (16 MiB over NVLink's 512 KiB steps, 4 MiB over PCIe's 128 KiB).
+// peer's channels halved while they times the ranks exceed the comm's p2p channels, fewer for a small send (a part of
+// step / 8: 64 KiB over NVLink, 16 KiB over PCIe; NCCL's alignUp of the size to it is not modelled), doubled while a part exceeds 32 steps (16 MiB over NVLink's 512 KiB steps, 4 MiB over PCIe's 128 KiB).
 int ncclP2pSendChannels(const NcclMachine& m, double bytes);
+// The comm's p2p channels: p2pChannels, or the power of two at or above a known coll channel count.
+int ncclP2pCommChannels(const NcclMachine& m);
 
 struct NcclMachine {
   int nodes = 1, gpusPerNode = 1;

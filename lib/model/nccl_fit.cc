@@ -21,7 +21,12 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
   std::string k = text::lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
-  else if (k == "nccl_nvls_enable" || k == "nvls") r.nvlsOff = text::trim(val) == "0";
+  else if (k == "nccl_nvls_enable" || k == "nvls") {
+    const std::string v = text::trim(val);
+    if (v != "0" && v != "1" && v != "2")  // NCCL's values: 0 off, 1 on, 2 (its default) where supported
+      throw InputError(fmt::format("{}={}: expected 0 (NVLS disabled), 1 or 2", key, val));
+    r.nvlsOff = v == "0";
+  }
   else if (k == "nccl" || k == "nccl_version") {
     // "2.18.3" -> 21803
     int a = 0, b = 0, c = 0;

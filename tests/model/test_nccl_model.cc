@@ -232,6 +232,10 @@ TEST_CASE("nccl P2P on one node: NCCL's channels by size (enqueue.cc addP2pToPla
   m.a2aIntraGBps = 300;
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 1024 * MiB)->busbwGBps == Approx(300));
   CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, m, 1024 * MiB)->busbwGBps == Approx(360));
+  // AllToAll with 12 coll channels: the comm has 16 p2p channels (not 32), so 1 GiB runs on 16 x 20.6 = 329.6
+  CHECK(ncclP2pCommChannels(c12) == 16);
+  CHECK(ncclP2pCommChannels(h100(1, 8)) == 32);
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, c12, 1024 * MiB)->busbwGBps == Approx(329.6));
 }
 
 TEST_CASE("nccl calibration: a 1 x 8 SendRecv run gives the P2P channel rate and a 1 x 4 NVLS run the 8-GPU rate", "[nccl]") {
@@ -252,9 +256,27 @@ TEST_CASE("nccl calibration: a 1 x 8 SendRecv run gives the P2P channel rate and
   ar.coll = "allreduce";
   ar.label = "1x4 allreduce";
   ar.gpusPerNode = 4;
-  for (double S = 64 << 20; S <= (1ull << 33); S *= 2) ar.rows.push_back({S, ncclChoose("allreduce", t4, S).best.timeUs, 0});
+  ar.force.algo = NcclAlgo::kNvls;  // NVLS on 4 GPUs (347 GB/s) would lose to the ring's 360: a run forced to it
+  for (double S = 64 << 20; S <= (1ull << 33); S *= 2) {
+    auto c = ncclChoose("allreduce", t4, S, ar.force);
+    REQUIRE(c.best.algo == NcclAlgo::kNvls);
+    CHECK(c.best.busbwGBps == Approx(450 * ncclNvlsBusbw(h100(1, 4)) / 480));
+    ar.rows.push_back({S, c.best.timeUs, 0});
+  }
   auto f4 = ncclCalibrate(h100(1, 4), {ar});
   CHECK(f4.machine.nvlsGBps == Approx(450).epsilon(0.03));
+  // 1 x 8 AllToAll at a node rate of its own (300 GB/s, below the ring's 360): a2aIntraGBps is calibrated
+  NcclMachine ta = h100(1, 8);
+  ta.a2aIntraGBps = 300;
+  NcclRun a2a;
+  a2a.coll = "alltoall";
+  a2a.label = "1x8 alltoall";
+  a2a.gpusPerNode = 8;
+  for (double S = 1 << 20; S <= (1ull << 32); S *= 2) a2a.rows.push_back({S, ncclChoose("alltoall", ta, S).best.timeUs, 0});
+  auto fa = ncclCalibrate(h100(1, 8), {a2a});
+  CHECK(std::find(fa.freed.begin(), fa.freed.end(), "a2aIntraGBps") != fa.freed.end());
+  CHECK(fa.machine.a2aIntra() == Approx(300).epsilon(0.03));
+  CHECK(fa.maxAbsErrPct < 2);
 }
 
 TEST_CASE("nccl NICs: the rate of the channels on a NIC", "[nccl]") {

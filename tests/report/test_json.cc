@@ -58,6 +58,7 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
   a.timeUsMax = 21;
   a.p50Us = 10.75;
   a.p99Us = 30.5;
+  a.perOpUs = {12.5, 10.75, 30.5};
   auto b = row("allreduce", "tcp", "lo", 2048, 11.5, 0.3, -1);
   sink->add(a);
   j = nlohmann::json::parse(fbtest::slurp(p));  // a killed run still has a valid file with its rows
@@ -99,6 +100,9 @@ TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]
   CHECK(back.timeUsMax == 21);
   CHECK(back.p50Us == 10.75);
   CHECK(back.p99Us == 30.5);
+  CHECK(back.perOpUs == std::vector<double>{12.5, 10.75, 30.5});  // --per-op's series, in run order
+  CHECK_FALSE(j["rows"][1].contains("per_op_us"));                // none without --per-op
+  CHECK(fb::sampleFromJson(j["rows"][1]).perOpUs.empty());
   CHECK(j["rows"][0]["busbw_min_GBps"].get<double>() == Approx(0.075));  // slowest batch: 21 us vs 10.5
   CHECK(j["rows"][1]["p50_us"].is_null());
   CHECK(fb::sampleFromJson(j["rows"][1]).p50Us == -1);

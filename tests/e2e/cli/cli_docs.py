@@ -262,6 +262,7 @@ def case_model_inputs(d):
         (["project", "--bogus", "-o", out], "bogus"),
         (["nccl", "fit", NL, "--nic-line-gbps=-1", "-o", out], "--nic-line-gbps -1: must be >= 0"),
         (["nccl", "fit", NL, "--nic-line-gbps=nan", "-o", out], "--nic-line-gbps nan: must be >= 0"),
+        (["nccl", "fit", NL, "--given", "nvls=off", "-o", out], "nvls=off: expected 0 (NVLS disabled), 1 or 2"),
     ]
     for args, needle in cases:
         p = run([M] + args)

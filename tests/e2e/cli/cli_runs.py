@@ -62,6 +62,18 @@ def case_never_overwritten(d):
           and rows[-1]["timer"] == "rank-clock" and {r["timer"] for r in rj["rows"]} == {"rank-clock"},
           f"--resume of an old-names run: exit {p.returncode}, rows {[(r['size_bytes'], r['timer']) for r in rows]}, "
           f"run.json {[r['timer'] for r in rj['rows']]}")
+    # --resume of a --per-op run whose p50 was the nearest rank (run.json config without per_op_p50): refused
+    po = TCP + ["-b", "8", "-e", "8", "-n", "2", "-w", "0", "--per-op", "--results-dir", d, "--run-id", "po", "--progress", "0"]
+    p = fb(2, po)
+    pj = os.path.join(d, "po", "run.json")
+    rj = json.load(open(pj))
+    check(p.returncode == 0 and rj["config"].get("per_op_p50") == "sorted[n/2]", f"--per-op config: {rj.get('config')}")
+    del rj["config"]["per_op_p50"]
+    json.dump(rj, open(pj, "w"))
+    h2 = digest(os.path.join(d, "po"))
+    bad_input(fb(2, po[:-4] + ["-e", "64", "--run-id", "po", "--resume", "--progress", "0"]), "nearest rank",
+              "--resume of an old --per-op run")
+    check(digest(os.path.join(d, "po")) == h2, "the refused --per-op --resume touched the folder")
     # --overwrite: a fresh folder
     p = fb(2, TCP + ["-b", "16", "-e", "16", "-n", "2", "--results-dir", d, "--run-id", "777.3", "--overwrite", "--progress", "0"])
     rows = rows_of(os.path.join(d, "777.3"))

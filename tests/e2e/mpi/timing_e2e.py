@@ -74,14 +74,23 @@ def case_repeat(a):
             if abs(jr["p50_us"] - srt[2]) > 1e-9 or abs(jr["p99_us"] - srt[4]) > 1e-9:
                 fail(f"p50/p99 {jr['p50_us']} / {jr['p99_us']} are not sorted[2] / sorted[4] of {ops}")
         # An even count: p50 is the upper middle, as nccl-tests' -I p50 (sorted[n / 2]).
-        small4 = [("4" if x == "5" else x) for x in SMALL]
+        small4 = list(SMALL)
+        small4[small4.index("-n") + 1] = "4"
+
         p4 = mpirun(a, 2, ["--transport", "tcp", "--per-op", "--results-dir", d, "--run-id", "even"] + small4, timeout=200)
         if p4.returncode != 0:
             fail(f"-n 4 --per-op: exit {p4.returncode}: {p4.stderr[-2000:]}")
-        for jr in json.load(open(os.path.join(d, "even", "run.json")))["rows"]:
+        even = json.load(open(os.path.join(d, "even", "run.json")))
+        distinct = 0
+        for jr in even["rows"]:
             ops = sorted(jr.get("per_op_us") or [])
             if len(ops) != 4 or abs(jr["p50_us"] - ops[2]) > 1e-9:
                 fail(f"-n 4: p50 {jr['p50_us']} is not the upper middle of {ops}")
+            distinct += ops[1] != ops[2]
+        if not distinct:  # else the check above could not tell the upper middle from the lower
+            fail("-n 4: no row whose two middle operations differ")
+        if even["config"].get("per_op_p50") != "sorted[n/2]":
+            fail(f"-n 4: run.json config per_op_p50 = {even['config'].get('per_op_p50')}")
         if "p99_us" not in p.stdout or "t_min_us" not in p.stdout:
             fail("console has no spread / per-op columns")
         report = open(os.path.join(d, "r", "report.md")).read()
