@@ -21,6 +21,16 @@ NcclMachine h100(int N, int G) {
   m.nvlsGBps = 480;
   return m;
 }
+// A run on one node of `truth`'s shape with G GPUs: its model time at every power of two from `from` to `to`.
+NcclRun synthetic(const std::string& coll, int G, const NcclMachine& truth, double from, double to, NcclForce force = {}) {
+  NcclRun r;
+  r.coll = coll;
+  r.label = "1x" + std::to_string(G) + " " + coll;
+  r.gpusPerNode = G;
+  r.force = force;
+  for (double S = from; S <= to; S *= 2) r.rows.push_back({S, ncclChoose(coll, truth, S, force).best.timeUs, 0});
+  return r;
+}
 double t(const std::string& c, NcclAlgo a, NcclProto p, const NcclMachine& m, double S) {
   auto x = ncclCost(c, a, p, m, S);
   REQUIRE(x);
@@ -241,39 +251,25 @@ TEST_CASE("nccl P2P on one node: NCCL's channels by size (enqueue.cc addP2pToPla
 TEST_CASE("nccl calibration: a 1 x 8 SendRecv run gives the P2P channel rate and a 1 x 4 NVLS run the 8-GPU rate", "[nccl]") {
   NcclMachine truth = h100(1, 8);
   truth.p2pChGBps = 15;
-  NcclRun sr;
-  sr.coll = "p2pring";
-  sr.label = "1x8 sendrecv";
-  sr.gpusPerNode = 8;
-  for (double S = 1 << 20; S <= (1ull << 32); S *= 2) sr.rows.push_back({S, ncclChoose("p2pring", truth, S).best.timeUs, 0});
+  NcclRun sr = synthetic("p2pring", 8, truth, 1 << 20, 1ull << 32);
   auto fit = ncclCalibrate(h100(1, 8), {sr});
   CHECK(fit.maxAbsErrPct < 2);
   CHECK(fit.machine.p2pChGBps == Approx(15).epsilon(0.03));
   // 1 x 4 AllReduce on NVLS at 8-GPU busbw 450 (370.29 x 450 / 480 at 4 GPUs): the fit returns the 8-GPU figure
   NcclMachine t4 = h100(1, 4);
   t4.nvlsGBps = 450;
-  NcclRun ar;
-  ar.coll = "allreduce";
-  ar.label = "1x4 allreduce";
-  ar.gpusPerNode = 4;
-  ar.force.algo = NcclAlgo::kNvls;  // NVLS on 4 GPUs (347 GB/s) would lose to the ring's 360: a run forced to it
-  for (double S = 64 << 20; S <= (1ull << 33); S *= 2) {
-    auto c = ncclChoose("allreduce", t4, S, ar.force);
-    REQUIRE(c.best.algo == NcclAlgo::kNvls);
-    CHECK(c.best.busbwGBps == Approx(450 * ncclNvlsBusbw(h100(1, 4)) / 480));
-    ar.rows.push_back({S, c.best.timeUs, 0});
-  }
+  NcclForce nvls;
+  nvls.algo = NcclAlgo::kNvls;  // NVLS on 4 GPUs (347 GB/s) would lose to the ring's 360: a run forced to it
+  NcclRun ar = synthetic("allreduce", 4, t4, 64 << 20, 1ull << 33, nvls);
+  auto c = ncclChoose("allreduce", t4, 1 << 30, nvls);
+  REQUIRE(c.best.algo == NcclAlgo::kNvls);
+  CHECK(c.best.busbwGBps == Approx(450 * ncclNvlsBusbw(h100(1, 4)) / 480));
   auto f4 = ncclCalibrate(h100(1, 4), {ar});
   CHECK(f4.machine.nvlsGBps == Approx(450).epsilon(0.03));
   // 1 x 8 AllToAll at a node rate of its own (300 GB/s, below the ring's 360): a2aIntraGBps is calibrated
   NcclMachine ta = h100(1, 8);
   ta.a2aIntraGBps = 300;
-  NcclRun a2a;
-  a2a.coll = "alltoall";
-  a2a.label = "1x8 alltoall";
-  a2a.gpusPerNode = 8;
-  for (double S = 1 << 20; S <= (1ull << 32); S *= 2) a2a.rows.push_back({S, ncclChoose("alltoall", ta, S).best.timeUs, 0});
-  auto fa = ncclCalibrate(h100(1, 8), {a2a});
+  auto fa = ncclCalibrate(h100(1, 8), {synthetic("alltoall", 8, ta, 1 << 20, 1ull << 32)});
   CHECK(std::find(fa.freed.begin(), fa.freed.end(), "a2aIntraGBps") != fa.freed.end());
   CHECK(fa.machine.a2aIntra() == Approx(300).epsilon(0.03));
   CHECK(fa.maxAbsErrPct < 2);
