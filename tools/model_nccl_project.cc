@@ -133,6 +133,11 @@ int cmdProject() {
   std::string md = "# fabricbench-model nccl project (projections, not measurements)\n\nCalibrated on: ";
   for (auto& r : runs) md += r.label + " [" + runShape(r) + "]; ";
   md += "\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
+  // Runs made with NCCL_NVLS_ENABLE=0 say nothing of NVLS; the projected clusters may run it (NCCL's choice).
+  if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.nvlsOff; }) &&
+      fit.machine.nvlsGBps > 0)
+    md += fmt::format("NVLS: every fitted run had NCCL_NVLS_ENABLE=0, so NVLS and NVLSTree rows below use the prior "
+                      "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
   md += g.evidence.empty() ? "\nNo --evidence file: projections carry no error band (run `nccl validate -o DIR` and pass DIR/nccl-evidence.json).\n"
                            : "\nError bands: the largest |error| that validation (" + g.evidence +
                                  ") saw for the same algorithm and size regime on predicted runs.\n";

@@ -241,6 +241,19 @@ TEST_CASE("fabricbench-model nccl: priors by the logs' GPU, and the collective r
   CHECK(e2.text.find("(calibrated: nicGBps; the others stay at the prior)") != std::string::npos);
 }
 
+TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names the NVLS prior", "[tool][nccl]") {
+  const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
+  const std::string out = std::filesystem::temp_directory_path() / ("fb_nvls_" + std::to_string(::getpid()));
+  auto p = tool("nccl project --fit " + log + " --given nvls=0 --nodes 1 --gpus 8 --sizes 1G -o " + out);
+  CHECK(p.rc == 0);
+  CHECK(p.text.find(", NCCL_NVLS_ENABLE=0") != std::string::npos);  // the run's shape says it
+  CHECK(p.text.find("NVLS: every fitted run had NCCL_NVLS_ENABLE=0") != std::string::npos);
+  auto on = tool("nccl project --fit " + log + " --nodes 1 --gpus 8 --sizes 1G -o " + out);
+  CHECK(on.rc == 0);
+  CHECK(on.text.find("NVLS: every fitted run") == std::string::npos);  // NVLS possible: its rate may be fitted
+  std::filesystem::remove_all(out);
+}
+
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
   auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +
