@@ -84,8 +84,9 @@ struct NcclMachine;
 // at nvlsGBps). On one node that is the busbw of G GPUs; 4 GPUs get 0.771 x the 8-GPU rate.
 double ncclNvlsBusbw(const NcclMachine& m);
 // Channels one send of `bytes` to a peer of the same node runs on (src/enqueue.cc addP2pToPlan, 2.19-2.29): the
-// peer's channels halved while they times the ranks exceed the comm's p2p channels, fewer for a small send (a part of
-// step / 8: 64 KiB over NVLink, 16 KiB over PCIe; NCCL's alignUp of the size to it is not modelled), doubled while a part exceeds 32 steps (16 MiB over NVLink's 512 KiB steps, 4 MiB over PCIe's 128 KiB).
+// peer's channels halved while they times the ranks exceed the comm's p2p channels, fewer for a small send (a part
+// of step / 8: 64 KiB over NVLink, 16 KiB over PCIe; NCCL's alignUp of the size to it is not modelled), doubled
+// while a part exceeds 32 steps (16 MiB over NVLink's 512 KiB steps, 4 MiB over PCIe's 128 KiB).
 int ncclP2pSendChannels(const NcclMachine& m, double bytes);
 // The comm's p2p channels: p2pChannels, or the power of two at or above a known coll channel count.
 int ncclP2pCommChannels(const NcclMachine& m);

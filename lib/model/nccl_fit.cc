@@ -57,6 +57,15 @@ static std::string firstGpuName(const RunData& rd) {
 std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
   std::map<std::string, NcclRun> byColl;
   std::vector<std::string> order;
+  // Once per folder: the GPU's name, and the NVLS setting a fabricbench run keeps in its first host's
+  // fingerprint environment (NCCL_NVLS_ENABLE=0 in ours).
+  const std::string gpuName = firstGpuName(rd);
+  std::string nvlsEnv;
+  if (const nlohmann::json* fp = firstHostFingerprint(rd); fp && fp->contains("env") && (*fp)["env"].is_object()) {
+    const auto& env = (*fp)["env"];
+    if (env.contains("NCCL_NVLS_ENABLE") && env["NCCL_NVLS_ENABLE"].is_string())
+      nvlsEnv = env["NCCL_NVLS_ENABLE"].get<std::string>();
+  }
   for (const auto& s : rd.rows) {
     if (s.wrong > 0 || s.bytes == 0 || !(s.timeUs > 0)) continue;
     auto& r = byColl[s.coll];
@@ -101,13 +110,8 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
     }
-    // A fabricbench run keeps its environment in the first host's fingerprint (NCCL_NVLS_ENABLE=0 in ours).
-    if (const nlohmann::json* fp = firstHostFingerprint(rd); fp && fp->contains("env") && (*fp)["env"].is_object()) {
-      const auto& env = (*fp)["env"];
-      if (env.contains("NCCL_NVLS_ENABLE") && env["NCCL_NVLS_ENABLE"].is_string())
-        applyGiven(r, "NCCL_NVLS_ENABLE", env["NCCL_NVLS_ENABLE"].get<std::string>());
-    }
-    r.gpu = firstGpuName(rd);
+    if (!nvlsEnv.empty()) applyGiven(r, "NCCL_NVLS_ENABLE", nvlsEnv);
+    r.gpu = gpuName;
     std::size_t pos = 0;
     while (pos < given.size()) {
       auto e = given.find(',', pos);
@@ -271,11 +275,13 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     multi |= r.nodes > 1;
     a2aNode |= r.nodes == 1 && r.gpusPerNode > 1 && r.coll == "alltoall";
     p2pNode |= r.nodes == 1 && r.gpusPerNode > 1 && (r.coll == "p2pring" || r.coll == "alltoall");  // P2P channels
-    allreduce |= r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;  // NVLS runs AllReduce on nodes of 2+ GPUs
+    // NVLS runs AllReduce on nodes of 2+ GPUs, unless the run had NCCL_NVLS_ENABLE=0.
+    const bool nvlsRun = r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;
+    allreduce |= nvlsRun;
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
     // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
-    const bool nvlsPossible = r.coll == "allreduce" && r.gpusPerNode > 1 && prior.nvlsGBps > 0 && !r.nvlsOff &&
+    const bool nvlsPossible = nvlsRun && prior.nvlsGBps > 0 &&
                               (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }

@@ -48,8 +48,8 @@ const std::vector<ColumnDoc>& csvColumnDocs() {
       {"busbw_max_GBps", "GB/s", "busbw of the fastest batch"},
       {"p50_us", "microseconds",
        "`--per-op`: the median of one more batch timed operation by operation (for an even count the upper "
-       "middle, as nccl-tests' `-I` p50), each operation's time the slowest rank's (run.json's row keeps every operation's time, in order, as `per_op_us`); empty "
-       "otherwise"},
+       "middle, as nccl-tests' `-I` p50), each operation's time the slowest rank's (run.json's row keeps every "
+       "operation's time, in order, as `per_op_us`); empty otherwise"},
       {"p99_us", "microseconds", "`--per-op`: the 99th percentile (nearest rank) of the same batch; empty otherwise"},
       {"intra", "—",
        "NCCL: intra-node transports: `P2P/CUMEM over NVLink`, `P2P/IPC over PCIe`, `SHM`, ...; `none` (one GPU per "
