@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include "bootstrap/agree.h"
-#include "gpu/pci_bus_id.h"
 #include "gpu/wait.h"
 
 namespace fb::cudaipc {
@@ -18,10 +17,6 @@ void throwCuda(cudaError_t e, const char* expr, const char* file, int line) {
   cudaGetLastError();  // clear a non-sticky error so later calls are not confused by it
   throw CudaError(identity() + " CUDA error " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") in " +
                   expr + " at " + file + ":" + std::to_string(line));
-}
-
-std::string pciBusId(int device) {
-  return gpu::pciBusId(device);
 }
 
 std::string deviceName(int device) {

@@ -13,6 +13,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "gpu/pci_bus_id.h"
 
 namespace fb::cudaipc {
 
@@ -24,8 +25,8 @@ namespace fb::cudaipc {
     if (fb_ce_ != cudaSuccess) ::fb::cudaipc::throwCuda(fb_ce_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-// "0000:19:00.0" for a device ordinal; "" when unknown.
-std::string pciBusId(int device);
+// "0000:19:00.0" (lower case) for a device ordinal; "" when unknown: the one reader both GPU backends use.
+using gpu::pciBusId;
 std::string deviceName(int device);
 // The value of CUDA_VISIBLE_DEVICES, or "(unset)".
 std::string visibleDevicesEnv();
