@@ -1,5 +1,6 @@
 #include "model_nccl.h"
 #include "model_nccl_common.h"
+#include "model_evidence.h"
 
 #include <algorithm>
 #include <cmath>
@@ -113,9 +114,6 @@ std::string human(double b) {
 
 std::string pick(NcclAlgo a, NcclProto p) { return ncclAlgoInfo(a).name + "/" + ncclProtoName(p); }
 
-// Size regimes the evidence is kept by: latency-bound, the middle, bandwidth-bound.
-std::string regimeOf(double bytes) { return bytes < (1 << 20) ? "<1MiB" : bytes < (64 << 20) ? "1-64MiB" : ">=64MiB"; }
-
 std::string machineLine(const NcclFit& f) {
   const auto& m = f.machine;
   std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s, NVLS {:.0f} GB/s (8 GPUs), latency x{:.2f} intra / x{:.2f} net, "
@@ -165,38 +163,6 @@ namespace fb::tools {
 namespace {
 using namespace ncclcmd;
 
-// ---- evidence: |error| of predicted (never fitted) points by algorithm and regime ---------------
-
-struct Evidence {
-  struct Cell {
-    std::vector<double> err;
-    int maxNodes = 0;
-    double minBytes = 0, maxBytes = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Cell> cells;  // (algorithm, regime)
-  void add(const NcclFitPoint& p, int nodes) {
-    if (p.noisy) return;
-    auto& c = cells[{ncclAlgoInfo(p.algo).name, regimeOf(p.bytes)}];
-    c.err.push_back(std::fabs(p.errPct));
-    c.maxNodes = std::max(c.maxNodes, nodes);
-    c.minBytes = c.minBytes == 0 ? p.bytes : std::min(c.minBytes, p.bytes);
-    c.maxBytes = std::max(c.maxBytes, p.bytes);
-  }
-  nlohmann::json toJson(const std::string& origin) const {
-    nlohmann::json j;
-    j["origin"] = origin;
-    j["cells"] = nlohmann::json::array();
-    for (const auto& [k, c] : cells) {
-      auto e = c.err;
-      std::sort(e.begin(), e.end());
-      j["cells"].push_back({{"algo", k.first}, {"regime", k.second}, {"points", e.size()}, {"median_abs_err_pct", e[e.size() / 2]},
-                            {"max_abs_err_pct", e.back()}, {"max_nodes", c.maxNodes}, {"min_bytes", c.minBytes},
-                            {"max_bytes", c.maxBytes}});
-    }
-    return j;
-  }
-};
-
 // ---- validation of one set ----------------------------------------------------------------------
 
 struct SetSpec {
@@ -210,7 +176,7 @@ struct SetResult {
   int missed = 0, runs = 0;
 };
 
-SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double boundMax, Evidence& ev) {
+SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double boundMax, EvidenceBuilder& ev) {
   auto fitRuns = loadRuns(s.fit, s.prior.given);
   auto predRuns = loadRuns(s.predict, s.prior.given);
   NcclFitOptions fo;
@@ -239,7 +205,8 @@ SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double
       if (p.bytes < minBytes) continue;
       if (p.noisy) noisy += (noisy.empty() ? "" : ", ") + human(p.bytes);
       else ++n;
-      if (predicted) ev.add(p, run.nodes);
+      // Evidence: predicted (never fitted) points, noisy sizes left out.
+      if (predicted && !p.noisy) ev.add(ncclAlgoInfo(p.algo).name, run.coll, p.bytes, run.nodes, run.gpusPerNode, p.errPct);
       r.csv += fmt::format("{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{},{}\n", s.name, run.label, predicted ? "predicted" : "fitted",
                            run.nodes, run.gpusPerNode, static_cast<long long>(p.bytes), p.measuredUs, p.modelUs, p.errPct,
                            pick(p.algo, p.proto), p.noisy ? 1 : 0);
@@ -367,7 +334,7 @@ int cmdValidate() {
                                "and left out.\n\n",
                                human(minBytes), g.boundMed, g.boundMax);
   std::string csv = "set,run,role,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct,model_pick,noisy\n";
-  Evidence ev;
+  EvidenceBuilder ev;
   int missed = 0, runs = 0;
   std::string summary = "| set | predicted runs | within the bound |\n|---|---:|---:|\n", body;
   for (auto& s : sets) {
@@ -383,7 +350,7 @@ int cmdValidate() {
   if (!g.out.empty()) {
     writeOut(g.out, "nccl-validation.md", md);
     writeOut(g.out, "nccl-validation.csv", csv);
-    writeOut(g.out, "nccl-evidence.json", ev.toJson(g.setsFile.empty() ? "validate --fit/--predict" : g.setsFile).dump(2) + "\n");
+    writeOut(g.out, "nccl-evidence.json", ev.toJson("nccl", g.setsFile.empty() ? "nccl validate --fit/--predict" : g.setsFile).dump(2) + "\n");
   }
   return g.require && missed > 0 ? 1 : 0;
 }
@@ -410,7 +377,10 @@ CLI::App* addNcclCommands(CLI::App& app) {
   g.prj->add_option("--coll", g.colls, "collectives (default allreduce)")->delimiter(',');
   g.prj->add_option("--sizes", g.sizes, "sizes, comma-separated (default 1M,16M,256M,1G,8G; K/M/G = 1024^k)");
   g.prj->add_option("--fabric", g.fabrics, "a fabric to project (repeatable): NAME=nic=GBPS[,nics=R]; default: the fitted one");
-  g.prj->add_option("--evidence", g.evidence, "nccl-evidence.json from `nccl validate -o DIR`: the error bands");
+  g.prj->add_option("--evidence", g.evidence, "nccl-evidence.json from `nccl validate -o DIR`: the error bands (default: the "
+                    "repository's public validation, built in; 'none': no bands, every row marked unvalidated)");
+  g.prj->add_option("--force", g.force, "project every row forced, KEY=VALUE,... (algo=ring, proto=simple, channels=24, nvls=0), "
+                    "or 'given' for --given's settings (default: NCCL's own choice, whatever the fitted runs forced)");
   for (auto* c : {g.fit, g.val, g.prj}) {
     addMachineOptions(c, g.mo);
     c->add_option("--min-bytes", g.minBytes, "smallest size in the loss and the statistics (default 1M)");

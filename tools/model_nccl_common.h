@@ -29,8 +29,6 @@ fb::model::NcclMachine priorOf(const MachineOpts& o, const std::vector<fb::model
 std::vector<fb::model::NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given);
 std::string human(double b);
 std::string pick(fb::model::NcclAlgo a, fb::model::NcclProto p);
-// Size regimes the evidence is kept by: latency-bound, the middle, bandwidth-bound.
-std::string regimeOf(double bytes);
 std::string machineLine(const fb::model::NcclFit& f);
 std::string runShape(const fb::model::NcclRun& r);
 // Per-size table of one run: measured, model, error, NCCL's pick in the model.
@@ -42,7 +40,7 @@ struct Args {
   CLI::App *fit = nullptr, *val = nullptr, *prj = nullptr;
   MachineOpts mo;
   std::vector<std::string> fitRuns, predRuns;
-  std::string setsFile, out, evidence, minBytes = "1M", sizes = "1M,16M,256M,1G,8G";
+  std::string setsFile, out, evidence, force, minBytes = "1M", sizes = "1M,16M,256M,1G,8G";
   std::vector<std::string> fabrics, colls;
   std::vector<int> nodes, gpus;
   double boundMed = 10, boundMax = 20;

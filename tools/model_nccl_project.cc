@@ -1,6 +1,7 @@
 // fabricbench-model nccl project: projected NCCL times on N nodes x G GPUs, each row with the error band
 // that validation evidence gives its algorithm and size regime, and where it goes beyond validation.
 #include "model_nccl_common.h"
+#include "model_evidence.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,39 +29,55 @@ using fb::InputError;
 namespace fb::tools::ncclcmd {
 namespace {
 
-struct Band {
-  double pct = -1;      // max |error| of the evidence cell; -1 = none
-  std::string beyond;   // why the projection is outside what validation covered; "" = inside
+// What --force asks of the projected rows: NCCL_ALGO, NCCL_PROTO, NCCL_MIN_CTAS (channels), NCCL_NVLS_ENABLE=0;
+// the keys of --given (the fitted runs' ncclRunsOf reads the same spellings).
+struct Forced {
+  NcclForce force;
+  int channels = 0;
+  bool nvlsOff = false;
+  std::string text;  // "NCCL_ALGO=Ring, NCCL_PROTO=Simple, 24 channels"
+  bool any() const { return force.algo || force.proto || channels > 0 || nvlsOff; }
 };
 
-Band bandOf(const nlohmann::json& ev, NcclAlgo a, double bytes, int nodes) {
-  Band b;
-  const std::string name = ncclAlgoInfo(a).name, reg = regimeOf(bytes);
-  if (!ev.is_object() || !ev.contains("cells")) {
-    b.beyond = "no validation evidence";
-    return b;
+Forced parseForce(const std::string& spec, const std::string& option) {
+  Forced f;
+  std::stringstream ss(spec);
+  std::string kv;
+  while (std::getline(ss, kv, ',')) {
+    if (kv.empty()) continue;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(fmt::format("{} '{}': expected KEY=VALUE (algo=ring, proto=simple, channels=24, nvls=0)", option, kv));
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    for (auto& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (k == "algo" || k == "nccl_algo") f.force.algo = parseNcclAlgo(v);
+    else if (k == "proto" || k == "nccl_proto") f.force.proto = parseNcclProto(v);
+    else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+      std::size_t used = 0;
+      int n = 0;
+      try {
+        n = std::stoi(v, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used != v.size() || n < 1) throw InputError(fmt::format("{} {}: needs a channel count >= 1", option, kv));
+      f.channels = n;
+    } else if (k == "nvls" || k == "nccl_nvls_enable") {
+      if (v != "0" && v != "1" && v != "2") throw InputError(fmt::format("{} {}: expected 0 (NVLS disabled), 1 or 2", option, kv));
+      f.nvlsOff = v == "0";
+    } else if (k == "nccl" || k == "nccl_version") {
+      // a release says what the fitted runs were; the projected cluster's release is not forced
+    } else
+      throw InputError(fmt::format("{} '{}': unknown key '{}' (algo, proto, channels, nvls)", option, kv, k));
   }
-  int algoMaxNodes = 0;
-  double lo = 0, hi = 0;
-  for (const auto& c : ev["cells"]) {
-    if (c["algo"] != name) continue;
-    algoMaxNodes = std::max(algoMaxNodes, c["max_nodes"].get<int>());
-    double cl = c["min_bytes"], ch = c["max_bytes"];
-    lo = lo == 0 ? cl : std::min(lo, cl);
-    hi = std::max(hi, ch);
-    if (c["regime"] == reg) b.pct = c["max_abs_err_pct"];
-  }
-  std::vector<std::string> why;
-  if (algoMaxNodes == 0) why.push_back(name + " never validated");
-  else {
-    if (nodes > algoMaxNodes) why.push_back(fmt::format("{} nodes > the {} validated for {}", nodes, algoMaxNodes, name));
-    if (bytes < lo || bytes > hi) why.push_back(fmt::format("size outside {}'s validated {}..{}", name, human(lo), human(hi)));
-    if (b.pct < 0) why.push_back(fmt::format("{} not validated at {}", name, reg));
-  }
-  for (auto& w : why) b.beyond += (b.beyond.empty() ? "" : "; ") + w;
-  return b;
+  std::vector<std::string> t;
+  if (f.force.algo) t.push_back("NCCL_ALGO=" + ncclAlgoInfo(*f.force.algo).name);
+  if (f.force.proto) t.push_back("NCCL_PROTO=" + ncclProtoName(*f.force.proto));
+  if (f.channels > 0) t.push_back(fmt::format("NCCL_MIN_CTAS={} ({} channels)", f.channels, f.channels));
+  if (f.nvlsOff) t.push_back("NCCL_NVLS_ENABLE=0");
+  for (auto& x : t) f.text += (f.text.empty() ? "" : ", ") + x;
+  return f;
 }
-
 
 }  // namespace
 
@@ -82,16 +99,21 @@ int cmdProject() {
   }
   std::vector<std::string> colls = g.colls.empty() ? std::vector<std::string>{"allreduce"} : g.colls;
   for (auto& c : colls) ncclBusFactor(c, 2);  // throws on an unknown collective
-  nlohmann::json ev;
-  if (!g.evidence.empty()) {
-    std::ifstream in(g.evidence);
-    if (!in) throw InputError(fmt::format("--evidence {}: cannot read it", g.evidence));
-    try {
-      in >> ev;
-    } catch (const std::exception& e) {
-      throw InputError(fmt::format("--evidence {}: not JSON ({})", g.evidence, e.what()));
-    }
-  }
+  // Bands: --evidence FILE, --evidence none (every row unvalidated), else the public validation built in.
+  Evidence ev;
+  const bool builtIn = g.evidence.empty();
+  if (g.evidence == "none") ev.source = "none";
+  else if (builtIn) ev = parseEvidence(publicNcclEvidence(), publicNcclEvidencePath());
+  else ev = readEvidence(g.evidence, "--evidence");
+  if (ev.j.is_object() && ev.j.value("kind", std::string("nccl")) != "nccl")
+    throw InputError(fmt::format("--evidence {}: the evidence of `fabricbench-model validate` ({} algorithms); nccl project "
+                                 "takes nccl validate's nccl-evidence.json", g.evidence, ev.j.value("kind", std::string())));
+  // --force: the projected rows as a run with those settings would go, not NCCL's own choice.
+  Forced forced;
+  if (!g.force.empty()) forced = parseForce(g.force == "given" ? g.mo.given : g.force, "--force");
+  if (!g.force.empty() && !forced.any())
+    throw InputError(g.force == "given" ? "--force given: --given forces nothing (algo=, proto=, channels=, nvls=0)"
+                                        : fmt::format("--force '{}': forces nothing", g.force));
   // Fabrics: NAME=nic=GBPS,nics=R (per-NIC rate and NICs per node); "measured" = the fitted machine.
   struct Fabric {
     std::string name;
@@ -135,17 +157,46 @@ int cmdProject() {
   md += "\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
   // Runs made with NCCL_NVLS_ENABLE=0 say nothing of NVLS; the projected clusters may run it (NCCL's choice).
   if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.nvlsOff; }) &&
-      fit.machine.nvlsGBps > 0)
+      fit.machine.nvlsGBps > 0 && !forced.nvlsOff)
     md += fmt::format("NVLS: every fitted run had NCCL_NVLS_ENABLE=0, so NVLS and NVLSTree rows below use the prior "
                       "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
-  md += g.evidence.empty() ? "\nNo --evidence file: projections carry no error band (run `nccl validate -o DIR` and pass DIR/nccl-evidence.json).\n"
-                           : "\nError bands: the largest |error| that validation (" + g.evidence +
-                                 ") saw for the same algorithm and size regime on predicted runs.\n";
-  std::string csv = "fabric,nodes,gpus_per_node,coll,bytes,time_us,busbw_gbps,algo,proto,band_pct,beyond_validation\n";
+  // What the fitted runs forced, and whether the projection follows it.
+  std::set<std::string> runForced;
+  for (auto& r : runs) {
+    if (r.force.algo) runForced.insert("NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name);
+    if (r.force.proto) runForced.insert("NCCL_PROTO=" + ncclProtoName(*r.force.proto));
+    if (r.channels > 0) runForced.insert(fmt::format("{} channels", r.channels));
+  }
+  std::string runForcedText;
+  for (auto& x : runForced) runForcedText += (runForcedText.empty() ? "" : ", ") + x;
+  if (forced.any())
+    md += "Forced: every projected row runs " + forced.text + " (--force " + g.force +
+          "): the time of a run so forced, not NCCL's own choice; the pick column says \"forced\".\n";
+  else if (!runForcedText.empty())
+    md += "Forced runs: the fitted runs had " + runForcedText +
+          "; the projected rows are NCCL's own choice (--force given projects them forced too).\n";
+  if (ev.empty())
+    md += "\nNo validation evidence (" + (g.evidence == "none" ? std::string("--evidence none") : ev.source + " has no cells") +
+          "): no row carries an error band, every row is marked unvalidated "
+          "(run `nccl validate -o DIR` and pass DIR/nccl-evidence.json).\n";
+  else {
+    const std::string from = builtIn ? std::string("the repository's public validation built into this binary, ") +
+                                           publicNcclEvidencePath() +
+                                           ": nccl validate --sets tests/data/public-nccl-tests/sets.json; pass --evidence "
+                                           "FILE for your own"
+                                     : g.evidence;
+    md += "\nError bands: the largest |error| that validation (" + from +
+          ") saw for the same algorithm and size regime on predicted runs" +
+          (ev.coverage ? ", of the same collective where it was validated on it.\n"
+                       : ". This evidence file predates GPUs-per-node and collective coverage: those are not checked.\n");
+  }
+  std::string csv = "fabric,nodes,gpus_per_node,coll,bytes,time_us,busbw_gbps,algo,proto,band_pct,beyond_validation,forced\n";
   for (auto& fab : fabrics) {
     NcclMachine m = fit.machine;
     if (fab.nic > 0) m.nicGBps = fab.nic, m.nicLineGBps = fab.nic * 50 / 48;  // another fabric: its own line rate
     if (fab.nics > 0) m.nicsPerNode = fab.nics;
+    if (forced.channels > 0) m.channels = forced.channels;
+    if (forced.nvlsOff) m.nvlsGBps = 0;
     md += fmt::format("\n## {} (per-NIC {:.1f} GB/s{})\n", fab.name, m.nicGBps,
                       m.nicsPerNode > 0 ? fmt::format(", {:g} NICs per node", m.nicsPerNode) : ", one NIC per GPU");
     for (auto& c : colls)
@@ -157,15 +208,24 @@ int cmdProject() {
           for (double S : sizes) {
             m.nodes = N;
             m.gpusPerNode = G;
-            auto best = ncclChoose(c, m, S).best;
+            NcclCost best;
+            try {
+              best = ncclChoose(c, m, S, forced.force).best;
+            } catch (const InputError& e) {
+              if (!forced.any()) throw;
+              // A forced algorithm or protocol that this shape does not offer: the row says so.
+              md += fmt::format("| {} | {} | - | - | - | forced | not projected: {} |\n", N, human(S), e.what());
+              csv += fmt::format("{},{},{},{},{},,,,,,\"not projected: {}\",\"{}\"\n", fab.name, N, G, c,
+                                 static_cast<long long>(S), e.what(), forced.text);
+              continue;
+            }
             double busbw = S * ncclBusFactor(c, N * G) / (best.timeUs * 1e3);
-            auto b = bandOf(ev, best.algo, S, N);
-            md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} | {} | {} |\n", N, human(S), best.timeUs, busbw,
-                              b.pct >= 0 ? fmt::format("±{:.0f} %", b.pct) : "n/a", pick(best.algo, best.proto),
-                              b.beyond.empty() ? "-" : b.beyond);
-            csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{},{},{},\"{}\"\n", fab.name, N, G, c, static_cast<long long>(S),
+            auto b = bandOf(ev, ncclAlgoInfo(best.algo).name, c, S, N, G);
+            md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} | {}{} | {} |\n", N, human(S), best.timeUs, busbw, bandText(b),
+                              pick(best.algo, best.proto), forced.any() ? " (forced)" : "", b.beyond.empty() ? "-" : b.beyond);
+            csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{},{},{},\"{}\",\"{}\"\n", fab.name, N, G, c, static_cast<long long>(S),
                                best.timeUs, busbw, ncclAlgoInfo(best.algo).name, ncclProtoName(best.proto),
-                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", b.beyond);
+                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", b.beyond, forced.text);
           }
       }
   }

@@ -1,0 +1,245 @@
+// Error bands and coverage of projected rows (issue 30 item 4), forced projections (item 3) and the
+// generic path's pointer to `nccl fit` for N x G runs (item 2): fabricbench-model nccl project / project,
+// run as a user runs them, on the public logs and the lab runs in the repository.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "report/csv.h"
+
+#ifdef FB_MODEL_TOOL
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Out {
+  int rc;
+  std::string text;
+};
+Out tool(const std::string& args) {
+  auto r = fb::runCommand({"sh", "-c", std::string(FB_MODEL_TOOL) + " " + args + " 2>&1"}, std::chrono::seconds(120));
+  return {r.exitCode, r.out};
+}
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+std::string tmpDir(const std::string& what) {
+  return (fs::temp_directory_path() / ("fb_bands_" + what + "_" + std::to_string(::getpid()))).string();
+}
+// The table rows of a markdown page ("| 2 | 16 MiB | ..."), split into cells.
+std::vector<std::vector<std::string>> rows(const std::string& md) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(md);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| ", 0) != 0 || line.size() < 3 || !std::isdigit(static_cast<unsigned char>(line[2]))) continue;
+    std::vector<std::string> cells;
+    std::size_t p = 1;
+    while (p < line.size()) {
+      auto q = line.find(" |", p);
+      if (q == std::string::npos) break;
+      std::string c = line.substr(p, q - p);
+      cells.push_back(c.substr(c.find_first_not_of(' ')));
+      p = q + 2;
+    }
+    out.push_back(cells);
+  }
+  return out;
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const std::string kData = FB_MODEL_TEST_DATA;
+const std::string kGj = kData + "/public-nccl-tests/h100-ib400-gjaion-2x8.log:coll=allreduce";
+
+}  // namespace
+
+// Item 4 / audit 1: without --evidence every row carries the band of the public validation built into the tool,
+// and the built-in file is what `nccl validate --sets` gives today; --evidence none marks every row unvalidated.
+TEST_CASE("nccl project: every row has a band or an unvalidated mark, built in from the public validation", "[tool][bands]") {
+  const std::string out = tmpDir("builtin");
+  auto p = tool("nccl project --fit " + kGj + " --nodes 2,4,16 --gpus 8 --coll allreduce,allgather --sizes 16M,1G -o " + out);
+  INFO(p.text);
+  REQUIRE(p.rc == 0);
+  CHECK(has(p.text, "the repository's public validation built into this binary, results/model-nccl-validation-public/"));
+  auto r = rows(p.text);
+  REQUIRE(r.size() == 12);
+  for (auto& c : r) {
+    REQUIRE(c.size() == 7);
+    CHECK(c[4].rfind("±", 0) == 0);  // 2 x 8 AllReduce and AllGather: every pick was validated at this regime
+  }
+  // 2 x 8 16 MiB: Tree/LL128 at the public sets' 1-64 MiB Tree band (56 %: set D's 2 x 4), inside its coverage.
+  CHECK(r[0][1] == "16 MiB");
+  CHECK(r[0][4] == "±56 %");
+  CHECK(r[0][6] == "-");
+  auto csv = fb::readCsvTable(out + "/nccl-projected.csv");
+  REQUIRE(csv.size() == 13);
+  for (std::size_t i = 1; i < csv.size(); ++i) CHECK(!csv[i][9].empty());  // band_pct
+
+  auto n = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 16M,1G --evidence none -o " + out);
+  INFO(n.text);
+  REQUIRE(n.rc == 0);
+  CHECK(has(n.text, "No validation evidence (--evidence none): no row carries an error band, every row is marked unvalidated"));
+  for (auto& c : rows(n.text)) {
+    CHECK(c[4] == "unvalidated");
+    CHECK(c[6] == "no validation evidence");
+  }
+
+  // The built-in file is today's validation: regenerate it (results/model-nccl-validation-public/README.md) when
+  // the model or the sets change.
+  const std::string nv = tmpDir("nv");
+  auto v = tool("nccl validate --sets " + kData + "/public-nccl-tests/sets.json -o " + nv);
+  REQUIRE(v.rc == 0);
+  auto fresh = nlohmann::json::parse(slurp(nv + "/nccl-evidence.json"));
+  auto kept = nlohmann::json::parse(slurp(std::string(FB_SOURCE_DIR) + "/results/model-nccl-validation-public/nccl-evidence.json"));
+  REQUIRE(fresh["cells"].size() == kept["cells"].size());
+  for (std::size_t i = 0; i < fresh["cells"].size(); ++i) {
+    const auto &a = fresh["cells"][i], &b = kept["cells"][i];
+    INFO(a.dump() << "\n  vs the built-in\n" << b.dump());
+    CHECK(a["algo"] == b["algo"]);
+    CHECK(a["regime"] == b["regime"]);
+    CHECK(a["points"] == b["points"]);
+    CHECK(std::fabs(a["max_abs_err_pct"].get<double>() - b["max_abs_err_pct"].get<double>()) < 0.05);
+    CHECK(a["gpus_per_node"] == b["gpus_per_node"]);
+    CHECK(a["nodes"] == b["nodes"]);
+    CHECK(a["colls"].size() == b["colls"].size());
+  }
+  fs::remove_all(out);
+  fs::remove_all(nv);
+}
+
+// Audit 2: the evidence records GPUs per node and collectives per (algorithm, regime); projections outside them
+// say so; older files (without those keys) are still read.
+TEST_CASE("nccl project: GPUs per node and collectives outside the evidence are beyond validation", "[tool][bands]") {
+  const std::string out = tmpDir("cov");
+  // Built in: NVLSTree and Tree were validated on 4 and 8 GPUs a node, never 16 or 3.
+  for (int G : {16, 3}) {
+    auto p = tool("nccl project --fit " + kGj + " --nodes 2 --gpus " + std::to_string(G) + " --sizes 16M,1G -o " + out);
+    INFO(p.text);
+    REQUIRE(p.rc == 0);
+    auto r = rows(p.text);
+    REQUIRE(r.size() == 2);
+    for (auto& c : r) {
+      CHECK(has(c[6], std::to_string(G) + " GPUs per node: "));
+      CHECK(has(c[6], "validated with 4, 8 only"));
+    }
+  }
+  // A hand-made file: Ring validated only on AllGather, 2 nodes x 8 GPUs, 1-64 MiB, max 7 %.
+  const std::string ev = out + "-ev.json";
+  {
+    std::ofstream f(ev);
+    f << R"({"format": 2, "kind": "nccl", "origin": "hand", "cells": [{"algo": "Ring", "regime": "1-64MiB", "points": 3,
+      "median_abs_err_pct": 5, "max_abs_err_pct": 7, "max_nodes": 2, "min_nodes": 2, "nodes": [2], "gpus_per_node": [8],
+      "colls": {"allgather": {"points": 3, "median_abs_err_pct": 5, "max_abs_err_pct": 7}},
+      "min_bytes": 1048576, "max_bytes": 33554432}]})";
+  }
+  auto p = tool("nccl project --fit " + kGj + " --nodes 2 --coll allreduce,allgather --sizes 16M --force algo=ring --evidence " + ev +
+                " -o " + out);
+  INFO(p.text);
+  REQUIRE(p.rc == 0);
+  auto r = rows(p.text);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0][4] == "±7 %");  // AllReduce: the cell's band, marked as that of another collective
+  CHECK(r[0][6] == "Ring validated on allgather, not allreduce (band of those)");
+  CHECK(r[1][4] == "±7 %");  // AllGather: inside
+  CHECK(r[1][6] == "-");
+  // The same file without the coverage keys (as nccl validate wrote it before): read, bands kept, not checked.
+  {
+    std::ofstream f(ev);
+    f << R"({"origin": "old", "cells": [{"algo": "Ring", "regime": "1-64MiB", "points": 3, "median_abs_err_pct": 5,
+      "max_abs_err_pct": 7, "max_nodes": 2, "min_bytes": 1048576, "max_bytes": 33554432}]})";
+  }
+  auto o = tool("nccl project --fit " + kGj + " --nodes 2 --gpus 16 --sizes 16M --force algo=ring --evidence " + ev + " -o " + out);
+  INFO(o.text);
+  REQUIRE(o.rc == 0);
+  CHECK(has(o.text, "This evidence file predates GPUs-per-node and collective coverage: those are not checked."));
+  auto ro = rows(o.text);
+  REQUIRE(ro.size() == 1);
+  CHECK(ro[0][4] == "±7 %");
+  CHECK(ro[0][6] == "-");
+  // nccl validate writes the coverage.
+  auto v = tool("nccl validate --fit " + kData + "/public-nccl-tests/h100-snellius-1n-g4-all_reduce.log --fit " + kData +
+                "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log --predict " + kData +
+                "/public-nccl-tests/h100-snellius-2n-g4-all_gather.log -o " + out + "-v");
+  REQUIRE(v.rc == 0);
+  auto j = nlohmann::json::parse(slurp(out + "-v/nccl-evidence.json"));
+  CHECK(j["format"] == 2);
+  REQUIRE(!j["cells"].empty());
+  for (auto& c : j["cells"]) {
+    CHECK(c["gpus_per_node"] == nlohmann::json::array({4}));
+    CHECK(c["nodes"] == nlohmann::json::array({2}));
+    CHECK(c["colls"].contains("allgather"));
+    CHECK(c["colls"].size() == 1);
+  }
+  fs::remove_all(out);
+  fs::remove_all(out + "-v");
+  fs::remove(ev);
+}
+
+// Audit 3: --given forces the fitted runs; --force given (or --force KEY=VALUE) forces the projected rows too.
+TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool][bands]") {
+  const std::string out = tmpDir("force");
+  auto d = tool("nccl project --fit " + kGj + " --given algo=ring --nodes 2 --sizes 1G -o " + out);
+  INFO(d.text);
+  REQUIRE(d.rc == 0);
+  CHECK(has(d.text, "Forced runs: the fitted runs had NCCL_ALGO=Ring; the projected rows are NCCL's own choice"));
+  auto rd = rows(d.text);
+  REQUIRE(rd.size() == 1);
+  CHECK(rd[0][5] == "NVLSTree/Simple");  // NCCL's own pick on 2 x 8 at 1 GiB
+  auto f = tool("nccl project --fit " + kGj + " --given algo=ring --force given --nodes 2 --sizes 1M,1G -o " + out);
+  INFO(f.text);
+  REQUIRE(f.rc == 0);
+  CHECK(has(f.text, "Forced: every projected row runs NCCL_ALGO=Ring (--force given)"));
+  auto rf = rows(f.text);
+  REQUIRE(rf.size() == 2);
+  for (auto& c : rf) CHECK(c[5].rfind("Ring/", 0) == 0);
+  CHECK(has(rf[1][5], "(forced)"));
+  auto csv = fb::readCsvTable(out + "/nccl-projected.csv");
+  REQUIRE(csv.size() == 3);
+  CHECK(csv[0].back() == "forced");
+  CHECK(csv[2][7] == "Ring");
+  CHECK(csv[2].back() == "NCCL_ALGO=Ring");
+  // Protocol and channels: on 200G NICs (24 GB/s with 2 channels, the line 25) 2 x 8 Ring/Simple with 24 channels (3 a
+  // NIC: the line rate, 8 x 25 = 200 GB/s busbw) is faster than with 16 (2 a NIC: 8 x 24 = 192).
+  auto c24 = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 8G --fabric hdr=nic=24 --force algo=ring,proto=simple,channels=24 -o " + out);
+  REQUIRE(c24.rc == 0);
+  auto c16 = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 8G --fabric hdr=nic=24 --force algo=ring,proto=simple,channels=16 -o " + out);
+  REQUIRE(c16.rc == 0);
+  auto r24 = rows(c24.text), r16 = rows(c16.text);
+  REQUIRE(r24.size() == 1);
+  REQUIRE(r16.size() == 1);
+  CHECK(r24[0][5] == "Ring/Simple (forced)");
+  CHECK(std::stod(r24[0][3]) == Approx(200).epsilon(0.01));  // busbw GB/s
+  CHECK(std::stod(r16[0][3]) == Approx(192).epsilon(0.01));
+  // An algorithm the shape does not offer: the row says so, the rest are projected.
+  auto t = tool("nccl project --fit " + kGj + " --nodes 1,2 --sizes 1G --force algo=tree -o " + out);
+  INFO(t.text);
+  REQUIRE(t.rc == 0);
+  auto rt = rows(t.text);
+  REQUIRE(rt.size() == 2);
+  CHECK(has(rt[0][6], "not projected: no NCCL algorithm Tree applies to allreduce on 1 node(s)"));
+  CHECK(rt[1][5] == "Tree/Simple (forced)");
+  // Bad values: one line, exit 2.
+  auto b = tool("nccl project --fit " + kGj + " --nodes 2 --force algo=bogus -o " + out);
+  CHECK(b.rc == 2);
+  auto b2 = tool("nccl project --fit " + kGj + " --nodes 2 --force given -o " + out);
+  CHECK(b2.rc == 2);
+  CHECK(has(b2.text, "--force given: --given forces nothing"));
+  fs::remove_all(out);
+}
+
+#endif
