@@ -19,6 +19,7 @@
 #include "model/nccl.h"
 #include "model/model.h"
 #include "model_common.h"
+#include "model_evidence.h"
 #include "report/import.h"
 #include "report/process.h"
 #include "report/result_sink.h"
@@ -132,6 +133,7 @@ struct ProjectArgs {
   std::string prices;
   std::string trainNodes;
   std::string out;
+  std::string evidence;  // validate's evidence.json; "" or "none": no bands, every row marked unvalidated
   bool noPlots = false;
 };
 
@@ -193,6 +195,14 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     tm.computeMs = a.computeMs;
     tm.overlap = a.overlap;
   }
+  Evidence ev;
+  if (!a.evidence.empty() && a.evidence != "none") {
+    ev = readEvidence(a.evidence, "--evidence");
+    if (ev.j.value("kind", std::string()) != "generic")
+      throw InputError(fmt::format("--evidence {}: not the evidence.json of `fabricbench-model validate` (nccl validate's "
+                                   "nccl-evidence.json goes to `nccl project --evidence`)",
+                                   a.evidence));
+  }
   makeOutDir(a.out);
   Plotter pl(a.out, !a.noPlots);
 
@@ -202,6 +212,16 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
         "lib/model/model.h; spec inputs are nominal line rate x efficiency, and their defaults are marked as such: "
         "replace them with a measurement.\n\n";
   md += fmt::format("Command: `{}`\n\n", cmdLine);
+  if (ev.empty())
+    md += "**No error bands**: no validation evidence was given, so every projected row below is marked "
+          "**unvalidated**. Run `fabricbench-model validate --inter RUN --intra RUN --check RUN... -o DIR` on measured "
+          "runs of the fabric and pass `--evidence DIR/evidence.json`.\n\n";
+  else
+    md += fmt::format("Error bands: the largest |error| that validation ({}: {}) saw for the same algorithm and size "
+                      "regime (< 1 MiB, 1-64 MiB, >= 64 MiB), of the same collective where it was validated on it; "
+                      "'beyond validation' says where a row goes past the node counts, ranks per node, collectives, "
+                      "sizes or algorithms any validation covered.\n\n",
+                      a.evidence, ev.j.value("origin", std::string("?")));
   md += "## Inputs\n\n| fabric | link | measured or spec | source | fitted / assumed per-hop figures | notes |\n|---|---|---|---|---|---|\n";
   std::optional<Link> intraAll;
   if (intraSrc && intraSrc->spec) intraAll = intraSrc->specLink;
@@ -226,7 +246,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
 
   std::string csv =
       "kind,fabric,coll,nodes,ranks_per_node,nics_per_node,ranks,size_bytes,algo,time_us,algbw_GBps,busbw_GBps,"
-      "candidates,intra_input,intra_measured,inter_input,inter_measured\n";
+      "candidates,intra_input,intra_measured,inter_input,inter_measured,band_pct,beyond_validation\n";
   // coll -> fabric -> rows
   std::map<std::string, std::map<std::string, std::vector<Projection>>> rows;
   for (auto& coll : colls)
@@ -242,24 +262,28 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             std::string cand;
             for (auto& [al, t] : p.candidates) cand += fmt::format("{}{}={:.3f}", cand.empty() ? "" : ";", algoName(al), t);
             bool useIntra = g > 1, useInter = n > 1;
-            csv += fmt::format("projected,{},{},{},{},{},{},{:.0f},{},{:.3f},{:.6g},{:.6g},{},{},{},{},{}\n", csvq(f.label),
+            auto b = bandOf(ev, algoName(p.algo), coll, S, n, g);
+            csv += fmt::format("projected,{},{},{},{},{},{},{:.0f},{},{:.3f},{:.6g},{:.6g},{},{},{},{},{},{},{}\n", csvq(f.label),
                                coll, n, g, sh.nics(), sh.ranks(), S, algoName(p.algo), p.timeUs, p.algbwGBps, p.busbwGBps,
                                csvq(cand), csvq(useIntra && in.intra ? in.intra->source : ""),
                                useIntra && in.intra ? (in.intra->measured ? "measured" : "spec") : "unused",
                                csvq(useInter && in.inter ? in.inter->source : ""),
-                               useInter && in.inter ? (in.inter->measured ? "measured" : "spec") : "unused");
+                               useInter && in.inter ? (in.inter->measured ? "measured" : "spec") : "unused",
+                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", csvq(b.beyond));
           }
     }
   for (auto& coll : colls) {
     md += fmt::format("## {} (projected)\n\n", coll);
-    md += "| fabric | nodes x ranks/node | size | chosen algorithm | time | busbw per rank (GB/s) | every candidate |\n"
-          "|---|---|---:|---|---:|---:|---|\n";
+    md += "| fabric | nodes x ranks/node | size | chosen algorithm | time | band | busbw per rank (GB/s) | every candidate | "
+          "beyond validation |\n|---|---|---:|---|---:|---:|---:|---|---|\n";
     for (auto& [fab, ps] : rows[coll])
       for (auto& p : ps) {
         std::string cand;
         for (auto& [al, t] : p.candidates) cand += fmt::format("{}{} {}", cand.empty() ? "" : ", ", algoName(al), us(t));
-        md += fmt::format("| {} | {} x {} | {} | {} | {} | {} | {} |\n", cell(fab), p.shape.nodes, p.shape.perNode,
-                          human(p.bytes), algoName(p.algo), us(p.timeUs), bw(p.busbwGBps), cand);
+        auto b = bandOf(ev, algoName(p.algo), coll, p.bytes, p.shape.nodes, p.shape.perNode);
+        md += fmt::format("| {} | {} x {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(fab), p.shape.nodes, p.shape.perNode,
+                          human(p.bytes), algoName(p.algo), us(p.timeUs), bandText(b), bw(p.busbwGBps), cand,
+                          b.beyond.empty() ? "-" : cell(b.beyond));
       }
     md += "\n";
     // plot: time vs nodes per fabric at each size (first G)
@@ -306,15 +330,16 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           tm.params, tm.gradDtype, tm.gradBytesPerParam, tm.tp, human(tm.bucketBytes), tm.computeMs, tm.overlap * 100);
     }
     md += "| fabric | nodes x GPUs/node | DP group (nodes x ranks/node, NICs) | gradient per rank | buckets | AllReduce "
-          "algorithm | communication | exposed | step | step vs first fabric |";
+          "algorithm | communication | exposed | step | step vs first fabric | band (AllReduce of a bucket) |";
     if (!prices.empty())
       md += " cost total | per node | cost includes | topology | $ per GB/s of busbw (1 GiB AllReduce) | steps/hour per $1M |";
-    md += "\n|---|---|---|---:|---:|---|---:|---:|---:|---:|";
+    md += "\n|---|---|---|---:|---:|---|---:|---:|---:|---:|---|";
     if (!prices.empty()) md += "---:|---:|---|---|---:|---:|";
     md += "\n";
     std::map<std::pair<int, int>, double> firstStep;
     std::string tcsv = "kind,fabric,nodes,gpus_per_node,tp,params,grad_dtype,bucket_bytes,compute_ms,overlap,buckets,algo,"
-                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,cost_includes,inputs\n";
+                       "comm_ms,exposed_ms,step_ms,cost_total_usd,cost_per_node_usd,usd_per_GBps_busbw,cost_includes,inputs,comm_band_pct,"
+                       "beyond_validation\n";
     auto tnodes = a.trainNodes.empty() ? nodes : parseIntList(a.trainNodes, "--train-nodes");
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, "allreduce");
@@ -344,20 +369,33 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
                                    usdPerGBps > 0 ? fmt::format("${:.0f}", usdPerGBps) : "—",
                                    stepsPerHourPerM > 0 ? fmt::format("{:.1f}", stepsPerHourPerM) : "—");
           }
+          // The step's band: the communication's (the bucket AllReduce's algorithm and regime on the DP group),
+          // carried to the step through the exposed share.
+          ErrorBand sb;
+          if (training && haveStep && e.dpShape.ranks() > 1)
+            sb = bandOf(ev, algoName(e.algo), "allreduce", tm.bucketBytes, e.dpShape.nodes, e.dpShape.perNode);
           if (training && haveStep) {
-            md += fmt::format("| {} | {} x {} | {} x {}, {:.3g} NICs | {} | {} | {} | {} | {} | {} | {:.3f} |{}\n",
+            std::string stepBand = "—";
+            if (e.dpShape.ranks() > 1) {
+              const auto& b = sb;
+              stepBand = b.pct >= 0 ? fmt::format("communication ±{:.0f} %, step ±{}", b.pct, us(e.exposedMs * 1e3 * b.pct / 100))
+                                    : "unvalidated";
+              if (!b.beyond.empty()) stepBand += "; beyond validation: " + b.beyond;
+            }
+            md += fmt::format("| {} | {} x {} | {} x {}, {:.3g} NICs | {} | {} | {} | {} | {} | {} | {:.3f} | {} |{}\n",
                               cell(f.label), n, g, e.dpShape.nodes, e.dpShape.perNode, e.dpShape.nics(),
                               human(e.gradBytesPerRank), e.buckets, algoName(e.algo), us(e.commMs * 1e3),
-                              us(e.exposedMs * 1e3), us(e.stepMs * 1e3), e.stepMs / firstStep[key], costCols);
+                              us(e.exposedMs * 1e3), us(e.stepMs * 1e3), e.stepMs / firstStep[key], cell(stepBand), costCols);
           } else {
-            md += fmt::format("| {} | {} x {} | — | — | — | — | — | — | — | — |{}\n", cell(f.label), n, g, costCols);
+            md += fmt::format("| {} | {} x {} | — | — | — | — | — | — | — | — | — |{}\n", cell(f.label), n, g, costCols);
           }
-          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{}\n",
+          tcsv += fmt::format("projected,{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{},{},{}\n",
                               csvq(f.label), n, g, tm.tp, tm.params, tm.gradDtype, tm.bucketBytes, tm.computeMs,
                               tm.overlap, e.buckets, algoName(e.algo), e.commMs, e.exposedMs, e.stepMs, costTotal,
                               perNode, usdPerGBps, csvq(costIncludes),
                               csvq((in.inter ? "inter: " + in.inter->source : "") +
-                                   (in.intra ? "; intra: " + in.intra->source : "")));
+                                   (in.intra ? "; intra: " + in.intra->source : "")),
+                              sb.pct >= 0 ? fmt::format("{:.1f}", sb.pct) : "", csvq(sb.beyond));
         }
     }
     md += "\n";
@@ -412,6 +450,8 @@ std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
   prj.add_option("--train-nodes", pa.trainNodes, "node counts for the training-step and cost table (default: --nodes)");
   prj.add_option("--prices", pa.prices, "JSON price file per fabric (see tools/prices-example.json)");
   prj.add_option("-o,--out", pa.out, "output folder for projection.md, projected.csv, plots")->required();
+  prj.add_option("--evidence", pa.evidence, "evidence.json from `fabricbench-model validate -o DIR`: each row's error band "
+                 "(default none: every row marked unvalidated)");
   prj.add_flag("--no-plots", pa.noPlots, "do not run gnuplot");
   CLI::App* app = &prj;
   return [pp, app, cmdLine] {

@@ -242,4 +242,74 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
   fs::remove_all(out);
 }
 
+// Audit 4: the generic validate writes evidence.json; project --evidence gives each row and the training step
+// their band; without it every row is marked unvalidated.
+TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked", "[tool][bands]") {
+  const std::string src = FB_SOURCE_DIR, out = tmpDir("generic");
+  auto v = tool("validate --inter " + src + "/results/20261202-labt-1gbit-2x1 --intra " + src +
+                "/results/20261202-labt-1gbit-1x2 --check " + src + "/results/20261202-labt-1gbit-3x1 --series tcp --no-plots -o " +
+                out + "-v");
+  INFO(v.text);
+  REQUIRE(v.rc == 0);
+  auto j = nlohmann::json::parse(slurp(out + "-v/evidence.json"));
+  CHECK(j["kind"] == "generic");
+  std::map<std::string, nlohmann::json> cell;
+  for (auto& c : j["cells"]) cell[c["algo"].get<std::string>() + " " + c["regime"].get<std::string>()] = c;
+  REQUIRE(cell.count("ring 1-64MiB"));
+  CHECK(cell["ring 1-64MiB"]["nodes"] == nlohmann::json::array({3}));
+  CHECK(cell["ring 1-64MiB"]["gpus_per_node"] == nlohmann::json::array({1}));
+  CHECK(cell["ring 1-64MiB"]["colls"].contains("allreduce"));
+  // The max |error| of the cell is the validation's own: recomputed from validation.csv's ring rows at 1-64 MiB.
+  double mx = 0;
+  auto vc = fb::readCsvTable(out + "-v/validation.csv");
+  for (std::size_t i = 1; i < vc.size(); ++i) {
+    double b = std::stod(vc[i][8]);
+    if (vc[i][9] == "ring" && vc[i][2] == "allreduce" && b >= (1 << 20) && b < (64 << 20))
+      mx = std::max(mx, std::fabs(std::stod(vc[i][12])));
+  }
+  CHECK(mx > 0);
+  CHECK(cell["ring 1-64MiB"]["colls"]["allreduce"]["max_abs_err_pct"].get<double>() == Approx(mx).margin(0.001));
+
+  const std::string P = "project --inter lab=" + src + "/results/20261202-labt-1gbit-2x1:tcp --nodes 3,8 --coll allreduce "
+                        "--sizes 16M --algo ring --params 1e9 --compute-ms 100 --bucket 16M --no-plots -o " + out;
+  auto with = tool(P + " --evidence " + out + "-v/evidence.json");
+  INFO(with.text);
+  REQUIRE(with.rc == 0);
+  CHECK(has(with.text, "Error bands: the largest |error| that validation (" + out + "-v/evidence.json: fabricbench-model validate"));
+  auto csv = fb::readCsvTable(out + "/projected.csv");
+  REQUIRE(csv.size() == 3);
+  REQUIRE(csv[0][csv[0].size() - 2] == "band_pct");
+  CHECK(std::stod(csv[1][csv[1].size() - 2]) == Approx(mx).margin(0.05));  // 3 x 1 ring AllReduce at 16 MiB: inside
+  CHECK(csv[1].back().empty());
+  CHECK(csv[2].back() == "8 nodes > the 3 validated for ring");
+  auto tr = fb::readCsvTable(out + "/training.csv");
+  REQUIRE(tr.size() == 3);
+  CHECK(tr[0][tr[0].size() - 2] == "comm_band_pct");
+  CHECK(!tr[1][tr[1].size() - 2].empty());
+  CHECK(has(slurp(out + "/projection.md"), "communication ±"));
+
+  auto without = tool(P);
+  INFO(without.text);
+  REQUIRE(without.rc == 0);
+  CHECK(has(without.text, "**No error bands**: no validation evidence was given, so every projected row below is marked "
+                          "**unvalidated**"));
+  csv = fb::readCsvTable(out + "/projected.csv");
+  for (std::size_t i = 1; i < csv.size(); ++i) {
+    CHECK(csv[i][csv[i].size() - 2].empty());
+    CHECK(csv[i].back() == "no validation evidence");
+  }
+  std::size_t marks = 0;
+  for (auto at = without.text.find("ms | unvalidated |"); at != std::string::npos; at = without.text.find("ms | unvalidated |", at + 1))
+    ++marks;
+  CHECK(marks == 2);  // both AllReduce rows: the band column says unvalidated
+  // Each tool refuses the other's evidence (one line, exit 2).
+  auto x = tool(P + " --evidence " + src + "/results/model-nccl-validation-public/nccl-evidence.json");
+  CHECK(x.rc == 2);
+  CHECK(has(x.text, "not the evidence.json of `fabricbench-model validate`"));
+  auto y = tool("nccl project --fit " + kGj + " --nodes 2 --evidence " + out + "-v/evidence.json -o " + out);
+  CHECK(y.rc == 2);
+  fs::remove_all(out);
+  fs::remove_all(out + "-v");
+}
+
 #endif
