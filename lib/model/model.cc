@@ -125,7 +125,9 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
   HopFit out;
   if (s.nNodes > 1 && s.nRanks != s.nNodes) {
     out.why = fmt::format("{} ranks on {} nodes mixes intra- and inter-node hops: fit a single-node run (intra) or "
-                          "a one-rank-per-node run (inter)",
+                          "a one-rank-per-node run (inter); an N x G NCCL run or nccl-tests log is fitted by "
+                          "`fabricbench-model nccl fit RUN` (NCCL's algorithms, the per-NIC rate) and projected by "
+                          "`fabricbench-model nccl project --fit RUN --nodes LIST`",
                           s.nRanks, s.nNodes);
     return out;
   }

@@ -312,4 +312,17 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   fs::remove_all(out + "-v");
 }
 
+// Audit 5: the generic fit of an N x G run names the command that fits it.
+TEST_CASE("fit/validate/project of an N x G run point to nccl fit", "[tool][bands]") {
+  const std::string L = kData + "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log", out = tmpDir("nxg");
+  auto f = tool("fit " + L + " --no-plots -o " + out);
+  CHECK(has(f.text, "8 ranks on 2 nodes mixes intra- and inter-node hops"));
+  CHECK(has(f.text, "is fitted by `fabricbench-model nccl fit RUN`"));
+  auto p = tool("project --inter " + L + ":nccl --nodes 4 -o " + out);
+  CHECK(p.rc == 2);
+  CHECK(has(p.text, "`fabricbench-model nccl fit RUN`"));
+  auto n = tool("nccl fit " + L);
+  CHECK(n.rc == 0);
+  fs::remove_all(out);
+}
 #endif
