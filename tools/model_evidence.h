@@ -1,8 +1,8 @@
 // Validation evidence of fabricbench-model (nccl validate's nccl-evidence.json, validate's evidence.json) and
 // the error bands it gives projected rows. Evidence is the |error| of predicted (never fitted) points,
 // kept per (algorithm, size regime), with what each cell covered: node counts, GPUs (ranks) per node,
-// collectives and sizes. A projected row takes the band of its algorithm and regime (its collective's own
-// figure where that collective was validated) and says where it goes beyond what any validation covered.
+// collectives and sizes. A projected row takes the band of its algorithm and regime (the cell's largest
+// |error| over every collective) and says where it goes beyond what any validation covered.
 // Files written before the coverage was recorded (no "gpus_per_node", "colls") are still read: their
 // bands apply, and the header line says that GPUs per node and collectives are not checked against them.
 #pragma once
@@ -52,8 +52,8 @@ struct ErrorBand {
   double pct = -1;          // the largest |error| of the evidence cell; -1 = none (unvalidated)
   std::string beyond;       // why the projection is outside what validation covered; "" = inside
 };
-// The band of a projected row: its algorithm's cell at the row's size regime, the collective's own max where
-// that collective was validated for the algorithm, else the cell's (and `beyond` says so).
+// The band of a projected row: its algorithm's cell at the row's size regime (the cell's max over every
+// collective; `beyond` says when the row's collective is not among them).
 ErrorBand bandOf(const Evidence& ev, const std::string& algo, const std::string& coll, double bytes, int nodes,
             int gpusPerNode);
 // "±12 %" or "unvalidated".

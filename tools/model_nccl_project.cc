@@ -187,7 +187,7 @@ int cmdProject() {
                                      : g.evidence;
     md += "\nError bands: the largest |error| that validation (" + from +
           ") saw for the same algorithm and size regime on predicted runs" +
-          (ev.coverage ? ", of the same collective where it was validated on it.\n"
+          (ev.coverage ? ", over every collective validated there; 'beyond validation' names what it did not cover.\n"
                        : ". This evidence file predates GPUs-per-node and collective coverage: those are not checked.\n");
   }
   std::string csv = "fabric,nodes,gpus_per_node,coll,bytes,time_us,busbw_gbps,algo,proto,band_pct,beyond_validation,forced\n";

@@ -218,7 +218,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           "runs of the fabric and pass `--evidence DIR/evidence.json`.\n\n";
   else
     md += fmt::format("Error bands: the largest |error| that validation ({}: {}) saw for the same algorithm and size "
-                      "regime (< 1 MiB, 1-64 MiB, >= 64 MiB), of the same collective where it was validated on it; "
+                      "regime (< 1 MiB, 1-64 MiB, >= 64 MiB), over every collective validated there; "
                       "'beyond validation' says where a row goes past the node counts, ranks per node, collectives, "
                       "sizes or algorithms any validation covered.\n\n",
                       a.evidence, ev.j.value("origin", std::string("?")));

@@ -279,7 +279,11 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   auto csv = fb::readCsvTable(out + "/projected.csv");
   REQUIRE(csv.size() == 3);
   REQUIRE(csv[0][csv[0].size() - 2] == "band_pct");
-  CHECK(std::stod(csv[1][csv[1].size() - 2]) == Approx(mx).margin(0.05));  // 3 x 1 ring AllReduce at 16 MiB: inside
+  // 3 x 1 ring AllReduce at 16 MiB: inside; its band is the cell's (every collective's largest |error|), not
+  // AllReduce's own, which can only be narrower.
+  const double cellMax = cell["ring 1-64MiB"]["max_abs_err_pct"].get<double>();
+  CHECK(cellMax >= mx - 0.001);
+  CHECK(std::stod(csv[1][csv[1].size() - 2]) == Approx(cellMax).margin(0.05));
   CHECK(csv[1].back().empty());
   CHECK(csv[2].back() == "8 nodes > the 3 validated for ring");
   auto tr = fb::readCsvTable(out + "/training.csv");
