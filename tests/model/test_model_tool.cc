@@ -254,6 +254,20 @@ TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names 
   std::filesystem::remove_all(out);
 }
 
+TEST_CASE("fabricbench-model: lib/'s warnings carry the tool's name", "[tool]") {
+  // A run folder with table.csv and no run.json: the import warns, and the line names fabricbench-model.
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_warn_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp + "/run");
+  std::filesystem::copy_file(std::string(FB_MODEL_TEST_DATA) + "/../../results/20261129-h200x2-nccl-nvlink/table.csv",
+                             tmp + "/run/table.csv");
+  auto r = tool("fit " + tmp + "/run --no-plots -o " + tmp + "/o");
+  INFO(r.text);
+  CHECK(r.rc == 0);
+  CHECK(r.text.find("fabricbench-model: warning: " + tmp + "/run/run.json missing") != std::string::npos);
+  CHECK(r.text.find("fabricbench: warning") == std::string::npos);
+  std::filesystem::remove_all(tmp);
+}
+
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
   auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +

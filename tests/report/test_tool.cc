@@ -123,4 +123,18 @@ TEST_CASE("tool: nccl-tests logs beside our runs, labelled with the tool; a malf
   CHECK(b.exitCode == 2);
   CHECK_FALSE(fs::exists(d.str("cmp2/comparison.md")));
 }
+
+TEST_CASE("tool: lib/'s warnings carry the tool's name", "[tool]") {
+  // A run folder without run.json: the import warns on stderr, as fabricbench-report.
+  fbtest::TempDir d;
+  std::string run = d.str("r1");
+  writeRun(run, "r1", 1.0);
+  fs::remove(run + "/run.json");
+  auto r = fb::runCommand({"sh", "-c", std::string(FB_REPORT_TOOL) + " " + run + " --no-plots -o " + d.str("cmp") + " 2>&1"},
+                          std::chrono::seconds(120));
+  INFO(r.out << r.error);
+  CHECK(r.exitCode == 0);
+  CHECK(r.out.find("fabricbench-report: warning: " + run + "/run.json missing") != std::string::npos);
+  CHECK(r.out.find("fabricbench: warning") == std::string::npos);
+}
 #endif
