@@ -263,6 +263,8 @@ def case_model_inputs(d):
         (["nccl", "fit", NL, "--nic-line-gbps=-1", "-o", out], "--nic-line-gbps -1: must be >= 0"),
         (["nccl", "fit", NL, "--nic-line-gbps=nan", "-o", out], "--nic-line-gbps nan: must be >= 0"),
         (["nccl", "fit", NL, "--given", "nvls=off", "-o", out], "nvls=off: expected 0 (NVLS disabled), 1 or 2"),
+        (["nccl", "fit", NL, "--given", "bogus=1", "-o", out], "unknown key 'bogus' (known: algo, proto, nvls"),
+        (["nccl", "fit", NL, "--given", "algo=ring,colour=red", "-o", out], "unknown key 'colour'"),
         (["nccl", "fit", NL, "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
         (["nccl", "validate", "--fit", NL, "--predict", NL, "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
         (["nccl", "project", "--fit", NL, "--nodes", "4", "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
