@@ -321,8 +321,20 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     if (listed > 0) nRanks = listed;
     else if (expected > 0) nRanks = expected;
     nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
+    // A complete rank list is the log's own count: a hint may fill in an elided or absent list, never contradict it.
+    const bool complete = why.empty() && listed > 0;
+    if (complete && hints.ranks > 0 && hints.ranks != listed)
+      throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
+                                   hints.ranks, listed));
+    if (complete && hints.nodes > 0 && !r.hosts.empty() && hints.nodes != static_cast<int>(r.hosts.size()))
+      throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts", source,
+                                   hints.nodes, r.hosts.size()));
     if (hints.ranks > 0) nRanks = hints.ranks;
     if (hints.nodes > 0) nNodes = hints.nodes;
+    if ((hints.ranks > 0 || hints.nodes > 0) && nRanks > 0 && nRanks % nNodes != 0)
+      throw InputError(fmt::format("{}: {} ranks ({}) on {} nodes ({}): not a whole number of GPUs per node", source,
+                                   nRanks, hints.ranks > 0 ? "given" : "from the log", nNodes,
+                                   hints.nodes > 0 ? "given" : "from the log"));
     if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
     if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
     if (nRanks <= 0)

@@ -269,6 +269,10 @@ def case_model_inputs(d):
         (["nccl", "validate", "--fit", NL, "--predict", NL, "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
         (["nccl", "project", "--fit", NL, "--nodes", "4", "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
         (["nccl", "fit", NL, "--nics", "-1", "-o", out], "--nics = -1: must be > 0"),
+        # file hints against the log's complete '#  Rank' list (16 ranks on 2 hosts)
+        (["nccl", "fit", NL + ":coll=allreduce,nodes=3", "-o", out], ":nodes=3 contradicts the log's complete"),
+        (["nccl", "fit", NL + ":ranks=15", "-o", out], ":ranks=15 contradicts the log's complete '#  Rank' list of 16"),
+        (["nccl", "fit", NL + ":ranks=64,nodes=8", "-o", out], ":ranks=64 contradicts"),
     ]
     for args, needle in cases:
         p = run([M] + args)
