@@ -144,7 +144,7 @@ std::string runShape(const NcclRun& r) {
   std::string s = fmt::format("{} x {} GPUs, {}", r.nodes, r.gpusPerNode, r.coll);
   if (r.force.algo) s += ", NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name;
   if (r.force.proto) s += ", NCCL_PROTO=" + ncclProtoName(*r.force.proto);
-  if (r.nvlsOff) s += ", NCCL_NVLS_ENABLE=0";
+  if (r.nvlsOff) s += ", NVLS off";  // NCCL_NVLS_ENABLE=0, or the INFO's 0 nvls channels
   if (r.channels > 0) s += fmt::format(", {} channels", r.channels);
   return s;
 }

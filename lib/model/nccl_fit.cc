@@ -103,6 +103,10 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      // "0 nvls channels" on nodes of 2+ GPUs: NCCL set up no NVLS (NCCL_NVLS_ENABLE=0, or no NVSwitch multicast).
+      if (nt.contains("nvls_channels") && nt["nvls_channels"].is_number_integer() &&
+          nt["nvls_channels"].get<int>() == 0 && r.gpusPerNode > 1)
+        r.nvlsOff = true;
       // Same-process GPUs: the INFO's "via P2P/direct pointer"; without transports, nccl-tests' -g N (one thread).
       bool anyTransport = false, direct = false;
       if (nt.contains("transports") && nt["transports"].is_array())

@@ -440,6 +440,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     info["transports"] = r.transports;
     info["gdrdma"] = r.gdr;
     info["channels"] = r.channels > 0 ? nlohmann::json(r.channels) : nlohmann::json(nullptr);
+    info["nvls_channels"] = r.nvlsChannels >= 0 ? nlohmann::json(r.nvlsChannels) : nlohmann::json(nullptr);
     info["algo"] = r.algos;
     info["proto"] = r.protos;
     if (auto it = r.env.find("NCCL_ALGO"); it != r.env.end()) info["algo_forced"] = it->second;

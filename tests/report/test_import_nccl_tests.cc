@@ -340,6 +340,7 @@ TEST_CASE("nccl_tests_lines: one NCCL INFO line at a time, and the launchers' pr
   wrong += f.ncclVersions != std::vector<std::string>{"2.26.2+cuda12.8"};
   wrong += f.env.size() != 1 || f.env["NCCL_ALGO"] != "RING";
   wrong += f.channels != 16;  // the coll channels line; a later "nChannels 1" does not replace it
+  wrong += f.nvlsChannels != 16;
   wrong += f.transports != std::vector<std::string>{"P2P/CUMEM", "NET/NCCL RDMA Plugin v8"};
   wrong += !f.gdr;
   wrong += f.graphType != "LOC/PHB";
