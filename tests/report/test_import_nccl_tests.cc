@@ -293,6 +293,12 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
   CHECK(el.rows.front().nRanks == 32);
   CHECK(el.rows.front().nNodes == 4);
   CHECK(el.runJson["nccl_tests"]["counts_from"] == "user");
+  // An elided list's hosts: those listed, each with the counts' GPUs per node (8 = 32 / 4).
+  const auto& efp = el.runJson["fingerprint"];
+  CHECK(efp["nhosts"] == 4);
+  CHECK(efp["nranks"] == 32);
+  REQUIRE(efp["hosts"].size() >= 1);
+  CHECK(efp["hosts"][0]["fingerprint"]["gpus"].size() == 8);
   // Hints never contradict a complete '#  Rank' list (16 ranks on 2 hosts), and ranks divide into nodes.
   const std::string two = kData + "public-nccl-tests/dgxh100-cnh-2x8.log";
   CHECK_THROWS_WITH(fb::loadRunsAny(two + ":ranks=64,nodes=8"), Catch::Contains(":ranks=64 contradicts") &&

@@ -124,6 +124,22 @@ TEST_CASE("tool: nccl-tests logs beside our runs, labelled with the tool; a malf
   CHECK_FALSE(fs::exists(d.str("cmp2/comparison.md")));
 }
 
+TEST_CASE("tool: an imported 2-node log's fingerprint shows its hosts and GPUs from the '#  Rank' lines", "[tool][import]") {
+  fbtest::TempDir d;
+  const std::string log = std::string(FB_TEST_DATA_ROOT) + "/public-nccl-tests/dgxh100-cnh-2x8.log";
+  auto r = tool({log, "-o", d.str("cmp"), "--no-plots"});
+  INFO(r.out << r.error);
+  REQUIRE(r.exitCode == 0);
+  std::string md = fbtest::slurp(d.str("cmp/comparison.md"));
+  INFO(md);
+  // ranks 0-7 on dgx-06, 8-15 on dgx-07, each with 8 H100s (it said host "?" and "1 x NVIDIA H100" before)
+  CHECK(md.find("| dgx-06 | 0,1,2,3,4,5,6,7 |") != std::string::npos);
+  CHECK(md.find("| dgx-07 | 8,9,10,11,12,13,14,15 |") != std::string::npos);
+  CHECK(md.find("| 8 × NVIDIA H100 80GB HBM3 |") != std::string::npos);
+  CHECK(md.find("| ? |") == std::string::npos);
+  CHECK(md.find("1 × NVIDIA H100") == std::string::npos);
+}
+
 TEST_CASE("tool: lib/'s warnings carry the tool's name", "[tool]") {
   // A run folder without run.json: the import warns on stderr, as fabricbench-report.
   fbtest::TempDir d;
