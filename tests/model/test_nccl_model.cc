@@ -159,6 +159,29 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   const double f = 2.0 * 31 / 32;
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
+  // CollNetChain (nccl.cc: bw = min(NVLS, else the ring, R x NIC x f); lat = one intra hop + one network hop, tuning.cc's
+  // CollNetChain Simple rows: 2.8 us over NVLink, 30 us over the network, base 0). 4 x 8, 1e9 B, f = 2 x 31/32:
+  // lat = 2.8 + 30 = 32.8 us; NICs 8 x min(line 50, 48 x 2 / 2) = 384, x f = 744 GB/s below NVLS 2000:
+  // t = 32.8 + 1e9 x 1.9375 / 744e3 = 32.8 + 2604.17 = 2636.97 us.
+  // tuning.cc itself adds 2 (G - 1) intra hops for the chain, 2 x 7 x 2.8 + 30 = 69.2 us here; the model keeps one.
+  auto chain = ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, m, 1e9);
+  REQUIRE(chain);
+  CHECK(chain->latUs == Approx(32.8));
+  CHECK(chain->busbwGBps == Approx(744));
+  CHECK(chain->timeUs == Approx(32.8 + 1e9 * f / 744e3));
+  CHECK(chain->timeUs == Approx(2636.97).margin(0.01));
+  // No NVLS: the chain inside the node runs at the node's ring, 360 < 744: t = 32.8 + 1e9 x 1.9375 / 360e3 = 5414.74 us.
+  auto noNvls = h100(4, 8);
+  noNvls.collNet = true;
+  noNvls.nvlsGBps = 0;
+  CHECK(t("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, noNvls, 1e9) == Approx(5414.74).margin(0.01));
+  // Simple only (tuning.cc: "Not used" for LL/LL128), more than one node, SHARP only.
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL, m, 1e9));
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL128, m, 1e9));
+  auto one = h100(1, 8);
+  one.collNet = true;
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, one, 1e9));
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, h100(4, 8), 1e9));
   // PAT: one rank per node only; tuning.cc 2.23+: latency 8 + log2(8) x 14 / 3.5 + 8 x 2.8 = 42.4 us,
   // busbw 48 x 0.75 = 36 (2.24+), 48 x 0.85 = 40.8 in 2.23, none before 2.23
   auto p1 = h100(8, 1);
