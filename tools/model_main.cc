@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/error.h"
 #include "model_common.h"
 #include "model_nccl.h"
 #include "report/import.h"
@@ -70,6 +71,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fb::setProgramName("fabricbench-model");  // lib/'s warnings (a run folder without run.json) carry it
   try {
     return run(argc, argv);
   } catch (const fb::InputError& e) {

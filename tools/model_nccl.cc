@@ -55,14 +55,19 @@ void positive(double v, const char* what, bool zeroOk) {
     throw InputError(fmt::format("{} {}: must be {}", what, v, zeroOk ? ">= 0" : "> 0"));
 }
 
-NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
-  positive(o.nics, "--nics", true);
+void checkMachineOptions(const MachineOpts& o) {
+  // 0 NICs is no fabric; one per GPU is the default, not a value to give.
+  if (o.nics && !(std::isfinite(*o.nics) && *o.nics > 0)) throw InputError(fmt::format("--nics = {}: must be > 0", *o.nics));
   positive(o.nicGBps, "--nic-gbps");
   positive(o.nicLineGBps, "--nic-line-gbps", true);
   if (o.ringGBps) positive(*o.ringGBps, "--ring-gbps");
   if (o.nvlsGBps) positive(*o.nvlsGBps, "--nvls-gbps", true);
+}
+
+NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
+  checkMachineOptions(o);
   NcclMachine m;
-  m.nicsPerNode = o.nics;
+  m.nicsPerNode = o.nics.value_or(0);
   m.nicGBps = o.nicGBps;
   // Not given: the line follows the per-NIC rate the fit finds (x 50/48, as NDR's 48 of 50), since a NIC that
   // moves 13.5 GB/s on 2 channels is no 400G NIC that more channels could take to 50 (set G's AllToAll).
@@ -137,7 +142,7 @@ std::string runShape(const NcclRun& r) {
   std::string s = fmt::format("{} x {} GPUs, {}", r.nodes, r.gpusPerNode, r.coll);
   if (r.force.algo) s += ", NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name;
   if (r.force.proto) s += ", NCCL_PROTO=" + ncclProtoName(*r.force.proto);
-  if (r.nvlsOff) s += ", NCCL_NVLS_ENABLE=0";
+  if (r.nvlsOff) s += ", NVLS off";  // NCCL_NVLS_ENABLE=0, or the INFO's 0 nvls channels
   if (r.channels > 0) s += fmt::format(", {} channels", r.channels);
   return s;
 }
@@ -244,7 +249,9 @@ MachineOpts priorFromJson(const nlohmann::json& j, const std::string& where) {
       double x = v.get<double>();
       if (k == "ring_gbps") o.ringGBps = x;
       else if (k == "nvls_gbps") o.nvlsGBps = x;
-      else (k == "nics" ? o.nics : k == "nic_gbps" ? o.nicGBps : o.nicLineGBps) = x;
+      else if (k == "nics" && !(x > 0)) throw InputError(fmt::format("{}: 'nics' = {}: must be > 0", where, x));
+      else if (k == "nics") o.nics = x;
+      else (k == "nic_gbps" ? o.nicGBps : o.nicLineGBps) = x;
     }
   }
   return o;
@@ -390,6 +397,7 @@ CLI::App* addNcclCommands(CLI::App& app) {
 }
 
 int runNcclCommands(CLI::App*) {
+  checkMachineOptions(g.mo);
   if (*g.fit) return cmdFit();
   if (*g.val) return cmdValidate();
   if (*g.prj) return ncclcmd::cmdProject();

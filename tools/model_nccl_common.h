@@ -12,7 +12,8 @@
 namespace fb::tools::ncclcmd {
 
 struct MachineOpts {
-  double nics = 0, nicGBps = 48, nicLineGBps = 0;  // nicLineGBps 0: nicGBps x 50/48
+  std::optional<double> nics;  // not given: one NIC per GPU (rails); given, > 0
+  double nicGBps = 48, nicLineGBps = 0;  // nicLineGBps 0: nicGBps x 50/48
   // Not given: from the logs' GPU (model::ncclGpuPrior), else the Hopper defaults 365 / 480.
   std::optional<double> ringGBps, nvlsGBps;
   std::optional<bool> pcie;  // --pcie / --nvlink / a set's "pcie"; not given: by the logs' GPU, else NVLink
@@ -22,6 +23,8 @@ struct MachineOpts {
 
 void addMachineOptions(CLI::App* c, MachineOpts& o);
 void positive(double v, const char* what, bool zeroOk = false);
+// The machine options alone, before any log is read: one line for the first bad value.
+void checkMachineOptions(const MachineOpts& o);
 // The prior machine: the options given, the rest from the first run's GPU (the logs' '#  Rank' lines or
 // fingerprint) where ncclGpuPrior knows it. *note (when given) says which GPU family set what.
 fb::model::NcclMachine priorOf(const MachineOpts& o, const std::vector<fb::model::NcclRun>& runs,

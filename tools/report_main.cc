@@ -233,6 +233,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fb::setProgramName("fabricbench-report");  // lib/'s warnings (a run folder without run.json) carry it
   try {
     return run(argc, argv);
   } catch (const BadInput& e) {

@@ -9,7 +9,18 @@ namespace fb {
 namespace {
 std::mutex g_mu;
 std::string g_identity;
+std::string g_program = "fabricbench";
 }  // namespace
+
+void setProgramName(const std::string& name) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_program = name;
+}
+
+std::string programName() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_program;
+}
 
 void setIdentity(const std::string& host, int rank) {
   std::lock_guard<std::mutex> lk(g_mu);

@@ -11,6 +11,10 @@ namespace fb {
 // Set once per process after the bootstrap knows who we are; thread-safe to read.
 void setIdentity(const std::string& host, int rank);
 std::string identity();  // "[host:rank]" or "[host]" before the bootstrap
+// The running tool's name, which starts the lines lib/ prints itself ("fabricbench-model: warning: ..."):
+// set once in main(); "fabricbench" until then.
+void setProgramName(const std::string& name);
+std::string programName();
 
 class Error : public std::runtime_error {
  public:

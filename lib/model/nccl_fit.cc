@@ -17,7 +17,9 @@ namespace fb::model {
 // ---- runs ----------------------------------------------------------------------------------
 
 namespace {
-void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
+// One KEY=VALUE of what a run forced. A log's environment holds every NCCL_* it set (NCCL_DEBUG, NCCL_IB_HCA, ...):
+// those the model does not use are passed over; a key the user gives (fromUser) must be one of these.
+void applyGiven(NcclRun& r, const std::string& key, const std::string& val, bool fromUser = false) {
   std::string k = text::lower(key);
   if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
   else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
@@ -40,6 +42,10 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val) {
       r.channels = -1;
     }
     if (r.channels < 1) throw InputError(fmt::format("{}={}: needs a channel count >= 1", key, val));
+  } else if (fromUser) {
+    throw InputError(fmt::format("{}={}: unknown key '{}' (known: algo, proto, nvls, nccl, channels, or NCCL_ALGO, "
+                                 "NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_VERSION, NCCL_MIN_CTAS, NCCL_MIN_NCHANNELS)",
+                                 key, val, key));
   }
 }
 }  // namespace
@@ -97,6 +103,10 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           if (v.is_string()) applyGiven(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
+      // "0 nvls channels" on nodes of 2+ GPUs: NCCL set up no NVLS (NCCL_NVLS_ENABLE=0, or no NVSwitch multicast).
+      if (nt.contains("nvls_channels") && nt["nvls_channels"].is_number_integer() &&
+          nt["nvls_channels"].get<int>() == 0 && r.gpusPerNode > 1)
+        r.nvlsOff = true;
       // Same-process GPUs: the INFO's "via P2P/direct pointer"; without transports, nccl-tests' -g N (one thread).
       bool anyTransport = false, direct = false;
       if (nt.contains("transports") && nt["transports"].is_array())
@@ -119,7 +129,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       pos = e == std::string::npos ? given.size() : e + 1;
       auto eq = kv.find('=');
       if (eq == std::string::npos) throw InputError(fmt::format("'{}': expected KEY=VALUE (algo=ring, channels=24)", kv));
-      applyGiven(r, kv.substr(0, eq), kv.substr(eq + 1));
+      applyGiven(r, kv.substr(0, eq), kv.substr(eq + 1), true);
     }
     out.push_back(r);
   }

@@ -1,12 +1,12 @@
 #include "report/import.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "report/result_sink.h"
 
@@ -212,11 +212,10 @@ RunData loadRunAny(const std::string& argIn) {
     try {
       r.runJson = nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "fabricbench: warning: %s is not valid JSON (%s); using table.csv only\n", json.c_str(),
-                   e.what());
+      printLine(programName(), ": warning: ", json.string(), " is not valid JSON (", e.what(), "); using table.csv only");
     }
   } else {
-    std::fprintf(stderr, "fabricbench: warning: %s missing; no fingerprint for this run\n", json.c_str());
+    printLine(programName(), ": warning: ", json.string(), " missing; no fingerprint for this run");
   }
   if (r.runJson.is_object() && r.runJson.contains("run_id") && r.runJson["run_id"].is_string() &&
       !r.runJson["run_id"].get<std::string>().empty())

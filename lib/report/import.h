@@ -45,6 +45,9 @@ struct NcclTestsRun {
   std::vector<Sample> rows;
   nlohmann::json info;  // runJson["nccl_tests"]: version, nccl_version, binary, coll, gpu, hosts, ranks,
                         // nodes, ranks_per_node, env, transports, channels, algo/proto, rank_list
+  // runJson["fingerprint"] as a fabricbench run keeps it: one host per '#  Rank' host with its ranks and GPUs,
+  // nhosts and nranks; empty without '#  Rank' lines.
+  nlohmann::json fingerprint;
 };
 
 // Every 2.x format: "# Collective test starting:" (>= 2.16.7) or the binary on the command line or

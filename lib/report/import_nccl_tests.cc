@@ -75,6 +75,11 @@ struct RunState : InfoFacts {
   std::vector<std::string> hostOrder;
   std::set<int> ranks;
   std::map<std::string, int> ranksPerHost;
+  struct RankLine {
+    int rank = 0, device = -1;
+    std::string host, busId, gpu;
+  };
+  std::vector<RankLine> rankLines;  // in log order, for the fingerprint's hosts
   std::string gpu;
   bool elided = false;
   int nThread = 0, nGpus = 0;
@@ -215,17 +220,23 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       if (cur.hasContent()) startIfDone(i);
       isRank = true;
       auto w = text::words(l);
-      std::string host;
+      RunState::RankLine rl;
       for (std::size_t k = 0; k + 1 < w.size(); ++k) {
-        if (w[k] == "Rank") cur.ranks.insert(std::atoi(w[k + 1].c_str()));
-        if (w[k] == "on") host = w[k + 1];
+        if (w[k] == "Rank") cur.ranks.insert(rl.rank = std::atoi(w[k + 1].c_str()));
+        if (w[k] == "on") rl.host = w[k + 1];
+        if (w[k] == "device" && isDigit(w[k + 1][0])) rl.device = std::atoi(w[k + 1].c_str());
       }
-      if (!host.empty()) {
-        if (cur.hosts.insert(host).second) cur.hostOrder.push_back(host);
-        cur.ranksPerHost[host]++;
+      if (!rl.host.empty()) {
+        if (cur.hosts.insert(rl.host).second) cur.hostOrder.push_back(rl.host);
+        cur.ranksPerHost[rl.host]++;
       }
-      auto br = l.find(']');
-      if (br != std::string::npos && cur.gpu.empty()) cur.gpu = text::trim(l.substr(br + 1));
+      auto br = l.find(']'), open = l.find('[');
+      if (br != std::string::npos) {
+        rl.gpu = text::trim(l.substr(br + 1));
+        if (open != std::string::npos && open < br) rl.busId = l.substr(open + 1, br - open - 1);
+      }
+      if (cur.gpu.empty()) cur.gpu = rl.gpu;
+      cur.rankLines.push_back(rl);
     } else if (prevRank &&
                (t == "..." || t == "…" || (text::startsWith(t, "#") && text::trim(t.substr(1)) == "..."))) {
       cur.elided = true;
@@ -321,8 +332,20 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     if (listed > 0) nRanks = listed;
     else if (expected > 0) nRanks = expected;
     nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
+    // A complete rank list is the log's own count: a hint may fill in an elided or absent list, never contradict it.
+    const bool complete = why.empty() && listed > 0;
+    if (complete && hints.ranks > 0 && hints.ranks != listed)
+      throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
+                                   hints.ranks, listed));
+    if (complete && hints.nodes > 0 && !r.hosts.empty() && hints.nodes != static_cast<int>(r.hosts.size()))
+      throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts", source,
+                                   hints.nodes, r.hosts.size()));
     if (hints.ranks > 0) nRanks = hints.ranks;
     if (hints.nodes > 0) nNodes = hints.nodes;
+    if ((hints.ranks > 0 || hints.nodes > 0) && nRanks > 0 && nRanks % nNodes != 0)
+      throw InputError(fmt::format("{}: {} ranks ({}) on {} nodes ({}): not a whole number of GPUs per node", source,
+                                   nRanks, hints.ranks > 0 ? "given" : "from the log", nNodes,
+                                   hints.nodes > 0 ? "given" : "from the log"));
     if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
     if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
     if (nRanks <= 0)
@@ -428,12 +451,43 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     info["transports"] = r.transports;
     info["gdrdma"] = r.gdr;
     info["channels"] = r.channels > 0 ? nlohmann::json(r.channels) : nlohmann::json(nullptr);
+    info["nvls_channels"] = r.nvlsChannels >= 0 ? nlohmann::json(r.nvlsChannels) : nlohmann::json(nullptr);
     info["algo"] = r.algos;
     info["proto"] = r.protos;
     if (auto it = r.env.find("NCCL_ALGO"); it != r.env.end()) info["algo_forced"] = it->second;
     if (auto it = r.env.find("NCCL_PROTO"); it != r.env.end()) info["proto_forced"] = it->second;
     if (!r.graphType.empty()) info["graph_type"] = r.graphType;
     run.info = std::move(info);
+    // The hosts and GPUs the '#  Rank' lines name, as a fabricbench run.json keeps them (the report's fingerprint
+    // table). An elided list names only some ranks: each host listed gets the counts' GPUs per node.
+    if (!r.rankLines.empty()) {
+      nlohmann::json hosts = nlohmann::json::array();
+      const int perNode = nNodes > 0 && nRanks % nNodes == 0 ? nRanks / nNodes : 0;
+      for (const auto& host : r.hostOrder.empty() ? std::vector<std::string>{""} : r.hostOrder) {
+        nlohmann::json ranks = nlohmann::json::array(), gpus = nlohmann::json::array();
+        for (const auto& rl : r.rankLines) {
+          if (rl.host != host) continue;
+          ranks.push_back(rl.rank);
+          if (why.empty()) {
+            nlohmann::json g = {{"name", rl.gpu}};
+            if (rl.device >= 0) g["index"] = rl.device;
+            if (!rl.busId.empty()) g["pci_bus_id"] = rl.busId;
+            gpus.push_back(g);
+          } else if (gpus.empty()) {
+            for (int k = 0; k < perNode; ++k) gpus.push_back({{"name", rl.gpu}});
+          }
+        }
+        nlohmann::json hfp = {{"hostname", host.empty() ? "?" : host},
+                              {"gpus", gpus},
+                              {"gpu_query", why.empty() ? "from the nccl-tests '#  Rank' lines"
+                                                        : fmt::format("from the nccl-tests '#  Rank' lines, elided: {} "
+                                                                      "per node from the counts given",
+                                                                      perNode)}};
+        if (!ncclVersion.empty()) hfp["nccl_version"] = ncclVersion;
+        hosts.push_back({{"hostname", hfp["hostname"]}, {"ranks", ranks}, {"fingerprint", hfp}});
+      }
+      run.fingerprint = {{"hosts", hosts}, {"nhosts", nNodes}, {"nranks", nRanks}, {"nodes", nNodes}, {"ranks", nRanks}};
+    }
     out.push_back(std::move(run));
   }
   return out;
@@ -514,11 +568,7 @@ std::vector<RunData> loadNcclTestsRuns(const InputArg& spec) {
     r.runJson["ranks"] = info["ranks"];
     r.runJson["nodes"] = info["nodes"];
     r.runJson["nccl_tests"] = info;
-    if (!info["gpu"].is_null()) {
-      nlohmann::json gpus = nlohmann::json::array();
-      gpus.push_back({{"name", info["gpu"]}});
-      r.runJson["fingerprint"] = {{"gpus", gpus}, {"gpu_query", "from the nccl-tests '#  Rank' lines"}};
-    }
+    if (!runs[k].fingerprint.is_null()) r.runJson["fingerprint"] = runs[k].fingerprint;
     out.push_back(std::move(r));
   }
   return out;

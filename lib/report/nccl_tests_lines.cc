@@ -165,6 +165,13 @@ void readInfoLine(const std::string& l, InfoFacts& f) {
     std::size_t v = 0;
     if (!w.empty() && text::toUnsigned(w.back(), v)) f.channels = static_cast<int>(v);
   }
+  // "..., 0 nvls channels, ...": 0 where NVLS is off (NCCL_NVLS_ENABLE=0) or the node has no NVSwitch multicast.
+  p = l.find(" nvls channels");
+  if (p != std::string::npos) {
+    auto w = text::words(l.substr(0, p));
+    std::size_t v = 0;
+    if (!w.empty() && text::toUnsigned(w.back(), v)) f.nvlsChannels = std::max(f.nvlsChannels, static_cast<int>(v));
+  }
   p = l.find("nChannels ");
   if (p != std::string::npos && f.channels == 0) {
     auto w = text::words(l.substr(p + 10));

@@ -15,13 +15,14 @@ std::string stripPrefixes(std::string l);
 std::string transportIn(const std::string& line, bool& gdr);
 
 // What a run's NCCL INFO lines say: NCCL versions, NCCL_* settings, transports, GPU Direct RDMA, the
-// channel count, the graph's link type, and the algorithms and protocols a tuner or op line names.
+// channel counts, the graph's link type, and the algorithms and protocols a tuner or op line names.
 struct InfoFacts {
   std::vector<std::string> ncclVersions;
   std::map<std::string, std::string> env;
   std::vector<std::string> transports;
   bool gdr = false;
   int channels = 0;
+  int nvlsChannels = -1;  // "N nvls channels" (NCCL 2.17+), the most any rank says; -1 = not logged
   std::string graphType;
   std::vector<std::string> algos, protos;
 };

@@ -244,14 +244,40 @@ TEST_CASE("fabricbench-model nccl: priors by the logs' GPU, and the collective r
 TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names the NVLS prior", "[tool][nccl]") {
   const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
   const std::string out = std::filesystem::temp_directory_path() / ("fb_nvls_" + std::to_string(::getpid()));
-  auto p = tool("nccl project --fit " + log + " --given nvls=0 --nodes 1 --gpus 8 --sizes 1G -o " + out);
-  CHECK(p.rc == 0);
-  CHECK(p.text.find(", NCCL_NVLS_ENABLE=0") != std::string::npos);  // the run's shape says it
-  CHECK(p.text.find("NVLS: every fitted run had NCCL_NVLS_ENABLE=0") != std::string::npos);
-  auto on = tool("nccl project --fit " + log + " --nodes 1 --gpus 8 --sizes 1G -o " + out);
+  // Off by --given nvls=0, and by the log's own INFO ("0 nvls channels") with nothing given.
+  for (const std::string given : {" --given nvls=0", ""}) {
+    auto p = tool("nccl project --fit " + log + given + " --nodes 1 --gpus 8 --sizes 1G -o " + out);
+    INFO(given << "\n" << p.text);
+    CHECK(p.rc == 0);
+    CHECK(p.text.find("1 x 2 GPUs, allreduce, NVLS off") != std::string::npos);  // the run's shape says it
+    CHECK(p.text.find("NVLS: every fitted run had NCCL_NVLS_ENABLE=0") != std::string::npos);
+    std::filesystem::remove_all(out);
+  }
+  auto on = tool("nccl project --fit " + log + " --given nvls=1 --nodes 1 --gpus 8 --sizes 1G -o " + out);
   CHECK(on.rc == 0);
   CHECK(on.text.find("NVLS: every fitted run") == std::string::npos);  // NVLS possible: its rate may be fitted
+  // nccl fit of the same log picks no NVLS at any size (it picked NVLS/Simple at 64 MiB - 8 GiB before the INFO
+  // line was read); --given nvls=1 brings it back.
+  auto fit = tool("nccl fit " + log);
+  CHECK(fit.rc == 0);
+  CHECK(fit.text.find("| 8 GiB |") != std::string::npos);
+  CHECK(fit.text.find("NVLS/") == std::string::npos);
+  CHECK(tool("nccl fit " + log + " --given nvls=1").text.find("NVLS/Simple") != std::string::npos);
   std::filesystem::remove_all(out);
+}
+
+TEST_CASE("fabricbench-model: lib/'s warnings carry the tool's name", "[tool]") {
+  // A run folder with table.csv and no run.json: the import warns, and the line names fabricbench-model.
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_warn_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp + "/run");
+  std::filesystem::copy_file(std::string(FB_MODEL_TEST_DATA) + "/../../results/20261129-h200x2-nccl-nvlink/table.csv",
+                             tmp + "/run/table.csv");
+  auto r = tool("fit " + tmp + "/run --no-plots -o " + tmp + "/o");
+  INFO(r.text);
+  CHECK(r.rc == 0);
+  CHECK(r.text.find("fabricbench-model: warning: " + tmp + "/run/run.json missing") != std::string::npos);
+  CHECK(r.text.find("fabricbench: warning") == std::string::npos);
+  std::filesystem::remove_all(tmp);
 }
 
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {

@@ -159,6 +159,29 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   const double f = 2.0 * 31 / 32;
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
+  // CollNetChain (nccl.cc: bw = min(NVLS, else the ring, R x NIC x f); lat = one intra hop + one network hop, tuning.cc's
+  // CollNetChain Simple rows: 2.8 us over NVLink, 30 us over the network, base 0). 4 x 8, 1e9 B, f = 2 x 31/32:
+  // lat = 2.8 + 30 = 32.8 us; NICs 8 x min(line 50, 48 x 2 / 2) = 384, x f = 744 GB/s below NVLS 2000:
+  // t = 32.8 + 1e9 x 1.9375 / 744e3 = 32.8 + 2604.17 = 2636.97 us.
+  // tuning.cc itself adds 2 (G - 1) intra hops for the chain, 2 x 7 x 2.8 + 30 = 69.2 us here; the model keeps one.
+  auto chain = ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, m, 1e9);
+  REQUIRE(chain);
+  CHECK(chain->latUs == Approx(32.8));
+  CHECK(chain->busbwGBps == Approx(744));
+  CHECK(chain->timeUs == Approx(32.8 + 1e9 * f / 744e3));
+  CHECK(chain->timeUs == Approx(2636.97).margin(0.01));
+  // No NVLS: the chain inside the node runs at the node's ring, 360 < 744: t = 32.8 + 1e9 x 1.9375 / 360e3 = 5414.74 us.
+  auto noNvls = h100(4, 8);
+  noNvls.collNet = true;
+  noNvls.nvlsGBps = 0;
+  CHECK(t("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, noNvls, 1e9) == Approx(5414.74).margin(0.01));
+  // Simple only (tuning.cc: "Not used" for LL/LL128), more than one node, SHARP only.
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL, m, 1e9));
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL128, m, 1e9));
+  auto one = h100(1, 8);
+  one.collNet = true;
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, one, 1e9));
+  CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, h100(4, 8), 1e9));
   // PAT: one rank per node only; tuning.cc 2.23+: latency 8 + log2(8) x 14 / 3.5 + 8 x 2.8 = 42.4 us,
   // busbw 48 x 0.75 = 36 (2.24+), 48 x 0.85 = 40.8 in 2.23, none before 2.23
   auto p1 = h100(8, 1);
@@ -414,10 +437,11 @@ TEST_CASE("NCCL_NVLS_ENABLE=0 takes NVLS and NVLSTree out of a run's candidates"
   const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
   auto rd = fb::loadRunAny(log);
   REQUIRE(ncclRunsOf(rd).size() == 1);
-  CHECK_FALSE(ncclRunsOf(rd)[0].nvlsOff);  // the log prints no env: NVLS stays a candidate
+  // The log prints no env; its INFO's "0 nvls channels" turns NVLS off (next case), and what the user gives wins.
+  auto on = ncclRunsOf(rd, "nvls=1");
+  CHECK_FALSE(on[0].nvlsOff);
   auto off = ncclRunsOf(rd, "nvls=0");
   CHECK(off[0].nvlsOff);
-  CHECK(ncclRunsOf(rd, "nvls=1")[0].nvlsOff == false);
   // A fabricbench run keeps its environment in the first host's fingerprint.
   fb::RunData fbRun = rd;
   fbRun.runJson = {{"fingerprint", {{"hosts", {{{"fingerprint", {{"env", {{"NCCL_NVLS_ENABLE", "0"}}}}}}}}}}};
@@ -426,7 +450,7 @@ TEST_CASE("NCCL_NVLS_ENABLE=0 takes NVLS and NVLSTree out of a run's candidates"
   // off, never.
   NcclMachine prior = h100(1, 2);
   prior.nvlsGBps = 2000;
-  auto onPts = ncclPredict(prior, ncclRunsOf(rd)[0]);
+  auto onPts = ncclPredict(prior, on[0]);
   auto offPts = ncclPredict(prior, off[0]);
   int nvlsOn = 0, nvlsOff = 0;
   for (auto& p : onPts) nvlsOn += p.algo == NcclAlgo::kNvls || p.algo == NcclAlgo::kNvlsTree;
@@ -436,6 +460,36 @@ TEST_CASE("NCCL_NVLS_ENABLE=0 takes NVLS and NVLSTree out of a run's candidates"
   // and the calibration does not free nvlsGBps for it
   auto fit = ncclCalibrate(prior, off);
   CHECK(std::find(fit.freed.begin(), fit.freed.end(), "nvlsGBps") == fit.freed.end());
+}
+
+TEST_CASE("the INFO's '0 nvls channels' on nodes of 2+ GPUs is NVLS off, as NCCL_NVLS_ENABLE=0", "[nccl]") {
+  // Our 2 x H200 log was made with NCCL_NVLS_ENABLE=0 and prints no env; each rank's INFO line says
+  // "24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, ...".
+  auto rd = fb::loadRunAny(std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log");
+  CHECK(rd.runJson["nccl_tests"]["nvls_channels"] == 0);
+  auto runs = ncclRunsOf(rd);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].nvlsOff);
+  // Fitted from the Hopper prior (NVLS 480 GB/s on 8 GPUs, as the tool takes for an H200): no size is NVLS.
+  // Before the INFO line was read, 64 MiB - 8 GiB were NVLS/Simple.
+  NcclMachine prior;
+  REQUIRE(prior.nvlsGBps > 0);
+  auto fit = ncclCalibrate(prior, runs);
+  CHECK(std::find(fit.freed.begin(), fit.freed.end(), "nvlsGBps") == fit.freed.end());
+  auto pts = ncclPredict(fit.machine, runs[0]);
+  REQUIRE(pts.size() == 31);
+  for (const auto& p : pts) {
+    INFO(p.bytes << " B: " << ncclAlgoInfo(p.algo).name);
+    CHECK(p.algo == NcclAlgo::kRing);
+  }
+  // One GPU per node: NVLS never applies, and 0 nvls channels says nothing more (nvlsOff stays as given).
+  fb::RunData twoNodes = rd;
+  for (auto& s : twoNodes.rows) s.nNodes = 2;
+  CHECK_FALSE(ncclRunsOf(twoNodes)[0].nvlsOff);
+  // An INFO without the count (NCCL before 2.17) leaves NVLS to the machine.
+  fb::RunData unlogged = rd;
+  unlogged.runJson["nccl_tests"]["nvls_channels"] = nullptr;
+  CHECK_FALSE(ncclRunsOf(unlogged)[0].nvlsOff);
 }
 
 TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)", "[nccl]") {

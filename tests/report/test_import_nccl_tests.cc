@@ -293,6 +293,32 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
   CHECK(el.rows.front().nRanks == 32);
   CHECK(el.rows.front().nNodes == 4);
   CHECK(el.runJson["nccl_tests"]["counts_from"] == "user");
+  // An elided list's hosts: those listed, each with the counts' GPUs per node (8 = 32 / 4).
+  const auto& efp = el.runJson["fingerprint"];
+  CHECK(efp["nhosts"] == 4);
+  CHECK(efp["nranks"] == 32);
+  REQUIRE(efp["hosts"].size() >= 1);
+  CHECK(efp["hosts"][0]["fingerprint"]["gpus"].size() == 8);
+  // Hints never contradict a complete '#  Rank' list (16 ranks on 2 hosts), and ranks divide into nodes.
+  const std::string two = kData + "public-nccl-tests/dgxh100-cnh-2x8.log";
+  CHECK_THROWS_WITH(fb::loadRunsAny(two + ":ranks=64,nodes=8"), Catch::Contains(":ranks=64 contradicts") &&
+                                                                   Catch::Contains("list of 16 ranks"));
+  CHECK_THROWS_WITH(fb::loadRunsAny(two + ":nodes=3"), Catch::Contains(":nodes=3 contradicts") &&
+                                                        Catch::Contains("on 2 hosts"));
+  CHECK_THROWS_WITH(fb::loadRunsAny(two + ":ranks=15"), Catch::Contains(":ranks=15 contradicts"));
+  CHECK(fb::loadRunAny(two + ":ranks=16,nodes=2").rows.front().nNodes == 2);  // agreeing hints are fine
+  // No '#  Rank' lines: 8 ranks from the header (nThread 1 x nGpus 8) on 3 nodes given is no whole number per node.
+  const std::string noRanks = "# nccl-tests version 2.19.6\n# Collective test starting: all_reduce_perf\n"
+                              "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor)\n"
+                              "#  size  count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                              "     8     2 float sum -1 10.0 0.00 0.00 0 10.0 0.00 0.00 0\n";
+  CHECK(fb::parseNcclTestsRuns(noRanks, "x.log").front().info["ranks"] == 8);
+  fb::NcclTestsHints three;
+  three.nodes = 3;
+  CHECK_THROWS_WITH(fb::parseNcclTestsRuns(noRanks, "x.log", three),
+                    Catch::Contains("8 ranks (from the log) on 3 nodes (given)"));
+  three.nodes = 2;
+  CHECK(fb::parseNcclTestsRuns(noRanks, "x.log", three).front().info["ranks_per_node"] == 4);
   // bad suffixes
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:ranks=0"), fb::InputError);
@@ -320,6 +346,7 @@ TEST_CASE("nccl_tests_lines: one NCCL INFO line at a time, and the launchers' pr
   wrong += f.ncclVersions != std::vector<std::string>{"2.26.2+cuda12.8"};
   wrong += f.env.size() != 1 || f.env["NCCL_ALGO"] != "RING";
   wrong += f.channels != 16;  // the coll channels line; a later "nChannels 1" does not replace it
+  wrong += f.nvlsChannels != 16;
   wrong += f.transports != std::vector<std::string>{"P2P/CUMEM", "NET/NCCL RDMA Plugin v8"};
   wrong += !f.gdr;
   wrong += f.graphType != "LOC/PHB";

@@ -123,4 +123,34 @@ TEST_CASE("tool: nccl-tests logs beside our runs, labelled with the tool; a malf
   CHECK(b.exitCode == 2);
   CHECK_FALSE(fs::exists(d.str("cmp2/comparison.md")));
 }
+
+TEST_CASE("tool: an imported 2-node log's fingerprint shows its hosts and GPUs from the '#  Rank' lines", "[tool][import]") {
+  fbtest::TempDir d;
+  const std::string log = std::string(FB_TEST_DATA_ROOT) + "/public-nccl-tests/dgxh100-cnh-2x8.log";
+  auto r = tool({log, "-o", d.str("cmp"), "--no-plots"});
+  INFO(r.out << r.error);
+  REQUIRE(r.exitCode == 0);
+  std::string md = fbtest::slurp(d.str("cmp/comparison.md"));
+  INFO(md);
+  // ranks 0-7 on dgx-06, 8-15 on dgx-07, each with 8 H100s (it said host "?" and "1 x NVIDIA H100" before)
+  CHECK(md.find("| dgx-06 | 0,1,2,3,4,5,6,7 |") != std::string::npos);
+  CHECK(md.find("| dgx-07 | 8,9,10,11,12,13,14,15 |") != std::string::npos);
+  CHECK(md.find("| 8 × NVIDIA H100 80GB HBM3 |") != std::string::npos);
+  CHECK(md.find("| ? |") == std::string::npos);
+  CHECK(md.find("1 × NVIDIA H100") == std::string::npos);
+}
+
+TEST_CASE("tool: lib/'s warnings carry the tool's name", "[tool]") {
+  // A run folder without run.json: the import warns on stderr, as fabricbench-report.
+  fbtest::TempDir d;
+  std::string run = d.str("r1");
+  writeRun(run, "r1", 1.0);
+  fs::remove(run + "/run.json");
+  auto r = fb::runCommand({"sh", "-c", std::string(FB_REPORT_TOOL) + " " + run + " --no-plots -o " + d.str("cmp") + " 2>&1"},
+                          std::chrono::seconds(120));
+  INFO(r.out << r.error);
+  CHECK(r.exitCode == 0);
+  CHECK(r.out.find("fabricbench-report: warning: " + run + "/run.json missing") != std::string::npos);
+  CHECK(r.out.find("fabricbench: warning") == std::string::npos);
+}
 #endif

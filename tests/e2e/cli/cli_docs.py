@@ -263,6 +263,16 @@ def case_model_inputs(d):
         (["nccl", "fit", NL, "--nic-line-gbps=-1", "-o", out], "--nic-line-gbps -1: must be >= 0"),
         (["nccl", "fit", NL, "--nic-line-gbps=nan", "-o", out], "--nic-line-gbps nan: must be >= 0"),
         (["nccl", "fit", NL, "--given", "nvls=off", "-o", out], "nvls=off: expected 0 (NVLS disabled), 1 or 2"),
+        (["nccl", "fit", NL, "--given", "bogus=1", "-o", out], "unknown key 'bogus' (known: algo, proto, nvls"),
+        (["nccl", "fit", NL, "--given", "algo=ring,colour=red", "-o", out], "unknown key 'colour'"),
+        (["nccl", "fit", NL, "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
+        (["nccl", "validate", "--fit", NL, "--predict", NL, "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
+        (["nccl", "project", "--fit", NL, "--nodes", "4", "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
+        (["nccl", "fit", NL, "--nics", "-1", "-o", out], "--nics = -1: must be > 0"),
+        # file hints against the log's complete '#  Rank' list (16 ranks on 2 hosts)
+        (["nccl", "fit", NL + ":coll=allreduce,nodes=3", "-o", out], ":nodes=3 contradicts the log's complete"),
+        (["nccl", "fit", NL + ":ranks=15", "-o", out], ":ranks=15 contradicts the log's complete '#  Rank' list of 16"),
+        (["nccl", "fit", NL + ":ranks=64,nodes=8", "-o", out], ":ranks=64 contradicts"),
     ]
     for args, needle in cases:
         p = run([M] + args)
