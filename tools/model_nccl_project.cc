@@ -155,10 +155,11 @@ int cmdProject() {
   std::string md = "# fabricbench-model nccl project (projections, not measurements)\n\nCalibrated on: ";
   for (auto& r : runs) md += r.label + " [" + runShape(r) + "]; ";
   md += "\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
-  // Runs made with NCCL_NVLS_ENABLE=0 say nothing of NVLS; the projected clusters may run it (NCCL's choice).
+  // Runs made without NVLS (NCCL_NVLS_ENABLE=0, "0 nvls channels" in their INFO, or --given nvls=0) say nothing
+  // of NVLS; the projected clusters may run it (NCCL's choice).
   if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.nvlsOff; }) &&
       fit.machine.nvlsGBps > 0 && !forced.nvlsOff)
-    md += fmt::format("NVLS: every fitted run had NCCL_NVLS_ENABLE=0, so NVLS and NVLSTree rows below use the prior "
+    md += fmt::format("NVLS: every fitted run ran without it (NCCL_NVLS_ENABLE=0 or 0 nvls channels), so NVLS and NVLSTree rows below use the prior "
                       "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
   // What the fitted runs forced, and whether the projection follows it.
   std::set<std::string> runForced;
