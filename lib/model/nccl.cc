@@ -234,7 +234,9 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
     case NcclAlgo::kCollNetDirect:
     case NcclAlgo::kCollNetChain:
       bw = std::min(m.nvlsGBps > 0 ? m.nvlsGBps : m.ringIntraGBps, R * nic * f);
-      lat = hi + he;
+      // tuning.cc: Direct 2 (min(1, G - 1) intra hops + 0.4 us a local rank of arity serialisation) + the
+      // network hop; Chain 2 (G - 1) intra hops (up and down the node's chain) + the network hop; base 0.
+      lat = a == NcclAlgo::kCollNetDirect ? 2 * (std::min(1, G - 1) * hi + (G - 1) * 0.4) + he : 2 * (G - 1) * hi + he;
       break;
     case NcclAlgo::kPat:
       // tuning.cc (2.23+): 8 us + log2(nodes) network hops / 3.5 + 2.8 us per rank ("still a linear part");

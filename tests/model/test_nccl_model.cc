@@ -158,23 +158,23 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   m.ringIntraGBps = 2000;
   const double f = 2.0 * 31 / 32;
   CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(384 * f));
-  CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(3.4 * 0 + 3.7 + 31));
-  // CollNetChain (nccl.cc: bw = min(NVLS, else the ring, R x NIC x f); lat = one intra hop + one network hop, tuning.cc's
-  // CollNetChain Simple rows: 2.8 us over NVLink, 30 us over the network, base 0). 4 x 8, 1e9 B, f = 2 x 31/32:
-  // lat = 2.8 + 30 = 32.8 us; NICs 8 x min(line 50, 48 x 2 / 2) = 384, x f = 744 GB/s below NVLS 2000:
-  // t = 32.8 + 1e9 x 1.9375 / 744e3 = 32.8 + 2604.17 = 2636.97 us.
-  // tuning.cc itself adds 2 (G - 1) intra hops for the chain, 2 x 7 x 2.8 + 30 = 69.2 us here; the model keeps one.
+  // CollNetDirect latency (tuning.cc): 2 (min(1, G - 1) x 3.7 + (G - 1) x 0.4) + 31 = 2 (3.7 + 2.8) + 31 = 44 us on 8 GPUs.
+  CHECK(ncclCost("allreduce", NcclAlgo::kCollNetDirect, NcclProto::kSimple, m, 1e9)->latUs == Approx(44.0));
+  // CollNetChain (nccl.cc: bw = min(NVLS, else the ring, R x NIC x f); lat = tuning.cc's 2 (G - 1) intra hops + one
+  // network hop, its CollNetChain Simple rows: 2.8 us over NVLink, 30 us over the network, base 0). 4 x 8, 1e9 B,
+  // f = 2 x 31/32: lat = 2 x 7 x 2.8 + 30 = 69.2 us; NICs 8 x min(line 50, 48 x 2 / 2) = 384, x f = 744 GB/s below
+  // NVLS 2000: t = 69.2 + 1e9 x 1.9375 / 744e3 = 69.2 + 2604.17 = 2673.37 us.
   auto chain = ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, m, 1e9);
   REQUIRE(chain);
-  CHECK(chain->latUs == Approx(32.8));
+  CHECK(chain->latUs == Approx(69.2));
   CHECK(chain->busbwGBps == Approx(744));
-  CHECK(chain->timeUs == Approx(32.8 + 1e9 * f / 744e3));
-  CHECK(chain->timeUs == Approx(2636.97).margin(0.01));
-  // No NVLS: the chain inside the node runs at the node's ring, 360 < 744: t = 32.8 + 1e9 x 1.9375 / 360e3 = 5414.74 us.
+  CHECK(chain->timeUs == Approx(69.2 + 1e9 * f / 744e3));
+  CHECK(chain->timeUs == Approx(2673.37).margin(0.01));
+  // No NVLS: the chain inside the node runs at the node's ring, 360 < 744: t = 69.2 + 1e9 x 1.9375 / 360e3 = 5451.14 us.
   auto noNvls = h100(4, 8);
   noNvls.collNet = true;
   noNvls.nvlsGBps = 0;
-  CHECK(t("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, noNvls, 1e9) == Approx(5414.74).margin(0.01));
+  CHECK(t("allreduce", NcclAlgo::kCollNetChain, NcclProto::kSimple, noNvls, 1e9) == Approx(5451.14).margin(0.01));
   // Simple only (tuning.cc: "Not used" for LL/LL128), more than one node, SHARP only.
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL, m, 1e9));
   CHECK_FALSE(ncclCost("allreduce", NcclAlgo::kCollNetChain, NcclProto::kLL128, m, 1e9));
