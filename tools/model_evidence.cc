@@ -86,7 +86,10 @@ Evidence parseEvidence(const std::string& text, const std::string& source) {
     throw InputError(fmt::format("{}: not validation evidence (no \"cells\" array; nccl validate -o DIR writes "
                                  "DIR/nccl-evidence.json, validate -o DIR writes DIR/evidence.json)",
                                  source));
+  for (const char* k : {"kind", "origin"})
+    if (ev.j.contains(k) && !ev.j[k].is_string()) throw InputError(fmt::format("{}: \"{}\" is not a string", source, k));
   bool all = !ev.j["cells"].empty();
+  std::set<std::pair<std::string, std::string>> seen;
   for (const auto& c : ev.j["cells"]) {
     if (!c.is_object() || !c.contains("algo") || !c["algo"].is_string() || !c.contains("regime") ||
         !c["regime"].is_string() || !c.contains("max_abs_err_pct") || !c["max_abs_err_pct"].is_number() ||
@@ -94,6 +97,10 @@ Evidence parseEvidence(const std::string& text, const std::string& source) {
         !c["min_bytes"].is_number() || !c.contains("max_bytes") || !c["max_bytes"].is_number())
       throw InputError(fmt::format("{}: a cell lacks algo, regime, max_abs_err_pct, max_nodes, min_bytes or max_bytes: {}",
                                    source, c.dump()));
+    // One cell per (algorithm, regime): with two, which band applies would depend on their order.
+    if (!seen.insert({c["algo"].get<std::string>(), c["regime"].get<std::string>()}).second)
+      throw InputError(fmt::format("{}: two cells for {} at {}", source, c["algo"].get<std::string>(),
+                                   c["regime"].get<std::string>()));
     all = all && c.contains("gpus_per_node") && c.contains("colls");
   }
   ev.coverage = all;
@@ -151,7 +158,14 @@ ErrorBand bandOf(const Evidence& ev, const std::string& name, const std::string&
   if (nodes > maxNodes) why.push_back(fmt::format("{} nodes > the {} validated for {}", nodes, maxNodes, name));
   if (minNodes > 0 && nodes < minNodes)
     why.push_back(fmt::format("{} node{} < the {} validated for {}", nodes, nodes == 1 ? "" : "s", minNodes, name));
-  if (bytes < lo || bytes > hi) why.push_back(fmt::format("size outside {}'s validated {}..{}", name, sizeText(lo), sizeText(hi)));
+  if (bytes < lo || bytes > hi) {
+    why.push_back(fmt::format("size outside {}'s validated {}..{}", name, sizeText(lo), sizeText(hi)));
+  } else if (cell && (bytes < (*cell)["min_bytes"].get<double>() || bytes > (*cell)["max_bytes"].get<double>())) {
+    // Inside the algorithm's sizes but not its regime cell's (e.g. a 48 MiB row where 1-64 MiB saw 4-32 MiB).
+    why.push_back(fmt::format("size outside {}'s validated {}..{} at {}", name,
+                              sizeText((*cell)["min_bytes"].get<double>()), sizeText((*cell)["max_bytes"].get<double>()),
+                              reg));
+  }
   if (!cell) {
     why.push_back(fmt::format("{} not validated at {}", name, reg));
   } else {
@@ -180,6 +194,13 @@ ErrorBand bandOf(const Evidence& ev, const std::string& name, const std::string&
   return b;
 }
 
-std::string bandText(const ErrorBand& b) { return b.pct >= 0 ? fmt::format("±{:.0f} %", b.pct) : "unvalidated"; }
+// Rounded up, never down: a shown band is never narrower than the largest error seen.
+std::string bandText(const ErrorBand& b) {
+  return b.pct >= 0 ? fmt::format("±{:.0f} %", std::ceil(b.pct - 1e-9)) : "unvalidated";
+}
+
+std::string bandCsv(const ErrorBand& b) {
+  return b.pct >= 0 ? fmt::format("{:.1f}", std::ceil(b.pct * 10 - 1e-9) / 10) : "";
+}
 
 }  // namespace fb::tools

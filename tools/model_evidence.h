@@ -56,8 +56,9 @@ struct ErrorBand {
 // collective; `beyond` says when the row's collective is not among them).
 ErrorBand bandOf(const Evidence& ev, const std::string& algo, const std::string& coll, double bytes, int nodes,
             int gpusPerNode);
-// "±12 %" or "unvalidated".
+// "±12 %" or "unvalidated" (rounded up); bandCsv: "11.3" or "" (one decimal, rounded up).
 std::string bandText(const ErrorBand& b);
+std::string bandCsv(const ErrorBand& b);
 
 // The evidence of the repository's public validation, built in (results/model-nccl-validation-public/
 // nccl-evidence.json at build time, tools/CMakeLists.txt), and its path in the repository.

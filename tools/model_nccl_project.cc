@@ -39,37 +39,13 @@ struct Forced {
   bool any() const { return force.algo || force.proto || channels > 0 || nvlsOff; }
 };
 
-Forced parseForce(const std::string& spec, const std::string& option) {
+// What a run was forced to: its algorithm, protocol, NCCL_MIN_CTAS (not a channel count only seen in its INFO)
+// and NVLS off.
+Forced forcedOf(const NcclRun& r) {
   Forced f;
-  std::stringstream ss(spec);
-  std::string kv;
-  while (std::getline(ss, kv, ',')) {
-    if (kv.empty()) continue;
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InputError(fmt::format("{} '{}': expected KEY=VALUE (algo=ring, proto=simple, channels=24, nvls=0)", option, kv));
-    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    for (auto& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (k == "algo" || k == "nccl_algo") f.force.algo = parseNcclAlgo(v);
-    else if (k == "proto" || k == "nccl_proto") f.force.proto = parseNcclProto(v);
-    else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
-      std::size_t used = 0;
-      int n = 0;
-      try {
-        n = std::stoi(v, &used);
-      } catch (...) {
-        used = 0;
-      }
-      if (used != v.size() || n < 1) throw InputError(fmt::format("{} {}: needs a channel count >= 1", option, kv));
-      f.channels = n;
-    } else if (k == "nvls" || k == "nccl_nvls_enable") {
-      if (v != "0" && v != "1" && v != "2") throw InputError(fmt::format("{} {}: expected 0 (NVLS disabled), 1 or 2", option, kv));
-      f.nvlsOff = v == "0";
-    } else if (k == "nccl" || k == "nccl_version") {
-      // a release says what the fitted runs were; the projected cluster's release is not forced
-    } else
-      throw InputError(fmt::format("{} '{}': unknown key '{}' (algo, proto, channels, nvls)", option, kv, k));
-  }
+  f.force = r.force;
+  f.channels = r.channelsForced ? r.channels : 0;
+  f.nvlsOff = r.nvlsOff;
   std::vector<std::string> t;
   if (f.force.algo) t.push_back("NCCL_ALGO=" + ncclAlgoInfo(*f.force.algo).name);
   if (f.force.proto) t.push_back("NCCL_PROTO=" + ncclProtoName(*f.force.proto));
@@ -77,6 +53,14 @@ Forced parseForce(const std::string& spec, const std::string& option) {
   if (f.nvlsOff) t.push_back("NCCL_NVLS_ENABLE=0");
   for (auto& x : t) f.text += (f.text.empty() ? "" : ", ") + x;
   return f;
+}
+
+// --force KEY=VALUE,...: the keys of --given (one parser, lib/model applyNcclSettings); nccl= is checked and
+// otherwise ignored (the projected cluster's release is not forced).
+Forced parseForce(const std::string& spec, const std::string& option) {
+  NcclRun scratch;
+  applyNcclSettings(scratch, spec, option);
+  return forcedOf(scratch);
 }
 
 }  // namespace
@@ -96,6 +80,7 @@ int cmdProject() {
       if (b == 0) throw InputError(fmt::format("--sizes {}: a size must be > 0", t));
       sizes.push_back(static_cast<double>(b));
     }
+    if (sizes.empty()) throw InputError("--sizes: no size given (e.g. --sizes 16M,1G)");
   }
   std::vector<std::string> colls = g.colls.empty() ? std::vector<std::string>{"allreduce"} : g.colls;
   for (auto& c : colls) ncclBusFactor(c, 2);  // throws on an unknown collective
@@ -108,12 +93,13 @@ int cmdProject() {
   if (ev.j.is_object() && ev.j.value("kind", std::string("nccl")) != "nccl")
     throw InputError(fmt::format("--evidence {}: the evidence of `fabricbench-model validate` ({} algorithms); nccl project "
                                  "takes nccl validate's nccl-evidence.json", g.evidence, ev.j.value("kind", std::string())));
-  // --force: the projected rows as a run with those settings would go, not NCCL's own choice.
+  // --force: the projected rows as a run with those settings would go, not NCCL's own choice. An explicit list is
+  // checked here, before any log is read; `--force given` (what the fitted runs ran with) once they are read.
   Forced forced;
-  if (!g.force.empty()) forced = parseForce(g.force == "given" ? g.mo.given : g.force, "--force");
-  if (!g.force.empty() && !forced.any())
-    throw InputError(g.force == "given" ? "--force given: --given forces nothing (algo=, proto=, channels=, nvls=0)"
-                                        : fmt::format("--force '{}': forces nothing", g.force));
+  if (!g.force.empty() && g.force != "given") {
+    forced = parseForce(g.force, "--force");
+    if (!forced.any()) throw InputError(fmt::format("--force '{}': forces nothing", g.force));
+  }
   // Fabrics: NAME=nic=GBPS,nics=R (per-NIC rate and NICs per node); "measured" = the fitted machine.
   struct Fabric {
     std::string name;
@@ -145,6 +131,18 @@ int cmdProject() {
     fabrics.push_back(x);
   }
   auto runs = loadRuns(g.fitRuns, g.mo.given);
+  if (g.force == "given") {
+    // The fitted runs' own settings (their logs' NCCL_* lines and --given); they must agree.
+    forced = forcedOf(runs.front());
+    for (auto& r : runs)
+      if (forcedOf(r).text != forced.text)
+        throw InputError(fmt::format("--force given: the fitted runs ran differently ({} has '{}', {} '{}'); "
+                                     "give --force KEY=VALUE,...",
+                                     runs.front().label, forced.text, r.label, forcedOf(r).text));
+    if (!forced.any())
+      throw InputError("--force given: the fitted runs force nothing (no NCCL_ALGO, NCCL_PROTO, NCCL_MIN_CTAS or "
+                       "NCCL_NVLS_ENABLE=0 in their logs or --given)");
+  }
   NcclFitOptions fo;
   fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
   std::string priorNote;
@@ -166,7 +164,7 @@ int cmdProject() {
   for (auto& r : runs) {
     if (r.force.algo) runForced.insert("NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name);
     if (r.force.proto) runForced.insert("NCCL_PROTO=" + ncclProtoName(*r.force.proto));
-    if (r.channels > 0) runForced.insert(fmt::format("{} channels", r.channels));
+    if (r.channelsForced) runForced.insert(fmt::format("{} channels", r.channels));
   }
   std::string runForcedText;
   for (auto& x : runForced) runForcedText += (runForcedText.empty() ? "" : ", ") + x;
@@ -226,7 +224,7 @@ int cmdProject() {
                               pick(best.algo, best.proto), forced.any() ? " (forced)" : "", b.beyond.empty() ? "-" : b.beyond);
             csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{},{},{},\"{}\",\"{}\"\n", fab.name, N, G, c, static_cast<long long>(S),
                                best.timeUs, busbw, ncclAlgoInfo(best.algo).name, ncclProtoName(best.proto),
-                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", b.beyond, forced.text);
+                               bandCsv(b), b.beyond, forced.text);
           }
       }
   }

@@ -269,7 +269,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
                                useIntra && in.intra ? (in.intra->measured ? "measured" : "spec") : "unused",
                                csvq(useInter && in.inter ? in.inter->source : ""),
                                useInter && in.inter ? (in.inter->measured ? "measured" : "spec") : "unused",
-                               b.pct >= 0 ? fmt::format("{:.1f}", b.pct) : "", csvq(b.beyond));
+                               bandCsv(b), csvq(b.beyond));
           }
     }
   for (auto& coll : colls) {
@@ -378,7 +378,8 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             std::string stepBand = "—";
             if (e.dpShape.ranks() > 1) {
               const auto& b = sb;
-              stepBand = b.pct >= 0 ? fmt::format("communication ±{:.0f} %, step ±{}", b.pct, us(e.exposedMs * 1e3 * b.pct / 100))
+              stepBand = b.pct >= 0 ? fmt::format("communication {}, step ±{}", bandText(b),
+                                                  us(e.exposedMs * 1e3 * b.pct / 100))
                                     : "unvalidated";
               if (!b.beyond.empty()) stepBand += "; beyond validation: " + b.beyond;
             }
@@ -395,7 +396,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
                               perNode, usdPerGBps, csvq(costIncludes),
                               csvq((in.inter ? "inter: " + in.inter->source : "") +
                                    (in.intra ? "; intra: " + in.intra->source : "")),
-                              sb.pct >= 0 ? fmt::format("{:.1f}", sb.pct) : "", csvq(sb.beyond));
+                              bandCsv(sb), csvq(sb.beyond));
         }
     }
     md += "\n";

@@ -307,9 +307,10 @@ NcclChoice ncclChoose(const std::string& coll, const NcclMachine& m, double S, c
     }
   }
   if (ch.all.empty())
-    throw InputError(fmt::format("no NCCL algorithm{} applies to {} on {} node(s) x {} GPU(s)",
-                                 force.algo ? " " + ncclAlgoInfo(*force.algo).name : std::string(), coll, m.nodes,
-                                 m.gpusPerNode));
+    throw InputError(fmt::format("no NCCL algorithm{}{} applies to {} on {} node(s) x {} GPU(s)",
+                                 force.algo ? " " + ncclAlgoInfo(*force.algo).name : std::string(),
+                                 force.proto ? " with protocol " + ncclProtoName(*force.proto) : std::string(), coll,
+                                 m.nodes, m.gpusPerNode));
   std::sort(ch.all.begin(), ch.all.end(), [](const NcclCost& a, const NcclCost& b) { return a.timeUs < b.timeUs; });
   ch.best = ch.all.front();
   return ch;

@@ -191,6 +191,7 @@ struct NcclRun {
   int nodes = 1, gpusPerNode = 1;
   NcclForce force;
   int channels = 0;
+  bool channelsForced = false;   // channels set by NCCL_MIN_CTAS or the user, not only seen in the INFO lines
   int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
   bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
   bool nvlsOff = false;          // NCCL_NVLS_ENABLE=0 in the run's environment: no NVLS or NVLSTree
@@ -203,6 +204,11 @@ struct NcclRun {
 // Runs of a loaded log or folder (one per collective and run); given = "algo=ring,proto=simple,
 // channels=24" overrides what the log says. Rows with wrong data are left out.
 std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given = "");
+// One KEY=VALUE of what a run forced (algo, proto, nvls, nccl, channels, or their NCCL_* names) onto r. A key
+// the model does not use is passed over, unless fromUser (--given, --force): then it is refused.
+void applyNcclSetting(NcclRun& r, const std::string& key, const std::string& val, bool fromUser = false);
+// A comma list of KEY=VALUE from the user (--given, --force; `option` names it in errors), applied to r.
+void applyNcclSettings(NcclRun& r, const std::string& spec, const std::string& option);
 
 struct NcclFitPoint {
   std::string run;

@@ -16,15 +16,13 @@ namespace fb::model {
 
 // ---- runs ----------------------------------------------------------------------------------
 
-namespace {
 // One KEY=VALUE of what a run forced. A log's environment holds every NCCL_* it set (NCCL_DEBUG, NCCL_IB_HCA, ...):
 // those the model does not use are passed over; a key the user gives (fromUser) must be one of these.
-void applyGiven(NcclRun& r, const std::string& key, const std::string& val, bool fromUser = false) {
-  std::string k = text::lower(key);
-  if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(val);
-  else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(val);
+void applyNcclSetting(NcclRun& r, const std::string& key, const std::string& val, bool fromUser) {
+  const std::string k = text::lower(text::trim(key)), v = text::trim(val);
+  if (k == "algo" || k == "nccl_algo") r.force.algo = parseNcclAlgo(v);
+  else if (k == "proto" || k == "nccl_proto") r.force.proto = parseNcclProto(v);
   else if (k == "nccl_nvls_enable" || k == "nvls") {
-    const std::string v = text::trim(val);
     if (v != "0" && v != "1" && v != "2")  // NCCL's values: 0 off, 1 on, 2 (its default) where supported
       throw InputError(fmt::format("{}={}: expected 0 (NVLS disabled), 1 or 2", key, val));
     r.nvlsOff = v == "0";
@@ -32,29 +30,51 @@ void applyGiven(NcclRun& r, const std::string& key, const std::string& val, bool
   else if (k == "nccl" || k == "nccl_version") {
     // "2.18.3" -> 21803
     int a = 0, b = 0, c = 0;
-    if (std::sscanf(val.c_str(), "%d.%d.%d", &a, &b, &c) < 2 || a < 2 || b < 0 || c < 0)
+    if (std::sscanf(v.c_str(), "%d.%d.%d", &a, &b, &c) < 2 || a < 2 || b < 0 || c < 0)
       throw InputError(fmt::format("{}={}: expected an NCCL version such as 2.18.3", key, val));
     r.ncclVersion = a * 10000 + b * 100 + c;
   } else if (k == "channels" || k == "nccl_min_ctas" || k == "nccl_min_nchannels") {
+    std::size_t used = 0;
+    int n = 0;
     try {
-      r.channels = std::stoi(val);
+      n = std::stoi(v, &used);
     } catch (...) {
-      r.channels = -1;
+      used = 0;
     }
-    if (r.channels < 1) throw InputError(fmt::format("{}={}: needs a channel count >= 1", key, val));
+    if (used == 0 || used != v.size() || n < 1)
+      throw InputError(fmt::format("{}={}: needs a channel count >= 1", key, val));
+    r.channels = n;
+    r.channelsForced = true;
   } else if (fromUser) {
     throw InputError(fmt::format("{}={}: unknown key '{}' (known: algo, proto, nvls, nccl, channels, or NCCL_ALGO, "
                                  "NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_VERSION, NCCL_MIN_CTAS, NCCL_MIN_NCHANNELS)",
                                  key, val, key));
   }
 }
-}  // namespace
 
-// The first GPU's name: a fabricbench run.json keeps it in its first host's fingerprint, an imported
-// nccl-tests log at fingerprint.gpus.
+void applyNcclSettings(NcclRun& r, const std::string& spec, const std::string& option) {
+  std::size_t pos = 0;
+  while (pos < spec.size()) {
+    auto e = spec.find(',', pos);
+    std::string kv = spec.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    pos = e == std::string::npos ? spec.size() : e + 1;
+    if (text::trim(kv).empty()) continue;  // "a=1,,b=2" or a trailing comma
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(
+          fmt::format("{} '{}': expected KEY=VALUE (algo=ring, proto=simple, channels=24, nvls=0)", option, kv));
+    try {
+      applyNcclSetting(r, kv.substr(0, eq), kv.substr(eq + 1), true);
+    } catch (const InputError& x) {
+      throw InputError(fmt::format("{} {}", option, x.what()));
+    }
+  }
+}
+
+// The first GPU's name, from the first host's fingerprint (a fabricbench run.json, and an imported nccl-tests log
+// whose importer builds its hosts from the '#  Rank' lines).
 static std::string firstGpuName(const RunData& rd) {
   const nlohmann::json* fp = firstHostFingerprint(rd);
-  if (!fp && rd.runJson.is_object() && rd.runJson.contains("fingerprint")) fp = &rd.runJson["fingerprint"];
   if (!fp || !fp->is_object() || !fp->contains("gpus") || !(*fp)["gpus"].is_array() || (*fp)["gpus"].empty()) return "";
   const auto& g = (*fp)["gpus"][0];
   return g.is_object() && g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "";
@@ -100,7 +120,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       const auto& nt = rd.runJson["nccl_tests"];
       if (nt.contains("env") && nt["env"].is_object())
         for (auto& [k, v] : nt["env"].items())
-          if (v.is_string()) applyGiven(r, k, v.get<std::string>());
+          if (v.is_string()) applyNcclSetting(r, k, v.get<std::string>());
       if (nt.contains("channels") && nt["channels"].is_number_integer() && r.channels == 0)
         r.channels = nt["channels"].get<int>();
       // "0 nvls channels" on nodes of 2+ GPUs: NCCL set up no NVLS (NCCL_NVLS_ENABLE=0, or no NVSwitch multicast).
@@ -118,19 +138,11 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       const int nGpus = nt.contains("ngpus") && nt["ngpus"].is_number_integer() ? nt["ngpus"].get<int>() : 1;
       r.directP2p = r.gpusPerNode > 1 && (anyTransport ? direct : nGpus > 1);
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
-        applyGiven(r, "nccl", nt["nccl_version"].get<std::string>());
+        applyNcclSetting(r, "nccl", nt["nccl_version"].get<std::string>());
     }
-    if (!nvlsEnv.empty()) applyGiven(r, "NCCL_NVLS_ENABLE", nvlsEnv);
+    if (!nvlsEnv.empty()) applyNcclSetting(r, "NCCL_NVLS_ENABLE", nvlsEnv);
     r.gpu = gpuName;
-    std::size_t pos = 0;
-    while (pos < given.size()) {
-      auto e = given.find(',', pos);
-      std::string kv = given.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-      pos = e == std::string::npos ? given.size() : e + 1;
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) throw InputError(fmt::format("'{}': expected KEY=VALUE (algo=ring, channels=24)", kv));
-      applyGiven(r, kv.substr(0, eq), kv.substr(eq + 1), true);
-    }
+    applyNcclSettings(r, given, "--given");
     out.push_back(r);
   }
   return out;

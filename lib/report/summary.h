@@ -28,8 +28,8 @@ struct RunData {
   std::vector<Sample> rows;
 };
 
-// The first host's fingerprint in a fabricbench run.json (fingerprint.hosts[0].fingerprint); null when
-// there is none (an imported log keeps its GPUs at fingerprint.gpus instead).
+// The first host's fingerprint in a run.json (fingerprint.hosts[0].fingerprint; an imported nccl-tests log
+// gets hosts from its '#  Rank' lines); null when there is none.
 const nlohmann::json* firstHostFingerprint(const RunData& r);
 
 struct CompareOptions {

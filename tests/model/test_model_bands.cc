@@ -84,7 +84,7 @@ TEST_CASE("nccl project: every row has a band or an unvalidated mark, built in f
   }
   // 2 x 8 16 MiB: Tree/LL128 at the public sets' 1-64 MiB Tree band (56 %: set D's 2 x 4), inside its coverage.
   CHECK(r[0][1] == "16 MiB");
-  CHECK(r[0][4] == "±56 %");
+  CHECK(r[0][4] == "±57 %");  // Tree 1-64 MiB: 56.4 % rounded up
   CHECK(r[0][6] == "-");
   auto csv = fb::readCsvTable(out + "/nccl-projected.csv");
   REQUIRE(csv.size() == 13);
@@ -107,17 +107,15 @@ TEST_CASE("nccl project: every row has a band or an unvalidated mark, built in f
   auto fresh = nlohmann::json::parse(slurp(nv + "/nccl-evidence.json"));
   auto kept = nlohmann::json::parse(slurp(std::string(FB_SOURCE_DIR) + "/results/model-nccl-validation-public/nccl-evidence.json"));
   REQUIRE(fresh["cells"].size() == kept["cells"].size());
+  REQUIRE(!fresh["cells"].empty());
   for (std::size_t i = 0; i < fresh["cells"].size(); ++i) {
     const auto &a = fresh["cells"][i], &b = kept["cells"][i];
     INFO(a.dump() << "\n  vs the built-in\n" << b.dump());
-    CHECK(a["algo"] == b["algo"]);
-    CHECK(a["regime"] == b["regime"]);
-    CHECK(a["points"] == b["points"]);
-    CHECK(std::fabs(a["max_abs_err_pct"].get<double>() - b["max_abs_err_pct"].get<double>()) < 0.05);
-    CHECK(a["gpus_per_node"] == b["gpus_per_node"]);
-    CHECK(a["nodes"] == b["nodes"]);
-    CHECK(a["colls"].size() == b["colls"].size());
+    CHECK(a == b);  // every figure: sizes, medians, per-collective errors, coverage
   }
+  fresh.erase("origin");
+  kept.erase("origin");
+  CHECK(fresh == kept);
   fs::remove_all(out);
   fs::remove_all(nv);
 }
@@ -190,6 +188,53 @@ TEST_CASE("nccl project: GPUs per node and collectives outside the evidence are 
   fs::remove(ev);
 }
 
+// Review fixes: an evidence file whose "kind" is not a string, or with two cells for one (algorithm, regime), is
+// refused (one line, exit 2); no --sizes; a size inside an algorithm's validated sizes but outside its regime
+// cell's is beyond validation.
+TEST_CASE("nccl project: malformed evidence, empty sizes and a cell's own size range", "[tool][bands]") {
+  const std::string out = tmpDir("evbad"), ev = out + "-ev.json";
+  const std::string cell = R"({"algo": "Ring", "regime": "1-64MiB", "points": 3, "median_abs_err_pct": 5, "max_abs_err_pct": 7,
+    "max_nodes": 2, "min_nodes": 2, "nodes": [2], "gpus_per_node": [8], "colls": {"allreduce": {"points": 3,
+    "median_abs_err_pct": 5, "max_abs_err_pct": 7}}, "min_bytes": 4194304, "max_bytes": 33554432})";
+  auto refused = [&](const std::string& json, const std::string& why) {
+    {
+      std::ofstream f(ev);
+      f << json;
+    }
+    auto p = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 16M --evidence " + ev + " -o " + out);
+    INFO(p.text);
+    CHECK(p.rc == 2);
+    CHECK(p.text.rfind("fabricbench-model: error: --evidence " + ev, 0) == 0);
+    CHECK(has(p.text, why));
+    CHECK(std::count(p.text.begin(), p.text.end(), '\n') == 1);
+  };
+  refused(R"({"kind": 3, "cells": [)" + cell + "]}", "\"kind\" is not a string");
+  refused(R"({"kind": "nccl", "cells": [)" + cell + "," + cell + "]}", "two cells for Ring at 1-64MiB");
+  auto e = tool("nccl project --fit " + kGj + " --nodes 2 --sizes '' -o " + out);
+  CHECK(e.rc == 2);
+  CHECK(has(e.text, "--sizes: no size given"));
+  // Ring saw 4-32 MiB (1-64 MiB cell) and 64 MiB-1 GiB: 2 MiB lies outside Ring's sizes; 48 MiB inside them
+  // but outside what its 1-64 MiB cell saw.
+  const std::string big = R"({"algo": "Ring", "regime": ">=64MiB", "points": 3, "median_abs_err_pct": 2, "max_abs_err_pct": 3,
+    "max_nodes": 2, "min_nodes": 2, "nodes": [2], "gpus_per_node": [8], "colls": {"allreduce": {"points": 3,
+    "median_abs_err_pct": 2, "max_abs_err_pct": 3}}, "min_bytes": 67108864, "max_bytes": 1073741824})";
+  {
+    std::ofstream f(ev);
+    f << R"({"format": 2, "kind": "nccl", "cells": [)" + cell + "," + big + "]}";
+  }
+  auto p = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 2M,16M,48M --force algo=ring --evidence " + ev + " -o " + out);
+  INFO(p.text);
+  REQUIRE(p.rc == 0);
+  auto r = rows(p.text);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0][6] == "size outside Ring's validated 4 MiB..1 GiB");
+  CHECK(r[1][6] == "-");
+  CHECK(has(r[2][6], "size outside Ring's validated 4 MiB..32 MiB at 1-64MiB"));
+  for (auto& c : r) CHECK(c[4] == "±7 %");
+  fs::remove_all(out);
+  fs::remove(ev);
+}
+
 // Audit 3: --given forces the fitted runs; --force given (or --force KEY=VALUE) forces the projected rows too.
 TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool][bands]") {
   const std::string out = tmpDir("force");
@@ -233,12 +278,37 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
   REQUIRE(rt.size() == 2);
   CHECK(has(rt[0][6], "not projected: no NCCL algorithm Tree applies to allreduce on 1 node(s)"));
   CHECK(rt[1][5] == "Tree/Simple (forced)");
-  // Bad values: one line, exit 2.
-  auto b = tool("nccl project --fit " + kGj + " --nodes 2 --force algo=bogus -o " + out);
-  CHECK(b.rc == 2);
+  // --force given takes what the fitted runs ran with, from their own logs too: gj-aion's tuned run has
+  // NCCL_ALGO=Ring and NCCL_MIN_CTAS=24 on its mpirun line.
+  auto own = tool("nccl project --fit " + kData + "/public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log --force given "
+                  "--nodes 2 --sizes 1G -o " + out);
+  INFO(own.text);
+  REQUIRE(own.rc == 0);
+  CHECK(has(own.text, "Forced: every projected row runs NCCL_ALGO=Ring, NCCL_MIN_CTAS=24 (24 channels) (--force given)"));
+  auto ro = rows(own.text);
+  REQUIRE(ro.size() == 1);
+  CHECK(ro[0][5] == "Ring/Simple (forced)");
+  // A channel count only seen in a log's INFO lines was not forced: our 2 x H200 log (24 coll channels, no
+  // NCCL_MIN_CTAS) says nothing of forced runs, and --force given finds nothing forced but NVLS off (0 nvls channels).
+  const std::string h200 = kData + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
+  auto seen = tool("nccl project --fit " + h200 + " --nodes 2 --sizes 1G -o " + out);
+  INFO(seen.text);
+  REQUIRE(seen.rc == 0);
+  CHECK_FALSE(has(seen.text, "Forced runs:"));
+  // Bad values: one line naming the option, exit 2.
+  for (const char* bad : {"algo=bogus", "channels=24x", "bogus=1", "nvls=3"}) {
+    auto b = tool("nccl project --fit " + kGj + " --nodes 2 --force " + bad + " -o " + out);
+    INFO(bad << ": " << b.text);
+    CHECK(b.rc == 2);
+    CHECK(b.text.rfind("fabricbench-model: error: --force ", 0) == 0);
+    CHECK(std::count(b.text.begin(), b.text.end(), '\n') == 1);
+  }
   auto b2 = tool("nccl project --fit " + kGj + " --nodes 2 --force given -o " + out);
   CHECK(b2.rc == 2);
-  CHECK(has(b2.text, "--force given: --given forces nothing"));
+  CHECK(has(b2.text, "--force given: the fitted runs force nothing"));
+  auto b3 = tool("nccl fit " + kGj + " --given channels=24x -o " + out);
+  CHECK(b3.rc == 2);
+  CHECK(has(b3.text, "--given channels=24x: needs a channel count >= 1"));
   fs::remove_all(out);
 }
 
@@ -282,7 +352,7 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   // 3 x 1 ring AllReduce at 16 MiB: inside; its band is the cell's (every collective's largest |error|), not
   // AllReduce's own, which can only be narrower.
   const double cellMax = cell["ring 1-64MiB"]["max_abs_err_pct"].get<double>();
-  CHECK(cellMax >= mx - 0.001);
+  CHECK(cellMax > mx + 0.1);  // here the cell (3.2 %) is wider than AllReduce's own (1.4 %): the band is the cell's
   CHECK(std::stod(csv[1][csv[1].size() - 2]) == Approx(cellMax).margin(0.05));
   CHECK(csv[1].back().empty());
   CHECK(csv[2].back() == "8 nodes > the 3 validated for ring");
