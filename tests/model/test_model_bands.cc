@@ -18,25 +18,21 @@
 
 #include "core/process.h"
 #include "report/csv.h"
+#include "model_tool_run.h"
 
 #ifdef FB_MODEL_TOOL
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Out {
-  int rc;
-  std::string text;
-};
-Out tool(const std::string& args) {
-  auto r = fb::runCommand({"sh", "-c", std::string(FB_MODEL_TOOL) + " " + args + " 2>&1"}, std::chrono::seconds(120));
-  return {r.exitCode, r.out};
-}
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+using fbtest::Out;
+using fbtest::slurp;
+using fbtest::tool;
+// A run that must succeed (exit 0); its output is the failure's message otherwise.
+Out ran(const std::string& args) {
+  Out o = tool(args);
+  if (o.rc != 0) FAIL("exit " << o.rc << ": fabricbench-model " << args << "\n" << o.text);
+  return o;
 }
 std::string tmpDir(const std::string& what) {
   return (fs::temp_directory_path() / ("fb_bands_" + what + "_" + std::to_string(::getpid()))).string();
@@ -72,9 +68,8 @@ const std::string kGj = kData + "/public-nccl-tests/h100-ib400-gjaion-2x8.log:co
 // and the built-in file is what `nccl validate --sets` gives today; --evidence none marks every row unvalidated.
 TEST_CASE("nccl project: every row has a band or an unvalidated mark, built in from the public validation", "[tool][bands]") {
   const std::string out = tmpDir("builtin");
-  auto p = tool("nccl project --fit " + kGj + " --nodes 2,4,16 --gpus 8 --coll allreduce,allgather --sizes 16M,1G -o " + out);
+  auto p = ran("nccl project --fit " + kGj + " --nodes 2,4,16 --gpus 8 --coll allreduce,allgather --sizes 16M,1G -o " + out);
   INFO(p.text);
-  REQUIRE(p.rc == 0);
   CHECK(has(p.text, "the repository's public validation built into this binary, results/model-nccl-validation-public/"));
   auto r = rows(p.text);
   REQUIRE(r.size() == 12);
@@ -90,9 +85,8 @@ TEST_CASE("nccl project: every row has a band or an unvalidated mark, built in f
   REQUIRE(csv.size() == 13);
   for (std::size_t i = 1; i < csv.size(); ++i) CHECK(!csv[i][9].empty());  // band_pct
 
-  auto n = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 16M,1G --evidence none -o " + out);
+  auto n = ran("nccl project --fit " + kGj + " --nodes 2 --sizes 16M,1G --evidence none -o " + out);
   INFO(n.text);
-  REQUIRE(n.rc == 0);
   CHECK(has(n.text, "No validation evidence (--evidence none): no row carries an error band, every row is marked unvalidated"));
   for (auto& c : rows(n.text)) {
     CHECK(c[4] == "unvalidated");
@@ -126,9 +120,8 @@ TEST_CASE("nccl project: GPUs per node and collectives outside the evidence are 
   const std::string out = tmpDir("cov");
   // Built in: NVLSTree and Tree were validated on 4 and 8 GPUs a node, never 16 or 3.
   for (int G : {16, 3}) {
-    auto p = tool("nccl project --fit " + kGj + " --nodes 2 --gpus " + std::to_string(G) + " --sizes 16M,1G -o " + out);
+    auto p = ran("nccl project --fit " + kGj + " --nodes 2 --gpus " + std::to_string(G) + " --sizes 16M,1G -o " + out);
     INFO(p.text);
-    REQUIRE(p.rc == 0);
     auto r = rows(p.text);
     REQUIRE(r.size() == 2);
     for (auto& c : r) {
@@ -145,10 +138,9 @@ TEST_CASE("nccl project: GPUs per node and collectives outside the evidence are 
       "colls": {"allgather": {"points": 3, "median_abs_err_pct": 5, "max_abs_err_pct": 7}},
       "min_bytes": 1048576, "max_bytes": 33554432}]})";
   }
-  auto p = tool("nccl project --fit " + kGj + " --nodes 2 --coll allreduce,allgather --sizes 16M --force algo=ring --evidence " + ev +
+  auto p = ran("nccl project --fit " + kGj + " --nodes 2 --coll allreduce,allgather --sizes 16M --force algo=ring --evidence " + ev +
                 " -o " + out);
   INFO(p.text);
-  REQUIRE(p.rc == 0);
   auto r = rows(p.text);
   REQUIRE(r.size() == 2);
   CHECK(r[0][4] == "±7 %");  // AllReduce: the cell's band, marked as that of another collective
@@ -161,9 +153,8 @@ TEST_CASE("nccl project: GPUs per node and collectives outside the evidence are 
     f << R"({"origin": "old", "cells": [{"algo": "Ring", "regime": "1-64MiB", "points": 3, "median_abs_err_pct": 5,
       "max_abs_err_pct": 7, "max_nodes": 2, "min_bytes": 1048576, "max_bytes": 33554432}]})";
   }
-  auto o = tool("nccl project --fit " + kGj + " --nodes 2 --gpus 16 --sizes 16M --force algo=ring --evidence " + ev + " -o " + out);
+  auto o = ran("nccl project --fit " + kGj + " --nodes 2 --gpus 16 --sizes 16M --force algo=ring --evidence " + ev + " -o " + out);
   INFO(o.text);
-  REQUIRE(o.rc == 0);
   CHECK(has(o.text, "This evidence file predates GPUs-per-node and collective coverage: those are not checked."));
   auto ro = rows(o.text);
   REQUIRE(ro.size() == 1);
@@ -222,9 +213,8 @@ TEST_CASE("nccl project: malformed evidence, empty sizes and a cell's own size r
     std::ofstream f(ev);
     f << R"({"format": 2, "kind": "nccl", "cells": [)" + cell + "," + big + "]}";
   }
-  auto p = tool("nccl project --fit " + kGj + " --nodes 2 --sizes 2M,16M,48M --force algo=ring --evidence " + ev + " -o " + out);
+  auto p = ran("nccl project --fit " + kGj + " --nodes 2 --sizes 2M,16M,48M --force algo=ring --evidence " + ev + " -o " + out);
   INFO(p.text);
-  REQUIRE(p.rc == 0);
   auto r = rows(p.text);
   REQUIRE(r.size() == 3);
   CHECK(r[0][6] == "size outside Ring's validated 4 MiB..1 GiB");
@@ -238,16 +228,14 @@ TEST_CASE("nccl project: malformed evidence, empty sizes and a cell's own size r
 // Audit 3: --given forces the fitted runs; --force given (or --force KEY=VALUE) forces the projected rows too.
 TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool][bands]") {
   const std::string out = tmpDir("force");
-  auto d = tool("nccl project --fit " + kGj + " --given algo=ring --nodes 2 --sizes 1G -o " + out);
+  auto d = ran("nccl project --fit " + kGj + " --given algo=ring --nodes 2 --sizes 1G -o " + out);
   INFO(d.text);
-  REQUIRE(d.rc == 0);
   CHECK(has(d.text, "Forced runs: the fitted runs had NCCL_ALGO=Ring; the projected rows are NCCL's own choice"));
   auto rd = rows(d.text);
   REQUIRE(rd.size() == 1);
   CHECK(rd[0][5] == "NVLSTree/Simple");  // NCCL's own pick on 2 x 8 at 1 GiB
-  auto f = tool("nccl project --fit " + kGj + " --given algo=ring --force given --nodes 2 --sizes 1M,1G -o " + out);
+  auto f = ran("nccl project --fit " + kGj + " --given algo=ring --force given --nodes 2 --sizes 1M,1G -o " + out);
   INFO(f.text);
-  REQUIRE(f.rc == 0);
   CHECK(has(f.text, "Forced: every projected row runs NCCL_ALGO=Ring (--force given)"));
   auto rf = rows(f.text);
   REQUIRE(rf.size() == 2);
@@ -271,19 +259,17 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
   CHECK(std::stod(r24[0][3]) == Approx(200).epsilon(0.01));  // busbw GB/s
   CHECK(std::stod(r16[0][3]) == Approx(192).epsilon(0.01));
   // An algorithm the shape does not offer: the row says so, the rest are projected.
-  auto t = tool("nccl project --fit " + kGj + " --nodes 1,2 --sizes 1G --force algo=tree -o " + out);
+  auto t = ran("nccl project --fit " + kGj + " --nodes 1,2 --sizes 1G --force algo=tree -o " + out);
   INFO(t.text);
-  REQUIRE(t.rc == 0);
   auto rt = rows(t.text);
   REQUIRE(rt.size() == 2);
   CHECK(has(rt[0][6], "not projected: no NCCL algorithm Tree applies to allreduce on 1 node(s)"));
   CHECK(rt[1][5] == "Tree/Simple (forced)");
   // --force given takes what the fitted runs ran with, from their own logs too: gj-aion's tuned run has
   // NCCL_ALGO=Ring and NCCL_MIN_CTAS=24 on its mpirun line.
-  auto own = tool("nccl project --fit " + kData + "/public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log --force given "
+  auto own = ran("nccl project --fit " + kData + "/public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log --force given "
                   "--nodes 2 --sizes 1G -o " + out);
   INFO(own.text);
-  REQUIRE(own.rc == 0);
   CHECK(has(own.text, "Forced: every projected row runs NCCL_ALGO=Ring, NCCL_MIN_CTAS=24 (24 channels) (--force given)"));
   auto ro = rows(own.text);
   REQUIRE(ro.size() == 1);
@@ -291,9 +277,8 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
   // A channel count only seen in a log's INFO lines was not forced: our 2 x H200 log (24 coll channels, no
   // NCCL_MIN_CTAS) says nothing of forced runs, and --force given finds nothing forced but NVLS off (0 nvls channels).
   const std::string h200 = kData + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
-  auto seen = tool("nccl project --fit " + h200 + " --nodes 2 --sizes 1G -o " + out);
+  auto seen = ran("nccl project --fit " + h200 + " --nodes 2 --sizes 1G -o " + out);
   INFO(seen.text);
-  REQUIRE(seen.rc == 0);
   CHECK_FALSE(has(seen.text, "Forced runs:"));
   // Bad values: one line naming the option, exit 2.
   for (const char* bad : {"algo=bogus", "channels=24x", "bogus=1", "nvls=3"}) {
@@ -316,11 +301,10 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
 // their band; without it every row is marked unvalidated.
 TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked", "[tool][bands]") {
   const std::string src = FB_SOURCE_DIR, out = tmpDir("generic");
-  auto v = tool("validate --inter " + src + "/results/20261202-labt-1gbit-2x1 --intra " + src +
+  auto v = ran("validate --inter " + src + "/results/20261202-labt-1gbit-2x1 --intra " + src +
                 "/results/20261202-labt-1gbit-1x2 --check " + src + "/results/20261202-labt-1gbit-3x1 --series tcp --no-plots -o " +
                 out + "-v");
   INFO(v.text);
-  REQUIRE(v.rc == 0);
   auto j = nlohmann::json::parse(slurp(out + "-v/evidence.json"));
   CHECK(j["kind"] == "generic");
   std::map<std::string, nlohmann::json> cell;
@@ -342,9 +326,8 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
 
   const std::string P = "project --inter lab=" + src + "/results/20261202-labt-1gbit-2x1:tcp --nodes 3,8 --coll allreduce "
                         "--sizes 16M --algo ring --params 1e9 --compute-ms 100 --bucket 16M --no-plots -o " + out;
-  auto with = tool(P + " --evidence " + out + "-v/evidence.json");
+  auto with = ran(P + " --evidence " + out + "-v/evidence.json");
   INFO(with.text);
-  REQUIRE(with.rc == 0);
   CHECK(has(with.text, "Error bands: the largest |error| that validation (" + out + "-v/evidence.json: fabricbench-model validate"));
   auto csv = fb::readCsvTable(out + "/projected.csv");
   REQUIRE(csv.size() == 3);
@@ -362,9 +345,8 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   CHECK(!tr[1][tr[1].size() - 2].empty());
   CHECK(has(slurp(out + "/projection.md"), "communication ±"));
 
-  auto without = tool(P);
+  auto without = ran(P);
   INFO(without.text);
-  REQUIRE(without.rc == 0);
   CHECK(has(without.text, "**No error bands**: no validation evidence was given, so every projected row below is marked "
                           "**unvalidated**"));
   csv = fb::readCsvTable(out + "/projected.csv");

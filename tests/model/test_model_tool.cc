@@ -15,18 +15,14 @@
 #include "report/csv.h"
 #include "report/import.h"
 #include "report/process.h"
+#include "model_tool_run.h"
 
 using namespace fb::model;
 using Approx = Catch::Detail::Approx;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fbtest::slurp;
 
 }  // namespace
 
@@ -112,14 +108,8 @@ TEST_CASE("perftest: ib_write_bw and ib_write_lat rows", "[import]") {
 
 #ifdef FB_MODEL_TOOL
 namespace {
-struct Out {
-  int rc;
-  std::string text;
-};
-Out tool(const std::string& args) {
-  auto r = fb::runCommand({"sh", "-c", std::string(FB_MODEL_TOOL) + " " + args + " 2>&1"}, std::chrono::seconds(120));
-  return {r.exitCode, r.out};
-}
+using fbtest::Out;
+using fbtest::tool;
 int lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
