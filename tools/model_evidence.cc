@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "model_common.h"
 #include "report/import.h"
 
 namespace fb::tools {
@@ -16,12 +17,6 @@ std::string regimeOf(double bytes) { return bytes < (1 << 20) ? "<1MiB" : bytes 
 
 namespace {
 
-std::string sizeText(double b) {
-  const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int k = 0;
-  while (k < 4 && b >= 1024) b /= 1024, ++k;
-  return b == std::floor(b) ? fmt::format("{:.0f} {}", b, u[k]) : fmt::format("{:.3g} {}", b, u[k]);
-}
 
 template <class C>
 std::string joined(const C& xs) {
@@ -159,11 +154,11 @@ ErrorBand bandOf(const Evidence& ev, const std::string& name, const std::string&
   if (minNodes > 0 && nodes < minNodes)
     why.push_back(fmt::format("{} node{} < the {} validated for {}", nodes, nodes == 1 ? "" : "s", minNodes, name));
   if (bytes < lo || bytes > hi) {
-    why.push_back(fmt::format("size outside {}'s validated {}..{}", name, sizeText(lo), sizeText(hi)));
+    why.push_back(fmt::format("size outside {}'s validated {}..{}", name, human(lo), human(hi)));
   } else if (cell && (bytes < (*cell)["min_bytes"].get<double>() || bytes > (*cell)["max_bytes"].get<double>())) {
     // Inside the algorithm's sizes but not its regime cell's (e.g. a 48 MiB row where 1-64 MiB saw 4-32 MiB).
     why.push_back(fmt::format("size outside {}'s validated {}..{} at {}", name,
-                              sizeText((*cell)["min_bytes"].get<double>()), sizeText((*cell)["max_bytes"].get<double>()),
+                              human((*cell)["min_bytes"].get<double>()), human((*cell)["max_bytes"].get<double>()),
                               reg));
   }
   if (!cell) {

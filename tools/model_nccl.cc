@@ -110,13 +110,6 @@ std::vector<NcclRun> loadRuns(const std::vector<std::string>& files, const std::
   return out;
 }
 
-std::string human(double b) {
-  const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int k = 0;
-  while (k < 4 && b >= 1024) b /= 1024, ++k;
-  return b == std::floor(b) ? fmt::format("{:.0f} {}", b, u[k]) : fmt::format("{:.3g} {}", b, u[k]);
-}
-
 std::string pick(NcclAlgo a, NcclProto p) { return ncclAlgoInfo(a).name + "/" + ncclProtoName(p); }
 
 std::string machineLine(const NcclFit& f) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "model_common.h"
+
 #include <CLI/CLI.hpp>
 
 #include "model/nccl.h"
@@ -30,7 +32,7 @@ void checkMachineOptions(const MachineOpts& o);
 fb::model::NcclMachine priorOf(const MachineOpts& o, const std::vector<fb::model::NcclRun>& runs,
                                std::string* note = nullptr);
 std::vector<fb::model::NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given);
-std::string human(double b);
+using fb::tools::human;  // "1 MiB" (model_common.h)
 std::string pick(fb::model::NcclAlgo a, fb::model::NcclProto p);
 std::string machineLine(const fb::model::NcclFit& f);
 std::string runShape(const fb::model::NcclRun& r);
