@@ -247,8 +247,12 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   std::string csv =
       "kind,fabric,coll,nodes,ranks_per_node,nics_per_node,ranks,size_bytes,algo,time_us,algbw_GBps,busbw_GBps,"
       "candidates,intra_input,intra_measured,inter_input,inter_measured,band_pct,beyond_validation\n";
-  // coll -> fabric -> rows
-  std::map<std::string, std::map<std::string, std::vector<Projection>>> rows;
+  // coll -> fabric -> rows, each with its error band (computed once, for the CSV and the page)
+  struct Row {
+    Projection p;
+    ErrorBand band;
+  };
+  std::map<std::string, std::map<std::string, std::vector<Row>>> rows;
   for (auto& coll : colls)
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, coll);
@@ -258,11 +262,11 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             Shape sh{n, g, a.nics};
             if (sh.ranks() < 2) continue;
             Projection p = project(coll, sh, S, in, force);
-            rows[coll][f.label].push_back(p);
+            const ErrorBand b = bandOf(ev, algoName(p.algo), coll, S, n, g);
+            rows[coll][f.label].push_back({p, b});
             std::string cand;
             for (auto& [al, t] : p.candidates) cand += fmt::format("{}{}={:.3f}", cand.empty() ? "" : ";", algoName(al), t);
             bool useIntra = g > 1, useInter = n > 1;
-            auto b = bandOf(ev, algoName(p.algo), coll, S, n, g);
             csv += fmt::format("projected,{},{},{},{},{},{},{:.0f},{},{:.3f},{:.6g},{:.6g},{},{},{},{},{},{},{}\n", csvq(f.label),
                                coll, n, g, sh.nics(), sh.ranks(), S, algoName(p.algo), p.timeUs, p.algbwGBps, p.busbwGBps,
                                csvq(cand), csvq(useIntra && in.intra ? in.intra->source : ""),
@@ -276,11 +280,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     md += fmt::format("## {} (projected)\n\n", coll);
     md += "| fabric | nodes x ranks/node | size | chosen algorithm | time | band | busbw per rank (GB/s) | every candidate | "
           "beyond validation |\n|---|---|---:|---|---:|---:|---:|---|---|\n";
-    for (auto& [fab, ps] : rows[coll])
-      for (auto& p : ps) {
+    for (auto& [fab, rs] : rows[coll])
+      for (auto& [p, b] : rs) {
         std::string cand;
         for (auto& [al, t] : p.candidates) cand += fmt::format("{}{} {}", cand.empty() ? "" : ", ", algoName(al), us(t));
-        auto b = bandOf(ev, algoName(p.algo), coll, p.bytes, p.shape.nodes, p.shape.perNode);
         md += fmt::format("| {} | {} x {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(fab), p.shape.nodes, p.shape.perNode,
                           human(p.bytes), algoName(p.algo), us(p.timeUs), bandText(b), bw(p.busbwGBps), cand,
                           b.beyond.empty() ? "-" : cell(b.beyond));
@@ -294,10 +297,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     std::string plots;
     int blk = 0;
     std::set<int> plotted;  // the node counts drawn: the x axis spans them and ticks at each
-    for (auto& [fab, ps] : rows[coll])
+    for (auto& [fab, rs] : rows[coll])
       for (double S : sizes) {
         std::string data;
-        for (auto& p : ps)
+        for (auto& [p, b] : rs)
           if (p.bytes == S && p.shape.perNode == gpus[0]) {
             data += fmt::format("{} {}\n", p.shape.nodes, p.timeUs);
             plotted.insert(p.shape.nodes);

@@ -53,12 +53,7 @@ void applyNcclSetting(NcclRun& r, const std::string& key, const std::string& val
 }
 
 void applyNcclSettings(NcclRun& r, const std::string& spec, const std::string& option) {
-  std::size_t pos = 0;
-  while (pos < spec.size()) {
-    auto e = spec.find(',', pos);
-    std::string kv = spec.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-    pos = e == std::string::npos ? spec.size() : e + 1;
-    if (text::trim(kv).empty()) continue;  // "a=1,,b=2" or a trailing comma
+  for (const auto& kv : text::split(spec, ',')) {  // trimmed; "a=1,,b=2" and a trailing comma leave no empty item
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError(

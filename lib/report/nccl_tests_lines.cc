@@ -11,6 +11,17 @@ namespace fb::nccltests {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
+namespace {
+// The count written just before `label` in an INFO line ("32 coll channels" -> 32); -1 when absent.
+int countBefore(const std::string& l, const char* label) {
+  const auto p = l.find(label);
+  if (p == std::string::npos) return -1;
+  auto w = text::words(l.substr(0, p));
+  std::size_t v = 0;
+  return !w.empty() && text::toUnsigned(w.back(), v) ? static_cast<int>(v) : -1;
+}
+}  // namespace
+
 // "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (+ GDRDMA seen).
 std::string transportIn(const std::string& line, bool& gdr) {
   auto p = line.find(" via ");
@@ -159,19 +170,9 @@ void readInfoLine(const std::string& l, InfoFacts& f) {
   if (l.find("GDRDMA") != std::string::npos || l.find("GPU Direct RDMA Enabled") != std::string::npos)
     f.gdr = true;
   // "32 coll channels, 32 collnet channels, ..., 32 p2p channels" / "nChannels 16"
-  p = l.find(" coll channels");
-  if (p != std::string::npos) {
-    auto w = text::words(l.substr(0, p));
-    std::size_t v = 0;
-    if (!w.empty() && text::toUnsigned(w.back(), v)) f.channels = static_cast<int>(v);
-  }
+  if (int n = countBefore(l, " coll channels"); n >= 0) f.channels = n;
   // "..., 0 nvls channels, ...": 0 where NVLS is off (NCCL_NVLS_ENABLE=0) or the node has no NVSwitch multicast.
-  p = l.find(" nvls channels");
-  if (p != std::string::npos) {
-    auto w = text::words(l.substr(0, p));
-    std::size_t v = 0;
-    if (!w.empty() && text::toUnsigned(w.back(), v)) f.nvlsChannels = std::max(f.nvlsChannels, static_cast<int>(v));
-  }
+  f.nvlsChannels = std::max(f.nvlsChannels, countBefore(l, " nvls channels"));
   p = l.find("nChannels ");
   if (p != std::string::npos && f.channels == 0) {
     auto w = text::words(l.substr(p + 10));
