@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,7 +34,8 @@ struct Forced {
   NcclForce force;
   int channels = 0;
   bool nvlsOff = false;
-  std::string text;  // "NCCL_ALGO=Ring, NCCL_PROTO=Simple, 24 channels"
+  std::vector<std::string> parts;  // "NCCL_ALGO=Ring", "NCCL_PROTO=Simple", ...
+  std::string text;                // the parts joined: "NCCL_ALGO=Ring, NCCL_PROTO=Simple"
   bool any() const { return force.algo || force.proto || channels > 0 || nvlsOff; }
 };
 
@@ -46,7 +46,7 @@ Forced forcedOf(const NcclRun& r) {
   f.force = r.force;
   f.channels = r.channelsForced ? r.channels : 0;
   f.nvlsOff = r.nvlsOff;
-  std::vector<std::string> t;
+  auto& t = f.parts;
   if (f.force.algo) t.push_back("NCCL_ALGO=" + ncclAlgoInfo(*f.force.algo).name);
   if (f.force.proto) t.push_back("NCCL_PROTO=" + ncclProtoName(*f.force.proto));
   if (f.channels > 0) t.push_back(fmt::format("NCCL_MIN_CTAS={} ({} channels)", f.channels, f.channels));
@@ -159,13 +159,13 @@ int cmdProject() {
       fit.machine.nvlsGBps > 0 && !forced.nvlsOff)
     md += fmt::format("NVLS: every fitted run ran without it (NCCL_NVLS_ENABLE=0 or 0 nvls channels), so NVLS and NVLSTree rows below use the prior "
                       "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
-  // What the fitted runs forced, and whether the projection follows it.
-  std::set<std::string> runForced;
-  for (auto& r : runs) {
-    if (r.force.algo) runForced.insert("NCCL_ALGO=" + ncclAlgoInfo(*r.force.algo).name);
-    if (r.force.proto) runForced.insert("NCCL_PROTO=" + ncclProtoName(*r.force.proto));
-    if (r.channelsForced) runForced.insert(fmt::format("{} channels", r.channels));
-  }
+  // What the fitted runs forced (forcedOf's parts, each once; NVLS off has its own line above), and whether the
+  // projection follows it.
+  std::vector<std::string> runForced;
+  for (auto& r : runs)
+    for (auto& x : forcedOf(r).parts)
+      if (x != "NCCL_NVLS_ENABLE=0" && std::find(runForced.begin(), runForced.end(), x) == runForced.end())
+        runForced.push_back(x);
   std::string runForcedText;
   for (auto& x : runForced) runForcedText += (runForcedText.empty() ? "" : ", ") + x;
   if (forced.any())

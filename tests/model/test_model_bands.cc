@@ -274,6 +274,11 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
   auto ro = rows(own.text);
   REQUIRE(ro.size() == 1);
   CHECK(ro[0][5] == "Ring/Simple (forced)");
+  // Without --force the same run's settings are named in the same words (forcedOf's), not projected.
+  auto note = ran("nccl project --fit " + kData + "/public-nccl-tests/h100-ib400-gjaion-2x8-ring-minctas24.log "
+                  "--nodes 2 --sizes 1G -o " + out);
+  CHECK(has(note.text, "Forced runs: the fitted runs had NCCL_ALGO=Ring, NCCL_MIN_CTAS=24 (24 channels); the projected "
+                       "rows are NCCL's own choice"));
   // A channel count only seen in a log's INFO lines was not forced: our 2 x H200 log (24 coll channels, no
   // NCCL_MIN_CTAS) says nothing of forced runs, and --force given finds nothing forced but NVLS off (0 nvls channels).
   const std::string h200 = kData + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
