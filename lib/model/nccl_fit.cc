@@ -296,9 +296,10 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     const bool nvlsRun = r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;
     allreduce |= nvlsRun;
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
-    // one GPU per node, a collective NVLS does not run, or a machine without NVLS. A 2-node default
-    // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs.
-    const bool nvlsPossible = nvlsRun && prior.nvlsGBps > 0 &&
+    // one GPU per node, a collective NVLS does not run, a machine without NVLS, or 3+ nodes. A 2-node default
+    // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs; from 3 nodes a
+    // node's tree edges double and the NICs bind again.
+    const bool nvlsPossible = nvlsRun && prior.nvlsGBps > 0 && r.nodes <= 2 &&
                               (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }

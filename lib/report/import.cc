@@ -24,11 +24,22 @@ bool isNumberStart(const std::string& l) {
 
 InputKind sniffInput(const std::string& text) {
   if (text::startsWith(text, "size_bytes,count,")) return InputKind::kTableCsv;
+  const bool columns = text.find("#wrong") != std::string::npos ||
+                       (text.find("redop") != std::string::npos && text.find("error") != std::string::npos);
+  // nccl-tests' column line ("#  size  count  type  redop  root  time ..."): vendors' excerpts (AWS's p5 sample
+  // output) start there, without the "out-of-place  in-place" line above it.
+  auto columnLine = [&] {
+    for (const auto& l : text::split(text, '\n')) {  // after any srun/mpirun prefix
+      auto h = l.find('#');
+      if (h == std::string::npos) continue;
+      auto w = text::words(l.substr(h + 1));
+      if (w.size() >= 3 && w[0] == "size" && w[1] == "count" && w[2] == "type") return true;
+    }
+    return false;
+  };
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
-      (text.find("out-of-place") != std::string::npos &&
-       (text.find("#wrong") != std::string::npos ||
-        (text.find("redop") != std::string::npos && text.find("error") != std::string::npos))))
+      (columns && (text.find("out-of-place") != std::string::npos || columnLine())))
     return InputKind::kNcclTests;
   if (text.find("#bytes") != std::string::npos &&
       (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||

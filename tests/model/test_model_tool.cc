@@ -326,13 +326,14 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
       if (run.find("xxrjun-cluster00") == std::string::npos) ++withinAF;
     }
   }
-  CHECK(r.text.find(std::to_string(within) + " of 30 predicted runs within the bound") != std::string::npos);
+  CHECK(r.text.find(std::to_string(within) + " of 32 predicted runs within the bound") != std::string::npos);
   CHECK(withinAF >= 15);
   CHECK(within >= 20);
   CHECK(wrong == 0);
   CHECK(rows > 150);
-  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G"});
-  CHECK(predictedRows.size() == 30);  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each)
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G", "K"});
+  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each; set K's two AllGather runs miss)
+  CHECK(predictedRows.size() == 32);
   for (auto& [run, n] : predictedRows) {
     INFO(run);
     CHECK(n >= 3);
