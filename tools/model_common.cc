@@ -136,6 +136,14 @@ Loaded load(const std::string& arg) {
   Loaded l;
   l.run = fb::loadRunAny(arg);
   l.series = fb::groupSeries(l.run.rows, "");
+  // A row whose typed algorithm id (model_algo) the model does not know is refused here, with the file's name.
+  for (const auto& r : l.run.rows) {
+    try {
+      fb::model::algoOfRow(r);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", arg, e.what()));
+    }
+  }
   return l;
 }
 

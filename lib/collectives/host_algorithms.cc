@@ -148,6 +148,19 @@ std::string hostChoiceName(const HostChoice& c) {
   return "hierarchical (" + std::string(hostAlgoName(c.inner)) + ")";
 }
 
+std::string_view hostModelAlgo(const HostChoice& c) {
+  // Spelled out (not hostAlgoName) so a change of the human name leaves the typed id alone.
+  switch (c.algo) {
+    case HostAlgo::kRing: return "ring";
+    case HostAlgo::kRecursiveDoubling: return "recursive-doubling";
+    case HostAlgo::kRabenseifner: return "rabenseifner";
+    case HostAlgo::kBruck: return "bruck";
+    case HostAlgo::kRecursiveHalving: return "recursive-halving";
+    case HostAlgo::kHier: return "hier";
+  }
+  return "?";
+}
+
 int HostPlacement::nodes() const {
   int m = 0;
   for (int v : nodeOf) m = std::max(m, v + 1);

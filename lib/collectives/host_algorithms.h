@@ -69,6 +69,10 @@ struct HostChoice {
   bool operator==(const HostChoice&) const = default;
 };
 std::string hostChoiceName(const HostChoice& c);  // "ring", "hierarchical (ring)", ...
+// The choice as the cost model's canonical algorithm name (lib/model's algoTable), for the row's
+// typed "model_algo" detail: "ring", "recursive-doubling", ...; "hier" for any hierarchical choice
+// (the inner algorithm is in hostChoiceName's text). tests/model checks each parses to its Algo.
+std::string_view hostModelAlgo(const HostChoice& c);
 // Candidates a ranker may choose from for `k` on `p` (flat ones, and hierarchical on > 1 node).
 std::vector<HostChoice> hostCandidates(CollKind k, const HostPlacement& p);
 // Ranks the candidates for one point (fastest first); nullopt = no opinion (use the defaults).

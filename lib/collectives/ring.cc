@@ -1,7 +1,7 @@
 // Host algorithms for AllReduce, AllGather, ReduceScatter and the P2P ring over any Transport, on host memory (tcp, verbs): the
 // algorithm is chosen per shape (host_algorithms.h: recursive doubling, Rabenseifner, Bruck,
 // recursive halving below their switch points, chosen in scratchFor/prepare; the row's
-// 'algorithm' detail names it), and the ring, below, for large sizes.
+// 'algorithm' detail names it, 'model_algo' as the cost model's id), and the ring, below, for large sizes.
 // Ring: n ranks, right = r+1,
 // left = r-1, the buffer split into n chunks (chunk k = elements [k·C/n, (k+1)·C/n)).
 //
@@ -43,6 +43,7 @@ class RingCollective final : public HostCollective {
   PathInfo path() const override {
     PathInfo p = HostCollective::path();
     p.details.emplace_back("algorithm", hostChoiceName(choice_));
+    p.details.emplace_back("model_algo", std::string(hostModelAlgo(choice_)));  // typed: what the model reads
     return p;
   }
 

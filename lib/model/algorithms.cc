@@ -244,6 +244,18 @@ Algo parseAlgo(const std::string& s) {
 }
 
 std::optional<Algo> algoOfRow(const Sample& s) {
+  // The typed id the suite writes (lib/collectives: hostModelAlgo, cudaModelAlgo): parsed exactly.
+  for (const auto& [k, v] : s.extra) {
+    if (k != kModelAlgoKey) continue;
+    try {
+      return parseAlgo(v);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{} {}/{} [{}] row of {} B: {}: {}", s.coll, s.impl, s.path, s.inPlace ? "in" : "out",
+                                   s.bytes, kModelAlgoKey, e.what()));
+    }
+  }
+  // Fallback, only for rows without it (files written before it, other tools' rows, NCCL's "algo"):
+  // the longest name or alias the free text starts with.
   for (const auto& [k, v] : s.extra) {
     if (k != "algorithm" && k != "algo" && k != "host_algo") continue;
     const std::string t = text::lower(v);

@@ -149,8 +149,10 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
     if (r.bytes == 0 || !(r.timeUs > 0)) continue;
     Algo a = Algo::kRing;
     std::vector<Phase> ph;
+    // An unknown typed id (model_algo) is a broken file, not an unfit series: its InputError goes up.
+    const std::optional<Algo> named = opt.forceAlgo ? opt.forceAlgo : algoOfRow(r);
     try {
-      a = opt.forceAlgo ? *opt.forceAlgo : algoOfRow(r).value_or(defaultAlgo(s.coll));
+      a = named ? *named : defaultAlgo(s.coll);
       ph = phases(s.coll, a, sh, static_cast<double>(r.bytes));
     } catch (const InputError& e) {
       out.why = e.what();

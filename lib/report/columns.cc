@@ -35,7 +35,8 @@ const std::vector<ColumnDoc>& csvColumnDocs() {
       {"pct_nominal", "%", "busbw as a percentage of the path's nominal link rate, when the link rate is known; empty otherwise"},
       {"extra", "—",
        "backend details as `key=value;key=value` (`\\` escapes `;`, `=` and `\\`); `nominal_basis` says where "
-       "the nominal rate comes from (or why there is none)"},
+       "the nominal rate comes from (or why there is none); `algorithm` names the tcp/verbs/cuda algorithm in words, "
+       "`model_algo` the same as the [model](model.md)'s name for it (`ring`, `hier`, `one-shot`, ...)"},
       {"timer", "—",
        "`rank-events` (each rank's CUDA events around its batch), `rank-clock` (each rank's steady clock: host "
        "backends) or `nccl-tests` (nccl-tests' host clock from a barrier); [timers](timers.md). Files that say "

@@ -30,7 +30,7 @@ const Case kCases[] = {
 };
 
 // Runs every case at `n` ranks over one transport; returns wrong elements per case key, and the
-// algorithm each row named (must be the forced one).
+// algorithm each row named (must be the forced one; its model_algo id under key + "#model_algo").
 template <std::size_t K = std::size(kCases)>
 std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<std::size_t>& counts,
                                            std::map<std::string, std::string>* named,
@@ -58,12 +58,17 @@ std::map<std::string, std::int64_t> runAll(int n, DataType t, const std::vector<
           std::int64_t w = shape.paramCount == count ? coll->check(3, Deadline::in(std::chrono::seconds(60))) : -1000000;
           std::string key = std::string(collName(c.kind)) + "/" + c.algo + (inPlace ? "/in" : "/out") + "/count=" +
                             std::to_string(count);
-          std::string algo;
-          for (auto& [k, v] : coll->path().details)
+          std::string algo, modelAlgo;
+          for (auto& [k, v] : coll->path().details) {
             if (k == "algorithm") algo = v;
+            if (k == "model_algo") modelAlgo = v;
+          }
           std::lock_guard<std::mutex> lk(mu);
           wrong[key] += w;
-          if (named) (*named)[key] = algo;
+          if (named) {
+            (*named)[key] = algo;
+            (*named)[key + "#model_algo"] = modelAlgo;
+          }
         }
       }
     }
@@ -79,6 +84,12 @@ std::string expectedName(const std::string& algo) {
       {"hier-rabenseifner", "hierarchical (rabenseifner)"}};
   auto it = full.find(algo);
   return it == full.end() ? algo : it->second;
+}
+// The row's typed id for the forced FB_HOST_ALGO name: the model's canonical name, "hier" for any
+// hierarchical choice.
+std::string expectedModelAlgo(const std::string& algo) {
+  if (algo.rfind("hier", 0) == 0) return "hier";
+  return algo == "rd" ? "recursive-doubling" : algo == "rh" ? "recursive-halving" : algo;
 }
 
 // FB_HOST_ALGO=algo forced, n ranks (placed on the nodes FB_HOST_NODES names when `placed`), one
@@ -121,6 +132,7 @@ TEST_CASE("every host algorithm is exact at np 1..7, odd and uneven counts, both
       std::string key = std::string(collName(c.kind)) + "/" + c.algo + "/out/count=1";
       CAPTURE(n, key);
       CHECK(named[key] == expectedName(c.algo));
+      CHECK(named[key + "#model_algo"] == expectedModelAlgo(c.algo));
     }
   }
 }
@@ -154,6 +166,7 @@ TEST_CASE("hierarchical schedules are exact at even, uneven and interleaved plac
       std::string key = std::string(collName(c.kind)) + "/" + c.algo + "/in/count=1";
       CAPTURE(n, nodes, key);
       CHECK(named[key] == expectedName(c.algo));
+      CHECK(named[key + "#model_algo"] == expectedModelAlgo(c.algo));
     }
   }
 }

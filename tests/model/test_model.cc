@@ -1,10 +1,15 @@
 // lib/model's projections: the formulas against hand-computed cases, the bus factors, the
-// training step and the algorithm a row names.
+// training step, the algorithm a row names, and the typed ids lib/collectives writes.
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string>
 #include <vector>
 
+#include "collectives/cuda/cuda_program.h"
+#include "collectives/host_algorithms.h"
 #include "model/model.h"
+#include "report/series.h"
 
 using namespace fb::model;
 using Approx = Catch::Detail::Approx;
@@ -220,4 +225,114 @@ TEST_CASE("algorithm named by the row", "[model][algo]") {
     CHECK(algoName(d.id) == d.name);
     for (auto al : d.aliases) CHECK(parseAlgo(std::string(al)) == d.id);
   }
+}
+
+TEST_CASE("typed model_algo: read exactly, before the free text", "[model][algo]") {
+  fb::Sample s;
+  s.coll = "allreduce";
+  s.impl = "tcp";
+  s.path = "tcp lo";
+  s.bytes = 4096;
+  // the typed key wins over text that names another algorithm, wherever it stands
+  s.extra = {{"algorithm", "ring (misleading)"}, {"model_algo", "recursive-doubling"}};
+  CHECK(*algoOfRow(s) == Algo::kRecDoubling);
+  s.extra = {{"model_algo", "hier"}, {"algorithm", "rabenseifner"}};
+  CHECK(*algoOfRow(s) == Algo::kHier);
+  s.extra = {{"model_algo", "one-shot"}, {"algo", "Ring"}};
+  CHECK(*algoOfRow(s) == Algo::kOneShot);
+  // exact, not a prefix: an unknown id (or trailing text) is refused with the row named, not read as text
+  for (const char* bad : {"butterfly", "ring (pull)", ""}) {
+    s.extra = {{"algorithm", "ring"}, {"model_algo", bad}};
+    std::string what;
+    try {
+      algoOfRow(s);
+    } catch (const InputError& e) {
+      what = e.what();
+    }
+    INFO(what);
+    CHECK(what.find(std::string("model_algo: unknown algorithm '") + bad + "'") != std::string::npos);
+    CHECK(what.find("allreduce tcp/tcp lo [out] row of 4096 B") != std::string::npos);
+    CHECK(what.find('\n') == std::string::npos);
+  }
+  // rows without it still read their text by prefix
+  s.extra = {{"algorithm", "hierarchical (rabenseifner)"}};
+  CHECK(*algoOfRow(s) == Algo::kHier);
+
+  // a fit takes each row's typed id: 6 rows say recursive doubling in model_algo and ring in the text
+  fb::Series ser;
+  ser.coll = "allreduce";
+  ser.impl = "tcp";
+  ser.path = "tcp lo";
+  ser.nRanks = 4;
+  ser.nNodes = 1;
+  for (std::size_t b = 4096; b <= (4096u << 5); b *= 2) {
+    fb::Sample r = s;
+    r.bytes = b;
+    r.nRanks = 4;
+    r.timeUs = 20 + 2e-3 * static_cast<double>(b);
+    r.extra = {{"algorithm", "ring"}, {"model_algo", "recursive-doubling"}};
+    ser.rows.push_back(r);
+  }
+  auto f = fitSeries(ser);
+  REQUIRE(f.points.size() == 6);
+  int rd = 0;
+  for (const auto& p : f.points) rd += p.algo == Algo::kRecDoubling;
+  CHECK(rd == 6);
+  // one row with an unknown id: the fit refuses the series (a broken file), it does not just skip it
+  ser.rows[3].extra = {{"model_algo", "butterfly"}};
+  CHECK_THROWS_AS(fitSeries(ser), InputError);
+  FitOptions forced;
+  forced.forceAlgo = Algo::kRing;  // --algo: rows are not read
+  CHECK(fitSeries(ser, forced).points.size() == 6);
+}
+
+// lib/collectives does not depend on lib/model: each side names the algorithm on its own, and this
+// test fails when either renames one.
+TEST_CASE("typed ids of the host algorithms and cuda programs parse to the model's algorithms", "[model][algo]") {
+  auto expected = [](fb::HostAlgo a) {
+    switch (a) {
+      case fb::HostAlgo::kRing: return Algo::kRing;
+      case fb::HostAlgo::kRecursiveDoubling: return Algo::kRecDoubling;
+      case fb::HostAlgo::kRabenseifner: return Algo::kRabenseifner;
+      case fb::HostAlgo::kBruck: return Algo::kBruck;
+      case fb::HostAlgo::kRecursiveHalving: return Algo::kRecHalving;
+      case fb::HostAlgo::kHier: return Algo::kHier;
+    }
+    return Algo::kTree;  // not a host algorithm: fails below
+  };
+  // every choice the host ring collective (ring.cc: AllReduce, AllGather, ReduceScatter, P2P ring) can
+  // make on 2 nodes x 2 ranks: each flat algorithm, hierarchical with each inner one
+  const fb::HostPlacement p{{0, 0, 1, 1}, 4};
+  std::set<fb::HostAlgo> seen;
+  int choices = 0;
+  for (auto k : {fb::CollKind::kAllReduce, fb::CollKind::kAllGather, fb::CollKind::kReduceScatter, fb::CollKind::kP2PRing})
+    for (const auto& c : fb::hostCandidates(k, p)) {
+      const std::string id(fb::hostModelAlgo(c));
+      INFO(fb::collName(k) << " " << fb::hostChoiceName(c) << " -> " << id);
+      const Algo a = parseAlgo(id);
+      CHECK(a == expected(c.algo));
+      CHECK(algoName(a) == id);  // the canonical name, not an alias
+      CHECK_NOTHROW(phases(std::string(fb::collName(k)), a, Shape{2, 2}, 1 << 20));
+      seen.insert(c.algo);
+      ++choices;
+    }
+  CHECK(seen.size() == 6);  // every HostAlgo value
+  CHECK(choices == 13);     // AllReduce 3 flat + 3 hierarchical, AllGather 2 + 1, ReduceScatter 2 + 1, P2P ring 1
+  // every cuda program on every collective it runs (the one-shot programs: AllReduce only)
+  int programs = 0;
+  for (auto prog : fb::cudaipc::kCudaPrograms)
+    for (auto k : fb::allCollKinds()) {
+      if (prog != fb::cudaipc::CudaProgram::kRing && k != fb::CollKind::kAllReduce) continue;
+      const std::string id(fb::cudaipc::cudaModelAlgo(prog, k));
+      INFO(fb::collName(k) << " program " << static_cast<int>(prog) << " -> " << id);
+      const Algo a = parseAlgo(id);
+      const Algo want = prog != fb::cudaipc::CudaProgram::kRing ? Algo::kOneShot
+                        : k == fb::CollKind::kAllToAll          ? Algo::kDirect
+                                                                : Algo::kRing;
+      CHECK(a == want);
+      CHECK(algoName(a) == id);
+      CHECK_NOTHROW(phases(std::string(fb::collName(k)), a, Shape{1, 4}, 1 << 20));
+      ++programs;
+    }
+  CHECK(programs == 8);  // ring x 6 collectives, one-shot and one-shot LL x AllReduce
 }

@@ -270,6 +270,51 @@ TEST_CASE("fabricbench-model: lib/'s warnings carry the tool's name", "[tool]") 
   std::filesystem::remove_all(tmp);
 }
 
+TEST_CASE("fabricbench-model fit: rows' typed model_algo, the text of older rows, an unknown id refused", "[tool]") {
+  std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_typed_" + std::to_string(::getpid()));
+  // A run folder of 6 AllReduce sizes on 4 ranks, each row's extra column as given (the 16 first columns of table.csv).
+  auto write = [&](const std::string& name, const std::string& extra, const std::string& extra4 = "") {
+    std::filesystem::create_directories(tmp + "/" + name);
+    std::ofstream(tmp + "/" + name + "/run.json") << R"({"run_id":")" << name << R"("})";
+    std::ofstream t(tmp + "/" + name + "/table.csv");
+    t << "size_bytes,count,type,coll,impl,path,placement,nranks,nnodes,iters,time_us,algbw_GBps,busbw_GBps,wrong,"
+         "pct_nominal,extra\n";
+    for (int i = 0; i < 6; ++i) {
+      const std::size_t b = std::size_t{4096} << i;
+      const double us = 20 + 2e-3 * static_cast<double>(b);
+      t << b << "," << b / 4 << ",float32,allreduce,tcp,tcp lo,out,4,1,10," << us << "," << b / us * 1e-3 << ","
+        << b / us * 1.5e-3 << ",0,,\"" << (i == 4 && !extra4.empty() ? extra4 : extra) << "\"\n";
+    }
+  };
+  write("typed", "algorithm=ring (misleading);model_algo=recursive-doubling");
+  write("old", "algorithm=Rabenseifner (recursive halving + doubling)");
+  write("bad", "algorithm=ring;model_algo=ring", "algorithm=ring;model_algo=butterfly");
+  // fit.csv's algo column (10th) over its rows: how many name each algorithm
+  auto algos = [&](const std::string& run) {
+    auto r = tool("fit " + tmp + "/" + run + " --no-plots -o " + tmp + "/o-" + run);
+    INFO(r.text);
+    CHECK(r.rc == 0);
+    std::map<std::string, int> n;
+    auto table = fb::readCsvTable(tmp + "/o-" + run + "/fit.csv");
+    for (std::size_t i = 1; i < table.size(); ++i) ++n[table[i].at(9)];
+    return n;
+  };
+  CHECK(algos("typed") == std::map<std::string, int>{{"recursive-doubling", 6}});  // the key, not the text
+  CHECK(algos("old") == std::map<std::string, int>{{"rabenseifner", 6}});          // no key: the text's prefix
+  auto r = tool("fit " + tmp + "/bad --no-plots -o " + tmp + "/o-bad");
+  INFO(r.text);
+  CHECK(r.rc == 2);
+  CHECK(lines(r.text) == 1);
+  CHECK(r.text.rfind("fabricbench-model: error: " + tmp + "/bad: allreduce tcp/tcp lo [out] row of 65536 B: model_algo: "
+                     "unknown algorithm 'butterfly'",
+                     0) == 0);
+  CHECK_FALSE(std::filesystem::exists(tmp + "/o-bad"));
+  // validate reads the same rows (through the same load): refused too
+  CHECK(tool("validate --intra " + tmp + "/typed --check " + tmp + "/bad -o " + tmp + "/o-bad").rc == 2);
+  CHECK_FALSE(std::filesystem::exists(tmp + "/o-bad"));
+  std::filesystem::remove_all(tmp);
+}
+
 TEST_CASE("fabricbench-model: fit of a real nccl-tests log prints the error at every size", "[tool]") {
   std::string tmp = std::filesystem::temp_directory_path() / ("fb_model_fit_" + std::to_string(::getpid()));
   auto r = tool(std::string("fit ") + FB_MODEL_TEST_DATA + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log --no-plots -o " +

@@ -4,6 +4,7 @@
 // kernels/.
 #pragma once
 #include "collectives/cuda/cuda_collective.h"
+#include "collectives/cuda/cuda_program.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -202,6 +204,7 @@ class CudaIpcCollective final : public Collective {
   std::vector<std::pair<std::string, std::string>> pathDetails_;
   std::string busId_, smClock_;  // the GPU's PCI bus id; its SM clock after the last size's batches
   std::string lastAlgo_ = "none";
+  std::optional<CudaProgram> program_;  // the last size's program (none before the first prepare)
   double nominal_ = -1;        // typed nominal rate (set in describePath)
   std::string nominalBasis_;
 

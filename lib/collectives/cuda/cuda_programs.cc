@@ -210,6 +210,7 @@ void CudaIpcCollective::buildOneShot() {
 void CudaIpcCollective::buildPrograms() {
   buildRing();
   buildOneShot();
+  program_ = useLL_ ? CudaProgram::kOneShotLL : useOneShot_ ? CudaProgram::kOneShot : CudaProgram::kRing;
   lastAlgo_ = useLL_ ? "one-shot LL (8 B + flags in 16 B lines pushed to peers, local sum)"
             : useOneShot_ ? "one-shot (push to peers' staging, local sum)"
                           : "ring (pull from left neighbour, " + std::to_string(ring_.nSteps) + " steps, " +
