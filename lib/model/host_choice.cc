@@ -27,17 +27,6 @@ Link constantLink(double gbps, double alphaUs, const std::string& source) {
   return l;
 }
 
-Algo modelAlgo(fb::HostAlgo a) {
-  switch (a) {
-    case fb::HostAlgo::kRing: return Algo::kRing;
-    case fb::HostAlgo::kRecursiveDoubling: return Algo::kRecDoubling;
-    case fb::HostAlgo::kRabenseifner: return Algo::kRabenseifner;
-    case fb::HostAlgo::kBruck: return Algo::kBruck;
-    case fb::HostAlgo::kRecursiveHalving: return Algo::kRecHalving;
-    case fb::HostAlgo::kHier: return Algo::kHier;
-  }
-  return Algo::kRing;
-}
 
 double hopUs(const Link& l, double bytes, double chunk) {
   const Segment& s = l.segmentFor(bytes);
@@ -77,6 +66,18 @@ void parseLink(const std::string& all, const std::string& v, double& gbps, doubl
 }
 
 }  // namespace
+
+Algo modelAlgo(fb::HostAlgo a) {
+  switch (a) {
+    case fb::HostAlgo::kRing: return Algo::kRing;
+    case fb::HostAlgo::kRecursiveDoubling: return Algo::kRecDoubling;
+    case fb::HostAlgo::kRabenseifner: return Algo::kRabenseifner;
+    case fb::HostAlgo::kBruck: return Algo::kBruck;
+    case fb::HostAlgo::kRecursiveHalving: return Algo::kRecHalving;
+    case fb::HostAlgo::kHier: return Algo::kHier;
+  }
+  return Algo::kRing;
+}
 
 HostLinks hostLinks(double interGBps, double lineGBps, StepLatency measured) {
   double eg = interGBps > 0 ? interGBps : 1.25, ea = 50, ig = 3.0, ia = 15;

@@ -24,6 +24,10 @@
 
 namespace fb::model {
 
+// The cost model's algorithm for a host algorithm (the phases hostTime costs; the rows' typed model_algo id
+// names the same one, tests/model checks it).
+Algo modelAlgo(fb::HostAlgo a);
+
 struct HostLinks {
   Link intra, inter;
   double nicsPerNode = 1;

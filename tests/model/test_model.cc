@@ -8,6 +8,7 @@
 
 #include "collectives/cuda/cuda_program.h"
 #include "collectives/host_algorithms.h"
+#include "model/host_choice.h"
 #include "model/model.h"
 #include "report/series.h"
 
@@ -289,17 +290,7 @@ TEST_CASE("typed model_algo: read exactly, before the free text", "[model][algo]
 // lib/collectives does not depend on lib/model: each side names the algorithm on its own, and this
 // test fails when either renames one.
 TEST_CASE("typed ids of the host algorithms and cuda programs parse to the model's algorithms", "[model][algo]") {
-  auto expected = [](fb::HostAlgo a) {
-    switch (a) {
-      case fb::HostAlgo::kRing: return Algo::kRing;
-      case fb::HostAlgo::kRecursiveDoubling: return Algo::kRecDoubling;
-      case fb::HostAlgo::kRabenseifner: return Algo::kRabenseifner;
-      case fb::HostAlgo::kBruck: return Algo::kBruck;
-      case fb::HostAlgo::kRecursiveHalving: return Algo::kRecHalving;
-      case fb::HostAlgo::kHier: return Algo::kHier;
-    }
-    return Algo::kTree;  // not a host algorithm: fails below
-  };
+
   // every choice the host ring collective (ring.cc: AllReduce, AllGather, ReduceScatter, P2P ring) can
   // make on 2 nodes x 2 ranks: each flat algorithm, hierarchical with each inner one
   const fb::HostPlacement p{{0, 0, 1, 1}, 4};
@@ -310,7 +301,7 @@ TEST_CASE("typed ids of the host algorithms and cuda programs parse to the model
       const std::string id(fb::hostModelAlgo(c));
       INFO(fb::collName(k) << " " << fb::hostChoiceName(c) << " -> " << id);
       const Algo a = parseAlgo(id);
-      CHECK(a == expected(c.algo));
+      CHECK(a == modelAlgo(c.algo));  // the algorithm hostTime costs for this choice
       CHECK(algoName(a) == id);  // the canonical name, not an alias
       CHECK_NOTHROW(phases(std::string(fb::collName(k)), a, Shape{2, 2}, 1 << 20));
       seen.insert(c.algo);
