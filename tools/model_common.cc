@@ -172,6 +172,103 @@ std::string seriesList(const Loaded& l) {
   return o;
 }
 
+// ---- link sources (project --inter/--intra, fit --intra) ---------------------------------------
+
+Source parseSource(const std::string& arg, const char* what) {
+  Source s;
+  std::string t = arg;
+  auto eq = t.find('=');
+  auto colon = t.find(':');
+  if (eq != std::string::npos && (colon == std::string::npos || eq < colon)) {
+    s.label = t.substr(0, eq);
+    t = t.substr(eq + 1);
+    if (s.label.empty()) throw InputError(fmt::format("--{} '{}': empty fabric name before '='", what, arg));
+  }
+  s.text = t;
+  if (t.rfind("spec:", 0) == 0) {
+    auto parts = splitComma(t.substr(5));
+    const Spec& sp = findSpec(parts.empty() ? "" : parts[0]);
+    double eff = -1, lat = -1;
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      auto e = parts[i].find('=');
+      std::string k = parts[i].substr(0, e), v = e == std::string::npos ? "" : parts[i].substr(e + 1);
+      double d = 0;
+      try {
+        std::size_t pos = 0;
+        d = std::stod(v, &pos);
+        if (pos != v.size()) throw 0;
+      } catch (...) {
+        throw InputError(fmt::format("--{} '{}': '{}' needs a number (eff=0.9, lat=5)", what, arg, parts[i]));
+      }
+      if (!std::isfinite(d) || d <= 0)
+        throw InputError(fmt::format("--{} '{}': '{}' must be a number > 0", what, arg, parts[i]));
+      if (k == "eff") eff = d;
+      else if (k == "lat") lat = d;
+      else throw InputError(fmt::format("--{} '{}': unknown setting '{}' (eff=, lat=)", what, arg, k));
+    }
+    if (std::string(what) == "inter" && sp.kind != "inter")
+      throw InputError(fmt::format("--inter spec:{} is an intra-node link (use --intra)", sp.name));
+    if (std::string(what) == "intra" && sp.kind != "intra")
+      throw InputError(fmt::format("--intra spec:{} is a network link (use --inter)", sp.name));
+    s.spec = true;
+    s.specLink = linkFromSpec(sp, eff, lat);
+    if (s.label.empty()) s.label = sp.name;
+    return s;
+  }
+  // RUN[:SERIES]: the run may itself contain ':' only as the separator we split on last.
+  std::string runPart = t, pat;
+  auto c = t.rfind(':');
+  if (c != std::string::npos && !fs::exists(t)) {
+    runPart = t.substr(0, c);
+    pat = t.substr(c + 1);
+  }
+  std::error_code ec;
+  if (!fs::exists(runPart, ec))
+    throw InputError(fmt::format("--{} '{}': '{}' is neither spec:NAME nor an existing run folder or log", what, arg,
+                                 runPart));
+  s.run = load(runPart);
+  s.pattern = pat;
+  if (s.label.empty()) s.label = s.run->run.label + (pat.empty() ? "" : ":" + pat);
+  return s;
+}
+
+Link resolve(const Source& s, const std::string& coll, const char* what, const Link* intra, double fitNics) {
+  if (s.spec) return s.specLink;
+  const Series* f = findSeries(*s.run, s.pattern, coll, "", false);
+  if (!f) f = findSeries(*s.run, s.pattern, "allreduce", "", false);
+  if (!f)
+    throw InputError(fmt::format("--{} {}: no series matches '{}' for {} (nor allreduce); the series are:{}", what,
+                                 s.text, s.pattern, coll, seriesList(*s.run)));
+  FitOptions fo;
+  fo.intra = intra;
+  fo.nicsPerNode = fitNics;
+  auto hf = fitSeries(*f, fo);
+  if (!hf.usable) throw InputError(fmt::format("--{} {}: {}: {}", what, s.text, seriesName(*s.run, *f), hf.why));
+  if (std::string(what) == "inter" && f->nNodes < 2)
+    throw InputError(fmt::format("--inter {}: {} ran on one node: its hops are intra-node", s.text, seriesName(*s.run, *f)));
+  if (std::string(what) == "intra" && f->nNodes > 1)
+    throw InputError(fmt::format("--intra {}: {} ran on {} nodes: its hops are inter-node", s.text,
+                                 seriesName(*s.run, *f), f->nNodes));
+  return linkFromFit(hf, seriesName(*s.run, *f));
+}
+
+void checkIntraSource(const Source& s) {
+  if (s.spec) return;
+  const Series* single = nullptr;
+  const Series* any = nullptr;
+  for (const auto& x : s.run->series) {
+    if (!s.pattern.empty() && !fb::seriesMatches(x, s.pattern) && x.impl != s.pattern) continue;
+    if (!any) any = &x;
+    if (x.nNodes <= 1 && !single) single = &x;
+  }
+  if (!any)
+    throw InputError(fmt::format("--intra {}: no series matches '{}'; the series are:{}", s.text, s.pattern,
+                                 seriesList(*s.run)));
+  if (!single)
+    throw InputError(fmt::format("--intra {}: {} ran on {} nodes: its hops are inter-node (give a single-node run)",
+                                 s.text, seriesName(*s.run, *any), any->nNodes));
+}
+
 // ---- plots -----------------------------------------------------------------------------------
 
 Plotter::Plotter(const std::string& outDir, bool on) : dir((fs::path(outDir) / "plots").string()), enabled(on) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,25 @@ std::string seriesName(const Loaded& l, const fb::Series& s);
 const fb::Series* findSeries(const Loaded& l, const std::string& pattern, const std::string& coll,
                              const std::string& dtype, bool inPlace);
 std::string seriesList(const Loaded& l);
+// A link source (project --inter/--intra, fit --intra): spec:NAME[,eff=X][,lat=US] (same link for every
+// collective) or RUN[:SERIES], a measured run and a series pattern; [NAME=] in front names a fabric.
+struct Source {
+  std::string label, text;
+  bool spec = false;
+  fb::model::Link specLink;
+  std::optional<Loaded> run;
+  std::string pattern;
+};
+// Throws InputError (one line) for an unknown spec, a spec of the other kind, bad settings, a missing run.
+Source parseSource(const std::string& arg, const char* what);
+// The link for collective `coll`: the spec, or the fit of the run's series for coll (else its
+// allreduce). An N x G series is fitted as its inter-node hop given `intra`, with fitNics NICs per
+// node (without `intra` the fit's refusal is the error). Throws InputError when nothing matches, the
+// fit is not usable, or the series ran on the wrong kind of link for `what` ("inter", "intra").
+fb::model::Link resolve(const Source& s, const std::string& coll, const char* what,
+                        const fb::model::Link* intra = nullptr, double fitNics = 1);
+// fit --intra: the run has a single-node series matching the pattern (else InputError, one line).
+void checkIntraSource(const Source& s);
 // A fit's segments in one line.
 std::string segText(const std::vector<fb::model::Segment>& segs);
 

@@ -41,9 +41,15 @@ std::string fitTable(const HopFit& f) {
 }
 
 int cmdFit(const std::vector<std::string>& runs, const std::string& out, const std::string& pattern,
-           const std::string& algo, bool noPlots) {
+           const std::string& algo, bool noPlots, const std::string& intra, double nics) {
   FitOptions opt;
   if (!algo.empty()) opt.forceAlgo = parseAlgo(algo);
+  opt.nicsPerNode = nics;
+  std::optional<Source> intraSrc;
+  if (!intra.empty()) {
+    intraSrc = parseSource(intra, "intra");
+    checkIntraSource(*intraSrc);
+  }
   std::vector<Loaded> ls;
   for (auto& r : runs) ls.push_back(load(r));
   std::string dir = out.empty() ? (fs::path(ls[0].run.dir) / "model").string() : out;
@@ -58,6 +64,8 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
   md += "Command: `fabricbench-model fit";
   for (auto& r : runs) md += " " + r;
   if (!pattern.empty()) md += " --series " + pattern;
+  if (intraSrc) md += " --intra " + intra;
+  if (nics != 1) md += fmt::format(" --nics {}", nics);
   md += "`\n\n";
   std::string csv = "kind,run,coll,impl,path,placement,nranks,nnodes,size_bytes,algo,measured_us,fitted_us,err_pct,segment\n";
   int n = 0;
@@ -65,14 +73,31 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
     for (auto& s : l.series) {
       if (!pattern.empty() && !fb::seriesMatches(s, pattern) && s.impl != pattern) continue;
       ++n;
-      auto f = fitSeries(s, opt);
       std::string name = seriesName(l, s);
       md += fmt::format("## {}\n\n", cell(name));
       std::printf("%s\n", name.c_str());
+      // N x G: the inter-node hop, given the intra-node link for this collective
+      std::optional<Link> intraLink;
+      FitOptions so = opt;
+      if (intraSrc && s.nNodes > 1 && s.nRanks != s.nNodes) {
+        try {
+          intraLink = resolve(*intraSrc, s.coll, "intra");
+        } catch (const InputError& e) {
+          md += fmt::format("**Not fitted**: {}\n\n", e.what());
+          std::printf("  not fitted: %s\n", e.what());
+          continue;
+        }
+        so.intra = &*intraLink;
+      }
+      auto f = fitSeries(s, so);
       if (f.segs.empty()) {
         md += fmt::format("**Not fitted**: {}\n\n", f.why);
         std::printf("  not fitted: %s\n", f.why.c_str());
         continue;
+      }
+      if (!f.nxg.empty()) {
+        md += fmt::format("Fitted: the {}.\n\n", f.nxg);
+        std::printf("  fitted: the %s\n", f.nxg.c_str());
       }
       md += fmt::format("{}{}\n\n", f.usable ? "" : "**Not used**: " + f.why + ". ", segText(f.segs));
       md += fmt::format("Fit error: median |error| {:.1f}%, max {:.1f}%; knee (latency term = bandwidth term) at {}.\n\n",
@@ -110,7 +135,8 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
 std::function<int()> setupFit(CLI::App& fit) {
   struct A {
     std::vector<std::string> runs;
-    std::string out, pattern, algo;
+    std::string out, pattern, algo, intra;
+    double nics = 1;
     bool noPlots = false;
   };
   auto a = std::make_shared<A>();
@@ -118,8 +144,16 @@ std::function<int()> setupFit(CLI::App& fit) {
   fit.add_option("-o,--out", a->out, "output folder (default: <first run>/model)");
   fit.add_option("--series", a->pattern, "only series matching this (impl, path or label)");
   fit.add_option("--algo", a->algo, "assume this algorithm for every row (default: the row's, else ring)");
+  fit.add_option("--intra", a->intra, "intra-node link for N x G series (G > 1 ranks on each of N > 1 nodes), whose "
+                 "inter-node hop is then fitted: RUN:SERIES of a single-node run (its fit for the same collective) or "
+                 "spec:NAME[,eff=X][,lat=US]");
+  fit.add_option("--nics", a->nics, "NICs per node in N x G runs (default 1: the node's ranks share one interface, as "
+                 "with the tcp backend)");
   fit.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
-  return [a] { return cmdFit(a->runs, a->out, a->pattern, a->algo, a->noPlots); };
+  return [a] {
+    checkRange("--nics", a->nics, 0, true);
+    return cmdFit(a->runs, a->out, a->pattern, a->algo, a->noPlots, a->intra, a->nics);
+  };
 }
 
 

@@ -33,96 +33,13 @@ namespace fb::tools {
 
 // ---- project -----------------------------------------------------------------------------------
 
-// A link source: spec (same link for every collective) or a measured run + series pattern.
-struct Source {
-  std::string label, text;
-  bool spec = false;
-  Link specLink;
-  std::optional<Loaded> run;
-  std::string pattern;
-};
-
-Source parseSource(const std::string& arg, const char* what) {
-  Source s;
-  std::string t = arg;
-  auto eq = t.find('=');
-  auto colon = t.find(':');
-  if (eq != std::string::npos && (colon == std::string::npos || eq < colon)) {
-    s.label = t.substr(0, eq);
-    t = t.substr(eq + 1);
-    if (s.label.empty()) throw InputError(fmt::format("--{} '{}': empty fabric name before '='", what, arg));
-  }
-  s.text = t;
-  if (t.rfind("spec:", 0) == 0) {
-    auto parts = splitComma(t.substr(5));
-    const Spec& sp = findSpec(parts.empty() ? "" : parts[0]);
-    double eff = -1, lat = -1;
-    for (std::size_t i = 1; i < parts.size(); ++i) {
-      auto e = parts[i].find('=');
-      std::string k = parts[i].substr(0, e), v = e == std::string::npos ? "" : parts[i].substr(e + 1);
-      double d = 0;
-      try {
-        std::size_t pos = 0;
-        d = std::stod(v, &pos);
-        if (pos != v.size()) throw 0;
-      } catch (...) {
-        throw InputError(fmt::format("--{} '{}': '{}' needs a number (eff=0.9, lat=5)", what, arg, parts[i]));
-      }
-      if (!std::isfinite(d) || d <= 0)
-        throw InputError(fmt::format("--{} '{}': '{}' must be a number > 0", what, arg, parts[i]));
-      if (k == "eff") eff = d;
-      else if (k == "lat") lat = d;
-      else throw InputError(fmt::format("--{} '{}': unknown setting '{}' (eff=, lat=)", what, arg, k));
-    }
-    if (std::string(what) == "inter" && sp.kind != "inter")
-      throw InputError(fmt::format("--inter spec:{} is an intra-node link (use --intra)", sp.name));
-    if (std::string(what) == "intra" && sp.kind != "intra")
-      throw InputError(fmt::format("--intra spec:{} is a network link (use --inter)", sp.name));
-    s.spec = true;
-    s.specLink = linkFromSpec(sp, eff, lat);
-    if (s.label.empty()) s.label = sp.name;
-    return s;
-  }
-  // RUN[:SERIES]: the run may itself contain ':' only as the separator we split on last.
-  std::string runPart = t, pat;
-  auto c = t.rfind(':');
-  if (c != std::string::npos && !fs::exists(t)) {
-    runPart = t.substr(0, c);
-    pat = t.substr(c + 1);
-  }
-  std::error_code ec;
-  if (!fs::exists(runPart, ec))
-    throw InputError(fmt::format("--{} '{}': '{}' is neither spec:NAME nor an existing run folder or log", what, arg,
-                                 runPart));
-  s.run = load(runPart);
-  s.pattern = pat;
-  if (s.label.empty()) s.label = s.run->run.label + (pat.empty() ? "" : ":" + pat);
-  return s;
-}
-
-Link resolve(const Source& s, const std::string& coll, const char* what) {
-  if (s.spec) return s.specLink;
-  const Series* f = findSeries(*s.run, s.pattern, coll, "", false);
-  if (!f) f = findSeries(*s.run, s.pattern, "allreduce", "", false);
-  if (!f)
-    throw InputError(fmt::format("--{} {}: no series matches '{}' for {} (nor allreduce); the series are:{}", what,
-                                 s.text, s.pattern, coll, seriesList(*s.run)));
-  auto hf = fitSeries(*f);
-  if (!hf.usable) throw InputError(fmt::format("--{} {}: {}: {}", what, s.text, seriesName(*s.run, *f), hf.why));
-  if (std::string(what) == "inter" && f->nNodes < 2)
-    throw InputError(fmt::format("--inter {}: {} ran on one node: its hops are intra-node", s.text, seriesName(*s.run, *f)));
-  if (std::string(what) == "intra" && f->nNodes > 1)
-    throw InputError(fmt::format("--intra {}: {} ran on {} nodes: its hops are inter-node", s.text,
-                                 seriesName(*s.run, *f), f->nNodes));
-  return linkFromFit(hf, seriesName(*s.run, *f));
-}
-
 struct ProjectArgs {
   std::vector<std::string> inter;
   std::string intra;
   std::string nodes = "1,2,4,8,16,32,64,128,256,512,1024", gpus = "1", colls = "allreduce,allgather,reducescatter,p2pring";
   std::string sizes = "1M,16M,256M,1G";
   double nics = 0;
+  double fitNics = 1;  // NICs per node of a measured N x G --inter run
   std::string algo;
   // training
   double params = 0;
@@ -228,7 +145,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   auto inputsFor = [&](const Source& f, const std::string& coll) {
     Inputs in;
     if (intraSrc) in.intra = resolve(*intraSrc, coll, "intra");
-    if (f.spec || f.run) in.inter = resolve(f, coll, "inter");
+    if (f.spec || f.run) in.inter = resolve(f, coll, "inter", in.intra ? &*in.intra : nullptr, a.fitNics);
     return in;
   };
   for (auto& f : fabrics) {
@@ -437,11 +354,16 @@ std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
   auto pp = std::make_shared<ProjectArgs>();
   ProjectArgs& pa = *pp;
   prj.add_option("--inter", pa.inter,
-                 "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES");
-  prj.add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run)");
+                 "inter-node link per fabric (repeatable): [NAME=]spec:ib-hdr[,eff=X][,lat=US] or [NAME=]RUN:SERIES "
+                 "(one rank per node, or N x G fitted given --intra and --fit-nics)");
+  prj.add_option("--intra", pa.intra, "intra-node link: spec:nvlink4-h100 or RUN:SERIES (single-node run); also the "
+                 "intra-node part taken off an N x G --inter run's fit");
   prj.add_option("--nodes", pa.nodes, "node counts N (default 1,2,4,...,1024)");
   prj.add_option("--gpus", pa.gpus, "ranks (GPUs) per node G, a list (default 1)");
   prj.add_option("--nics", pa.nics, "NICs per node (default: one per rank, rails)");
+  prj.add_option("--fit-nics", pa.fitNics,
+                 "NICs per node of a measured N x G --inter run, whose inter-node hop is fitted given --intra "
+                 "(default 1: the node's ranks share one interface, as with the tcp backend)");
   prj.add_option("--coll", pa.colls, "collectives (default allreduce,allgather,reducescatter,p2pring; also alltoall, broadcast)");
   prj.add_option("--sizes", pa.sizes, "message sizes (default 1M,16M,256M,1G; K/M/G = KB/MB/GB = 1024^k, as in fabricbench)");
   prj.add_option("--algo", pa.algo, "only this algorithm (default: the fastest of ring, tree, hier per size)");
@@ -462,6 +384,7 @@ std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
     const ProjectArgs& pa = *pp;
     auto given = [&](const char* o) { return app->get_option(o)->count() > 0; };
     if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
+    checkRange("--fit-nics", pa.fitNics, 0, true);
     if (given("--params")) checkRange("--params", pa.params, 0, true);
     if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
     checkRange("--overlap", pa.overlap, 0, false, 1);

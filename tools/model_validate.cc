@@ -95,8 +95,10 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
       Shape sh{N, s.nRanks / N, nics};
       Inputs in;
       const fb::ImplFacts* facts = fb::findImplFacts(s.impl);
-      std::string why, refNote;
-      auto fitFrom = [&](const std::optional<Loaded>& l, const char* what) -> std::optional<Link> {
+      std::string why, refNote, interNxg;
+      // intraForNxG: the intra-node link an N x G fit input's inter-node hop is fitted with
+      auto fitFrom = [&](const std::optional<Loaded>& l, const char* what,
+                         const Link* intraForNxG = nullptr) -> std::optional<Link> {
         if (!l) {
           why = fmt::format("needs an {} fit input (--{})", what, what);
           return std::nullopt;
@@ -108,8 +110,10 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
         }
         FitOptions fo;
         fo.forceAlgo = force;
+        fo.intra = intraForNxG;
+        fo.nicsPerNode = nics;
         auto hf = fitSeries(*f, fo);
-        if (!hf.usable && facts && facts->modelReference) {
+        if (!hf.usable && !hf.segs.empty() && facts && facts->modelReference) {
           // The reference rows (MPI) are reported, never held to the bound: Open MPI switches
           // algorithm by size and rank count, so its 2-node curve may be too irregular for the fit's
           // rule; it is used anyway and the rows say so.
@@ -121,6 +125,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
           why = fmt::format("{}: {}", seriesName(*l, *f), hf.why);
           return std::nullopt;
         }
+        if (intraForNxG) interNxg = hf.nxg;
         return linkFromFit(hf, seriesName(*l, *f));
       };
       std::string intraNote;
@@ -132,7 +137,19 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
           why.clear();
         }
       }
-      if (sh.nodes > 1 && why.empty()) in.inter = fitFrom(inter, "inter");
+      if (sh.nodes > 1 && why.empty()) {
+        // An N x G --inter run: its inter-node hop is fitted given the intra-node fit input for this series.
+        const Series* fi = inter ? findSeries(*inter, s.impl, s.coll, s.dtype, s.inPlace) : nullptr;
+        std::optional<Link> nxgIntra;
+        if (fi && fi->nNodes > 1 && fi->nRanks != fi->nNodes && intra) {
+          nxgIntra = in.intra ? in.intra : fitFrom(intra, "intra");
+          if (!nxgIntra)
+            why = fmt::format("the inter fit input {} ran {} ranks on {} nodes: its inter-node hop needs a usable "
+                              "intra-node fit: {}",
+                              seriesName(*inter, *fi), fi->nRanks, fi->nNodes, why);
+        }
+        if (why.empty()) in.inter = fitFrom(inter, "inter", nxgIntra ? &*nxgIntra : nullptr);
+      }
       // host rings (tcp, mpi) step together; NCCL/CUDA pipeline their chunks (core/impl_facts.h)
       in.pipelined = facts && facts->pipelined;
       std::string name = seriesName(c, s);
@@ -144,6 +161,7 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
       detail += fmt::format("## {}\n\n", cell(name));
       if (in.intra) detail += fmt::format("- intra-node input: {} — {}\n", in.intra->source, segText(in.intra->segs));
       if (in.inter) detail += fmt::format("- inter-node input: {} — {}\n", in.inter->source, segText(in.inter->segs));
+      if (in.inter && !interNxg.empty()) detail += fmt::format("- inter-node input fitted as the {}\n", interNxg);
       if (!intraNote.empty()) detail += "- " + intraNote + "\n";
       detail += refNote;
       detail += "\n| size | algorithm (from the row) | measured | predicted (projected) | error |\n|---:|---|---:|---:|---:|\n";
@@ -283,7 +301,9 @@ std::function<int()> setupValidate(CLI::App& val) {
     bool require = false, noPlots = false;
   };
   auto a = std::make_shared<A>();
-  val.add_option("--inter", a->inter, "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run)");
+  val.add_option("--inter", a->inter,
+                 "run whose one-rank-per-node series give the inter-node hop (e.g. the 2-node run); an N x G run's "
+                 "series give it fitted given --intra and --nics");
   val.add_option("--intra", a->intra, "run whose single-node series give the intra-node hop (e.g. 1 node x 2 ranks)");
   val.add_option("--check", a->checks, "measured runs to predict (repeatable)")->required();
   val.add_option("-o,--out", a->out, "output folder for validation.md/.csv and plots")->required();
@@ -292,7 +312,8 @@ std::function<int()> setupValidate(CLI::App& val) {
   val.add_option("--band", a->band, "size band of the bound, LO:HI (default 1M:64M)");
   val.add_option("--max-err", a->maxErr, "bound on |error| at every size in the band, % (default 10)");
   val.add_option("--median-err", a->medErr, "bound on the median |error| in the band, % (default 5)");
-  val.add_option("--nics", a->nics, "NICs per node in the check runs (default 1: one interface shared by the node's ranks)");
+  val.add_option("--nics", a->nics, "NICs per node in the check runs and an N x G --inter run (default 1: one "
+                 "interface shared by the node's ranks)");
   val.add_flag("--require", a->require, "exit 1 when a series misses the bound");
   val.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
   return [a] {

@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
+
+#include "core/impl_facts.h"
 
 namespace fb::model {
 
@@ -19,6 +23,59 @@ StepsBytes linearCost(const std::vector<Phase>& ph, LinkClass cls) {
   }
   return r;
 }
+
+// ---- time of a step ---------------------------------------------------------------------------
+
+namespace {
+// One phase's time on its links (si, se: the segments of the links it uses, nullptr for none), and
+// the same time split into what the inter-node hop's alpha and beta multiply and the rest: time =
+// rest + interSteps x alpha_e + interBytes x beta_e, the bounding link chosen as at these segments.
+// timeOf sums `time`; the N x G fit solves the split for alpha_e and beta_e.
+struct PhaseTerms {
+  double time = 0, rest = 0, interSteps = 0, interBytes = 0;
+};
+PhaseTerms phaseTerms(const Phase& p, const Segment* si, const Segment* se, bool pipelined) {
+  PhaseTerms r;
+  if (si && se && pipelined) {
+    double lat = (1 - p.interShare) * si->alphaUs + p.interShare * se->alphaUs;
+    double bi = p.chunk * si->betaUsPerByte, be = p.chunk * p.interScale * se->betaUsPerByte;
+    double bwt = std::max(bi, be);
+    r.time = p.count * (lat + bwt);
+    r.interSteps = p.count * p.interShare;
+    r.rest = p.count * (1 - p.interShare) * si->alphaUs;
+    if (be >= bi)
+      r.interBytes = p.count * p.chunk * p.interScale;
+    else
+      r.rest += p.count * bi;
+    return r;
+  }
+  const double ti = si ? si->alphaUs + p.chunk * si->betaUsPerByte : 0;
+  const double te = se ? se->alphaUs + p.chunk * p.interScale * se->betaUsPerByte : 0;
+  double step = 0;
+  if (si) step = std::max(step, ti);
+  if (se) step = std::max(step, te);
+  r.time = p.count * step;
+  if (se && te >= step) {
+    r.interSteps = p.count;
+    r.interBytes = p.count * p.chunk * p.interScale;
+  } else {
+    r.rest = r.time;
+  }
+  return r;
+}
+// The phases of one operation: each phase's terms summed in order.
+PhaseTerms phasesTerms(const std::vector<Phase>& ph, const Segment* si, const Segment* se, bool pipelined) {
+  PhaseTerms sum;
+  for (auto& p : ph) {
+    auto r = phaseTerms(p, p.intra ? si : nullptr, p.inter ? se : nullptr, pipelined);
+    sum.time += r.time;
+    sum.rest += r.rest;
+    sum.interSteps += r.interSteps;
+    sum.interBytes += r.interBytes;
+  }
+  return sum;
+}
+}  // namespace
 
 // ---- fit -------------------------------------------------------------------------------------
 
@@ -52,6 +109,11 @@ struct Pt {
   double t;
   double steps, bytesOnHop;
   Algo algo;
+  // N x G: the time the fitted link does not scale (intra-node hops), the row's phases and the intra
+  // link's segment for its size.
+  double rest = 0;
+  std::vector<Phase> ph;
+  const Segment* si = nullptr;
 };
 
 // Weighted LS on relative error: minimise sum rho((steps a + bytes b - t) / t) with a, b >= 0, rho =
@@ -63,6 +125,7 @@ struct SegFit {
   bool ok = false;
 };
 double huber(double r, double c) { return std::fabs(r) <= c ? 0.5 * r * r : c * (std::fabs(r) - 0.5 * c); }
+constexpr double kHuberFloor = 1.345 * 0.02;  // residual scale floor: 2 % (timer/scheduling noise of one batch)
 SegFit solveSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i1) {
   const Eigen::Index m = static_cast<Eigen::Index>(i1 - i0);
   Eigen::MatrixXd A(m, 2);
@@ -71,10 +134,11 @@ SegFit solveSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i1) {
     const auto& q = p[i0 + r];
     A(r, 0) = q.steps / q.t;
     A(r, 1) = q.bytesOnHop / q.t;
+    if (q.rest != 0) y(r) = (q.t - q.rest) / q.t;  // N x G: the intra-node part taken off
   }
   Eigen::VectorXd w = Eigen::VectorXd::Ones(m);
   SegFit f;
-  const double c = 1.345 * 0.02;  // residual scale floor: 2 % (timer/scheduling noise of one batch)
+  const double c = kHuberFloor;
   double scale = c;
   for (int iter = 0; iter < 20; ++iter) {
     Eigen::MatrixXd Aw = w.asDiagonal() * A;
@@ -119,15 +183,83 @@ SegFit solveSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i1) {
   return f;
 }
 
+// N x G: a point's terms at inter link (a, b), the bounding link of each step chosen by the model's
+// own rule (phasesTerms, as timeOf).
+void linearise(Pt& x, double a, double b, bool pipelined) {
+  Segment se;
+  se.alphaUs = a;
+  se.betaUsPerByte = b;
+  auto tt = phasesTerms(x.ph, x.si, &se, pipelined);
+  x.steps = tt.interSteps;
+  x.bytesOnHop = tt.interBytes;
+  x.rest = tt.rest;
+}
+// N x G: the time is piecewise linear in (a, b) (a step costs its slower link, or pipelined the larger
+// bandwidth term), so a segment is solved by active sets: from each start (the network bounding the
+// steps of the sizes from the k-th on and the node those below it, or the reverse; k = 0..m), fit
+// (a, b) linearly on the remainder, re-decide every step's bounding link at the fit, repeat until
+// the choice repeats; the fit with the lowest loss on the model's own residuals is kept.
+SegFit solveMixedSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i1, bool pipelined) {
+  const std::size_t m = i1 - i0;
+  SegFit best;
+  best.rss = std::numeric_limits<double>::infinity();
+  std::set<std::vector<double>> seen;  // active sets already fitted
+  auto key = [](const std::vector<Pt>& q) {
+    std::vector<double> k;
+    for (auto& x : q) k.insert(k.end(), {x.rest, x.steps, x.bytesOnHop});
+    return k;
+  };
+  for (std::size_t k = 0; k <= m; ++k)
+    for (int reverse = 0; reverse < 2; ++reverse) {
+      if (reverse && (k == 0 || k == m)) continue;  // the same starts as k = m and k = 0
+      std::vector<Pt> q(p.begin() + static_cast<std::ptrdiff_t>(i0), p.begin() + static_cast<std::ptrdiff_t>(i1));
+      for (std::size_t i = 0; i < m; ++i) {
+        const bool net = (i >= k) != (reverse == 1);  // 1e30: the network bounds; 0: the node does
+        linearise(q[i], net ? 1e30 : 0, net ? 1e30 : 0, pipelined);
+      }
+      for (int round = 0; round < 30 && seen.insert(key(q)).second; ++round) {
+        SegFit f = solveSegment(q, 0, q.size());
+        if (!f.ok) break;
+        for (auto& x : q) linearise(x, f.a, f.b, pipelined);
+        double loss = 0;
+        for (auto& x : q) loss += huber((x.rest + x.steps * f.a + x.bytesOnHop * f.b - x.t) / x.t, kHuberFloor);
+        if (loss < best.rss) {
+          best = f;
+          best.rss = loss;
+        }
+      }
+    }
+  best.ok = std::isfinite(best.rss);
+  return best;
+}
+
+}  // namespace
+
+namespace {
+bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+// Why an N x G fit leaves out a row of `a`, or nullptr. The non-power-of-two fold of these algorithms
+// (lib/collectives/host_algorithms.h) renumbers the ranks; the phases keep the original numbering
+// (exchangeHop), so on N x G they put the fold (ranks 2i, 2i+1: one node) on the network and the
+// survivors' exchanges (partners on other nodes) inside the node.
+const char* nxgUnfit(Algo a, const Shape& sh) {
+  const bool folds = a == Algo::kRecDoubling || a == Algo::kRabenseifner || a == Algo::kRecHalving;
+  return folds && !isPow2(sh.ranks()) ? "the phases do not follow the fold's renumbering of ranks" : nullptr;
+}
 }  // namespace
 
 HopFit fitSeries(const Series& s, const FitOptions& opt) {
   HopFit out;
-  if (s.nNodes > 1 && s.nRanks != s.nNodes) {
-    out.why = fmt::format("{} ranks on {} nodes mixes intra- and inter-node hops: fit a single-node run (intra) or "
-                          "a one-rank-per-node run (inter); an N x G NCCL run or nccl-tests log is fitted by "
-                          "`fabricbench-model nccl fit RUN` (NCCL's algorithms, the per-NIC rate) and projected by "
-                          "`fabricbench-model nccl project --fit RUN --nodes LIST`",
+  const bool mixed = s.nNodes > 1 && s.nRanks != s.nNodes;
+  if (mixed && !opt.intra) {
+    out.why = fmt::format("{} ranks on {} nodes mixes intra- and inter-node hops: give the intra-node link (--intra "
+                          "SRC) to fit its inter-node hop, or fit an N x G NCCL run or nccl-tests log with "
+                          "`fabricbench-model nccl fit RUN` (NCCL's algorithms, the per-NIC rate; `nccl project --fit "
+                          "RUN --nodes LIST` projects it)",
+                          s.nRanks, s.nNodes);
+    return out;
+  }
+  if (mixed && s.nRanks % s.nNodes != 0) {
+    out.why = fmt::format("{} ranks on {} nodes: not the same number on every node (the model's shapes are N x G)",
                           s.nRanks, s.nNodes);
     return out;
   }
@@ -138,9 +270,14 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
   Shape sh;
   sh.nodes = s.nNodes > 1 ? s.nNodes : 1;
   sh.perNode = s.nNodes > 1 ? 1 : s.nRanks;
+  if (mixed) sh = Shape{s.nNodes, s.nRanks / s.nNodes, opt.nicsPerNode};
   const LinkClass cls = s.nNodes > 1 ? LinkClass::kInter : LinkClass::kIntra;
+  // N x G: each step timed as the implementation times it (core/impl_facts.h), as validate does.
+  const fb::ImplFacts* facts = fb::findImplFacts(s.impl);
+  const bool pipelined = facts && facts->pipelined;
   std::vector<Pt> pts;
   int wrongRows = 0;
+  std::map<std::string, int> leftOut;  // N x G: "algorithm on n ranks: why" -> rows
   for (const auto& r : s.rows) {
     if (r.wrong > 0) {
       ++wrongRows;
@@ -158,15 +295,34 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
       out.why = e.what();
       return out;
     }
+    if (mixed) {
+      if (const char* why = nxgUnfit(a, sh)) {
+        ++leftOut[fmt::format("{} on {} ranks: {}", algoName(a), sh.ranks(), why)];
+        continue;
+      }
+      const Segment* si = &opt.intra->segmentFor(static_cast<double>(r.bytes));
+      pts.push_back({r.bytes, r.timeUs, 0, 0, a, 0, std::move(ph), si});
+      continue;
+    }
     auto lc = linearCost(ph, cls);
-    pts.push_back({r.bytes, r.timeUs, lc.steps, lc.bytes, a});
+    pts.push_back({r.bytes, r.timeUs, lc.steps, lc.bytes, a, 0, {}, nullptr});
+  }
+  std::string notes;  // N x G: what was fitted, and the rows left out
+  if (mixed) {
+    notes = fmt::format("inter-node hop of {} nodes x {} ranks, {} NIC(s) per node, steps {}, given the intra-node link "
+                        "{}",
+                        sh.nodes, sh.perNode, sh.nics(), pipelined ? "pipelined" : "step-synchronous",
+                        opt.intra->source);
+    for (auto& [why, n] : leftOut) notes += fmt::format("; {} row(s) left out: {}", n, why);
   }
   std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.bytes < b.bytes; });
   if (static_cast<int>(pts.size()) < opt.minPoints) {
     out.why = fmt::format("too short to fit: {} usable sizes (need {}){}", pts.size(), opt.minPoints,
                           wrongRows ? fmt::format(", {} rows with wrong data left out", wrongRows) : "");
+    if (mixed) out.why += "; " + notes;
     return out;
   }
+  out.nxg = notes;
   const std::size_t m = pts.size();
   const int mps = opt.minPointsPerSegment;
   // Try every split into 1..maxSegments contiguous segments; keep the lowest BIC.
@@ -179,7 +335,7 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
   std::vector<std::vector<bool>> done(m + 1, std::vector<bool>(m + 1, false));
   auto seg = [&](std::size_t a, std::size_t b) -> const SegFit& {
     if (!done[a][b]) {
-      cache[a][b] = solveSegment(pts, a, b);
+      cache[a][b] = mixed ? solveMixedSegment(pts, a, b, pipelined) : solveSegment(pts, a, b);
       done[a][b] = true;
     }
     return cache[a][b];
@@ -207,6 +363,7 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
     }
   if (best.fits.empty()) {
     out.why = "no fit with positive latency and bandwidth terms";
+    if (mixed) out.why += "; " + notes;
     return out;
   }
   for (std::size_t k = 0; k + 1 < best.cuts.size(); ++k) {
@@ -226,7 +383,10 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
     FitPoint fp;
     fp.bytes = pts[i].bytes;
     fp.measuredUs = pts[i].t;
-    fp.fittedUs = pts[i].steps * sg.alphaUs + pts[i].bytesOnHop * sg.betaUsPerByte;
+    if (mixed)  // the model's own time of the row at the fitted inter link
+      fp.fittedUs = phasesTerms(pts[i].ph, pts[i].si, &sg, pipelined).time;
+    else
+      fp.fittedUs = pts[i].steps * sg.alphaUs + pts[i].bytesOnHop * sg.betaUsPerByte;
     fp.errPct = (fp.fittedUs - fp.measuredUs) / fp.measuredUs * 100;
     fp.segment = k;
     fp.algo = pts[i].algo;
@@ -240,6 +400,10 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
     const auto& sg = out.segs.back();
     Algo a = opt.forceAlgo ? *opt.forceAlgo : defaultAlgo(s.coll);
     auto diff = [&](double S) {
+      if (mixed) {  // the inter-node hop's own terms at S
+        auto tt = phasesTerms(phases(s.coll, a, sh, S), &opt.intra->segmentFor(S), &sg, pipelined);
+        return tt.interSteps * sg.alphaUs - tt.interBytes * sg.betaUsPerByte;
+      }
       auto lc = linearCost(phases(s.coll, a, sh, S), cls);
       return lc.steps * sg.alphaUs - lc.bytes * sg.betaUsPerByte;
     };
@@ -272,6 +436,7 @@ Link linkFromFit(const HopFit& f, const std::string& source) {
   l.measured = true;
   l.segs = f.segs;
   if (!f.why.empty()) l.notes = f.why;
+  if (!f.nxg.empty()) l.notes += (l.notes.empty() ? "" : "; ") + f.nxg;
   return l;
 }
 
@@ -306,10 +471,9 @@ double busbwFactor(const std::string& coll, int n) {
 
 double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, const Inputs& in) {
   auto ph = phases(coll, algo, sh, S);
-  double t = 0;
+  const Segment* si = nullptr;
+  const Segment* se = nullptr;
   for (auto& p : ph) {
-    const Segment* si = nullptr;
-    const Segment* se = nullptr;
     if (p.intra && !(in.intraFree && !in.intra)) {
       if (!in.intra) throw InputError(fmt::format("{} ranks per node need an intra-node link (--intra)", sh.perNode));
       si = &in.intra->segmentFor(S);
@@ -318,18 +482,8 @@ double timeOf(const std::string& coll, Algo algo, const Shape& sh, double S, con
       if (!in.inter) throw InputError(fmt::format("{} nodes need an inter-node link (--inter)", sh.nodes));
       se = &in.inter->segmentFor(S);
     }
-    if (si && se && in.pipelined) {
-      double lat = (1 - p.interShare) * si->alphaUs + p.interShare * se->alphaUs;
-      double bwt = std::max(p.chunk * si->betaUsPerByte, p.chunk * p.interScale * se->betaUsPerByte);
-      t += p.count * (lat + bwt);
-      continue;
-    }
-    double step = 0;
-    if (si) step = std::max(step, si->alphaUs + p.chunk * si->betaUsPerByte);
-    if (se) step = std::max(step, se->alphaUs + p.chunk * p.interScale * se->betaUsPerByte);
-    t += p.count * step;
   }
-  return t;
+  return phasesTerms(ph, si, se, in.pipelined).time;
 }
 
 Projection project(const std::string& coll, const Shape& sh, double S, const Inputs& in, std::optional<Algo> force) {

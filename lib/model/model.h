@@ -136,6 +136,7 @@ struct FitPoint {
 struct HopFit {
   bool usable = false;
   std::string why;                 // why not usable, or notes
+  std::string nxg;                 // an N x G fit: the link solved, the intra link given, rows left out
   std::vector<Segment> segs;       // in size order; a new segment = a protocol/regime switch
   std::vector<FitPoint> points;
   double medianAbsErrPct = 0, maxAbsErrPct = 0;
@@ -143,17 +144,30 @@ struct HopFit {
   const Segment& segmentFor(double bytes) const;
 };
 
+struct Link;
+
 struct FitOptions {
   int maxSegments = 3;
   int minPointsPerSegment = 3;
   int minPoints = 4;
   double maxMedianErrPct = 10;     // above: "too noisy", not used
   std::optional<Algo> forceAlgo;   // assume this algorithm for every row (else the row's, else ring)
+  // An N x G series (G > 1 ranks on each of N > 1 nodes): the intra-node link (a single-node run's fit
+  // or a spec) and the NICs per node the run had (Shape::nicsPerNode); the fit then solves the
+  // inter-node hop. Unused for single-link series.
+  const Link* intra = nullptr;
+  double nicsPerNode = 1;
 };
 
 // Fits per-hop alpha/beta to a series measured on one link class: all ranks in one node (intra),
 // or one rank per node (inter). Weighted least squares on relative error (Eigen QR), segments found
 // by trying every split and keeping the one with the lowest BIC.
+// An N x G series is fitted only given opt.intra: every row's time with the model's own time function
+// (timeOf: the row's phases on N x G, its steps step-synchronous or pipelined as the implementation's
+// facts say) is solved for the inter-node hop's alpha/beta, same segments, same robust fit and rules.
+// Rows of recursive doubling, Rabenseifner and recursive halving on a rank count that is not a power of
+// two are left out there (said in `why`): their phases do not follow the fold's renumbering of ranks,
+// which moves hops between the node and the network. Without opt.intra an N x G series is refused.
 HopFit fitSeries(const Series& s, const FitOptions& opt = {});
 
 // ---- links and specs -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Error bands and coverage of projected rows (issue 30 item 4), forced projections (item 3) and the
-// generic path's pointer to `nccl fit` for N x G runs (item 2): fabricbench-model nccl project / project,
-// run as a user runs them, on the public logs and the lab runs in the repository.
+// generic path's pointers to --intra and `nccl fit` for N x G runs (item 2): fabricbench-model nccl
+// project / project, run as a user runs them, on the public logs and the lab runs in the repository.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -373,12 +373,13 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   fs::remove_all(out + "-v");
 }
 
-// Audit 5: the generic fit of an N x G run names the command that fits it.
-TEST_CASE("fit/validate/project of an N x G run point to nccl fit", "[tool][bands]") {
+// Audit 5: the generic fit of an N x G run names the two ways that fit it (--intra, nccl fit).
+TEST_CASE("fit/validate/project of an N x G run point to --intra and nccl fit", "[tool][bands]") {
   const std::string L = kData + "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log", out = tmpDir("nxg");
   auto f = tool("fit " + L + " --no-plots -o " + out);
   CHECK(has(f.text, "8 ranks on 2 nodes mixes intra- and inter-node hops"));
-  CHECK(has(f.text, "is fitted by `fabricbench-model nccl fit RUN`"));
+  CHECK(has(f.text, "give the intra-node link (--intra SRC) to fit its inter-node hop"));
+  CHECK(has(f.text, "nccl-tests log with `fabricbench-model nccl fit RUN`"));
   auto p = tool("project --inter " + L + ":nccl --nodes 4 -o " + out);
   CHECK(p.rc == 2);
   CHECK(has(p.text, "`fabricbench-model nccl fit RUN`"));

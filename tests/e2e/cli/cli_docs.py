@@ -229,6 +229,8 @@ def case_model_inputs(d):
     P = ["project", "--inter", "ib-ndr=spec:ib-ndr", "--nodes", "4", "-o", out]
     NL = os.path.join(SRC, "tests", "data", "public-nccl-tests", "h100-xe9680-qoofyk-2x8.log")
     T = ["--params", "1e9", "--compute-ms", "10"]
+    # an N x G lab run (3 nodes x 2 ranks), its single-node and one-rank-per-node companions
+    R32, R12, R21 = (os.path.join(SRC, "results", "20261202-labu-200mbit-" + s) for s in ("3x2", "1x2", "2x1"))
     cases = [
         (["project", "--inter", "spec:ib-ndr,lat=-5", "--nodes", "4", "-o", out], "'lat=-5' must be a number > 0"),
         (["project", "--inter", "spec:ib-ndr,lat=0", "--nodes", "4", "-o", out], "'lat=0' must be a number > 0"),
@@ -260,6 +262,17 @@ def case_model_inputs(d):
         (["validate", "--inter", "x", "--check", "x", "--band", "1M", "-o", out], "expected LO:HI"),
         (["validate", "--inter", "x", "--check", "x", "--band", "64M:1M", "-o", out], "LO > HI"),
         (["project", "--bogus", "-o", out], "bogus"),
+        # fit --intra (issue 30 item 2): the intra-node link of an N x G run's fit
+        (["fit", R32, "--intra", "/nonexistent/run:tcp", "-o", out], "neither spec:NAME nor an existing run"),
+        (["fit", R32, "--intra", "spec:ib-hdr", "-o", out], "--intra spec:ib-hdr is a network link (use --inter)"),
+        (["fit", R32, "--intra", "spec:nvlink4-h100,eff=2", "-o", out], "efficiency 2 must be in (0, 1]"),
+        (["fit", R32, "--intra", R21 + ":tcp", "-o", out], "ran on 2 nodes: its hops are inter-node"),
+        (["fit", R32, "--intra", R12 + ":nosuch", "-o", out], "no series matches 'nosuch'"),
+        (["fit", R32, "--intra", R12 + ":tcp", "--nics", "0", "-o", out], "--nics = 0: must be > 0"),
+        (["project", "--inter", R32 + ":tcp", "--coll", "allgather", "--nodes", "4", "-o", out],
+         "mixes intra- and inter-node hops: give the intra-node link (--intra SRC)"),
+        (["project", "--inter", R32 + ":tcp", "--intra", R12 + ":tcp", "--coll", "allgather", "--nodes", "4",
+          "--fit-nics", "0", "-o", out], "--fit-nics = 0: must be > 0"),
         (["nccl", "fit", NL, "--nic-line-gbps=-1", "-o", out], "--nic-line-gbps -1: must be >= 0"),
         (["nccl", "fit", NL, "--nic-line-gbps=nan", "-o", out], "--nic-line-gbps nan: must be >= 0"),
         (["nccl", "fit", NL, "--given", "nvls=off", "-o", out], "nvls=off: expected 0 (NVLS disabled), 1 or 2"),
