@@ -232,7 +232,8 @@ Source parseSource(const std::string& arg, const char* what) {
   return s;
 }
 
-Link resolve(const Source& s, const std::string& coll, const char* what, const Link* intra, double fitNics) {
+Link resolve(const Source& s, const std::string& coll, const char* what, const Link* intra, double fitNics,
+             std::optional<Algo> forceAlgo) {
   if (s.spec) return s.specLink;
   const Series* f = findSeries(*s.run, s.pattern, coll, "", false);
   if (!f) f = findSeries(*s.run, s.pattern, "allreduce", "", false);
@@ -242,6 +243,7 @@ Link resolve(const Source& s, const std::string& coll, const char* what, const L
   FitOptions fo;
   fo.intra = intra;
   fo.nicsPerNode = fitNics;
+  fo.forceAlgo = forceAlgo;
   auto hf = fitSeries(*f, fo);
   if (!hf.usable) throw InputError(fmt::format("--{} {}: {}: {}", what, s.text, seriesName(*s.run, *f), hf.why));
   if (std::string(what) == "inter" && f->nNodes < 2)

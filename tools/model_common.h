@@ -60,7 +60,8 @@ Source parseSource(const std::string& arg, const char* what);
 // node (without `intra` the fit's refusal is the error). Throws InputError when nothing matches, the
 // fit is not usable, or the series ran on the wrong kind of link for `what` ("inter", "intra").
 fb::model::Link resolve(const Source& s, const std::string& coll, const char* what,
-                        const fb::model::Link* intra = nullptr, double fitNics = 1);
+                        const fb::model::Link* intra = nullptr, double fitNics = 1,
+                        std::optional<fb::model::Algo> forceAlgo = std::nullopt);
 // fit --intra: the run has a single-node series matching the pattern (else InputError, one line).
 void checkIntraSource(const Source& s);
 // A fit's segments in one line.

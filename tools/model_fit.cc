@@ -81,7 +81,11 @@ int cmdFit(const std::vector<std::string>& runs, const std::string& out, const s
       FitOptions so = opt;
       if (intraSrc && s.nNodes > 1 && s.nRanks != s.nNodes) {
         try {
-          intraLink = resolve(*intraSrc, s.coll, "intra");
+          // The same implementation's single-node series (tcp for tcp, mpi for mpi) unless --intra names one, fitted
+          // with the same --algo.
+          Source src = *intraSrc;
+          if (!src.spec && src.pattern.empty()) src.pattern = s.impl;
+          intraLink = resolve(src, s.coll, "intra", nullptr, 1, opt.forceAlgo);
         } catch (const InputError& e) {
           md += fmt::format("**Not fitted**: {}\n\n", e.what());
           std::printf("  not fitted: %s\n", e.what());
@@ -147,11 +151,13 @@ std::function<int()> setupFit(CLI::App& fit) {
   fit.add_option("--intra", a->intra, "intra-node link for N x G series (G > 1 ranks on each of N > 1 nodes), whose "
                  "inter-node hop is then fitted: RUN:SERIES of a single-node run (its fit for the same collective) or "
                  "spec:NAME[,eff=X][,lat=US]");
-  fit.add_option("--nics", a->nics, "NICs per node in N x G runs (default 1: the node's ranks share one interface, as "
-                 "with the tcp backend)");
+  auto* nicsOpt = fit.add_option("--nics", a->nics, "NICs per node in N x G runs (default 1: the node's ranks share one "
+                                  "interface, as with the tcp backend)");
   fit.add_flag("--no-plots", a->noPlots, "do not run gnuplot");
-  return [a] {
+  return [a, nicsOpt] {
     checkRange("--nics", a->nics, 0, true);
+    if (nicsOpt->count() > 0 && a->intra.empty())
+      throw InputError("--nics is the NICs of an N x G run fitted with --intra: give --intra SRC, or leave --nics out");
     return cmdFit(a->runs, a->out, a->pattern, a->algo, a->noPlots, a->intra, a->nics);
   };
 }

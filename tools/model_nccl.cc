@@ -83,6 +83,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
   if (fam) {
     if (fam->ringGBps > 0) m.ringIntraGBps = fam->ringGBps;
+    m.ringLineGBps = fam->ringLineGBps;
     m.nvlsGBps = fam->nvlsGBps;
     if (fam->pcie) m.nvlink = false;
   }

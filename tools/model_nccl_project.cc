@@ -40,12 +40,12 @@ struct Forced {
 };
 
 // What a run was forced to: its algorithm, protocol, NCCL_MIN_CTAS (not a channel count only seen in its INFO)
-// and NVLS off.
-Forced forcedOf(const NcclRun& r) {
+// and, with `nvls`, NVLS off.
+Forced forcedOf(const NcclRun& r, bool nvls = true) {
   Forced f;
   f.force = r.force;
   f.channels = r.channelsForced ? r.channels : 0;
-  f.nvlsOff = r.nvlsOff;
+  f.nvlsOff = nvls && r.nvlsOff;
   auto& t = f.parts;
   if (f.force.algo) t.push_back("NCCL_ALGO=" + ncclAlgoInfo(*f.force.algo).name);
   if (f.force.proto) t.push_back("NCCL_PROTO=" + ncclProtoName(*f.force.proto));
@@ -159,13 +159,13 @@ int cmdProject() {
       fit.machine.nvlsGBps > 0 && !forced.nvlsOff)
     md += fmt::format("NVLS: every fitted run ran without it (NCCL_NVLS_ENABLE=0 or 0 nvls channels), so NVLS and NVLSTree rows below use the prior "
                       "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
-  // What the fitted runs forced (forcedOf's parts, each once; NVLS off has its own line above), and whether the
-  // projection follows it.
+  // What the fitted runs forced (forcedOf's parts, each once), and whether the projection follows it. NVLS off
+  // has its own line above when every run had it; when only some did, it is named here.
+  const bool allNvlsOff = std::all_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.nvlsOff; });
   std::vector<std::string> runForced;
   for (auto& r : runs)
-    for (auto& x : forcedOf(r).parts)
-      if (x != "NCCL_NVLS_ENABLE=0" && std::find(runForced.begin(), runForced.end(), x) == runForced.end())
-        runForced.push_back(x);
+    for (auto& x : forcedOf(r, !allNvlsOff).parts)
+      if (std::find(runForced.begin(), runForced.end(), x) == runForced.end()) runForced.push_back(x);
   std::string runForcedText;
   for (auto& x : runForced) runForcedText += (runForcedText.empty() ? "" : ", ") + x;
   if (forced.any())

@@ -385,6 +385,9 @@ std::function<int()> setupProject(CLI::App& prj, const std::string& cmdLine) {
     auto given = [&](const char* o) { return app->get_option(o)->count() > 0; };
     if (given("--nics")) checkRange("--nics", pa.nics, 0, true);
     checkRange("--fit-nics", pa.fitNics, 0, true);
+    if (given("--fit-nics") && pa.intra.empty())
+      throw InputError("--fit-nics is the NICs of an N x G --inter run, fitted given --intra: give --intra SRC, or "
+                       "leave --fit-nics out");
     if (given("--params")) checkRange("--params", pa.params, 0, true);
     if (given("--compute-ms")) checkRange("--compute-ms", pa.computeMs, 0, false);
     checkRange("--overlap", pa.overlap, 0, false, 1);

@@ -187,6 +187,12 @@ int cmdValidate(const std::string& interRun, const std::string& intraRun, const 
             } catch (const InputError&) {
             }
           }
+        if (const char* why = fb::model::foldUnfit(a, sh)) {  // as fit leaves them out
+          detail += fmt::format("| {} | {} | {} | not predicted: {} | |\n", human(r.bytes), algoName(a), us(r.timeUs), why);
+          std::printf("    %10s  %-12s measured %12s  not predicted: %s\n", human(r.bytes).c_str(), algoName(a).c_str(),
+                      us(r.timeUs).c_str(), why);
+          continue;
+        }
         double t = timeOf(s.coll, a, sh, static_cast<double>(r.bytes), in);
         double e = (t - r.timeUs) / r.timeUs * 100;
         // Evidence only from rows held to the bound whose algorithm is known (forced or named by the row): a

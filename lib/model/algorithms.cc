@@ -277,6 +277,16 @@ std::optional<Algo> algoOfRow(const Sample& s) {
   return std::nullopt;
 }
 
+const char* foldUnfit(Algo a, const Shape& sh) {
+  // The fold (lib/collectives/host_algorithms.h) pairs ranks 2i, 2i+1 (one node) and renumbers the survivors; the
+  // phases keep the original numbering (exchangeHop), so on N x G they put the fold on the network and the
+  // survivors' exchanges (partners on other nodes) inside the node.
+  const bool folds = a == Algo::kRecDoubling || a == Algo::kRabenseifner || a == Algo::kRecHalving;
+  return folds && sh.nodes > 1 && sh.perNode > 1 && !isPow2(sh.ranks())
+             ? "the phases do not follow the fold's renumbering of ranks"
+             : nullptr;
+}
+
 Algo defaultAlgo(const std::string& coll) {
   const CollKind k = collOf(coll);
   for (const auto& d : algoTable())

@@ -235,18 +235,6 @@ SegFit solveMixedSegment(const std::vector<Pt>& p, std::size_t i0, std::size_t i
 
 }  // namespace
 
-namespace {
-bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
-// Why an N x G fit leaves out a row of `a`, or nullptr. The non-power-of-two fold of these algorithms
-// (lib/collectives/host_algorithms.h) renumbers the ranks; the phases keep the original numbering
-// (exchangeHop), so on N x G they put the fold (ranks 2i, 2i+1: one node) on the network and the
-// survivors' exchanges (partners on other nodes) inside the node.
-const char* nxgUnfit(Algo a, const Shape& sh) {
-  const bool folds = a == Algo::kRecDoubling || a == Algo::kRabenseifner || a == Algo::kRecHalving;
-  return folds && !isPow2(sh.ranks()) ? "the phases do not follow the fold's renumbering of ranks" : nullptr;
-}
-}  // namespace
-
 HopFit fitSeries(const Series& s, const FitOptions& opt) {
   HopFit out;
   const bool mixed = s.nNodes > 1 && s.nRanks != s.nNodes;
@@ -296,7 +284,7 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
       return out;
     }
     if (mixed) {
-      if (const char* why = nxgUnfit(a, sh)) {
+      if (const char* why = foldUnfit(a, sh)) {
         ++leftOut[fmt::format("{} on {} ranks: {}", algoName(a), sh.ranks(), why)];
         continue;
       }

@@ -110,6 +110,10 @@ std::vector<Phase> phases(const std::string& coll, Algo algo, const Shape& shape
 std::vector<Algo> candidateAlgos(const std::string& coll, const Shape& shape);
 // Formulas a host library may have used for rows that name no algorithm (the table's `hostFormula`).
 std::vector<Algo> hostFormulas(const std::string& coll, const Shape& shape);
+// Why rows of `a` on an N x G shape are outside the model, or nullptr: the non-power-of-two fold of recursive
+// doubling, Rabenseifner and recursive halving renumbers the ranks, which the phases do not follow. fit leaves
+// such rows out, validate does not predict them.
+const char* foldUnfit(Algo a, const Shape& sh);
 // Single link class: total hops and bytes (t = steps a + bytes b).
 struct StepsBytes {
   double steps = 0, bytes = 0;

@@ -100,7 +100,8 @@ double ncclBusFactor(const std::string& coll, int n) {
 
 const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
   // NVLink ring rates are NCCL's own per-link figures (src/graph/topo.h SMxx_NVLINK_BW) times the GPU's links
-  // (its datasheet), as the Hopper default 365 sits beside NCCL's 18 x 20.6. NVLS needs NVSwitch multicast,
+  // (its datasheet), as the Hopper default 365 sits beside NCCL's 18 x 20.6. The last figure, the ring's bound,
+  // is the links' signalling rate one way (datasheets: 25 GB/s a link for NVLink 2-4, 50 for NVLink 5). NVLS needs NVSwitch multicast,
   // which CUDA offers from Hopper on (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, read by NCCL's nvls.cc).
   static const char* kNoNvls = "no NVLS: NVSwitch multicast (NVLink SHARP) came with Hopper";
   static const std::vector<NcclGpuFamily> table = {
@@ -111,27 +112,27 @@ const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
       {R"(\bA100\b)",
        {"A100 SXM (Ampere, 12 NVLink 3 links)", 12 * 20.0, 0, false,
         "ring 12 x 20 GB/s (NCCL src/graph/topo.h SM80_NVLINK_BW; A100 datasheet: 12 NVLink 3 links); " +
-            std::string(kNoNvls)}},
+            std::string(kNoNvls), 12 * 25.0}},
       {R"(\bA800\b)",
        {"A800 SXM (Ampere, 8 NVLink 3 links)", 8 * 20.0, 0, false,
-        "ring 8 x 20 GB/s (SM80_NVLINK_BW; A800: 400 GB/s NVLink, 8 links; ~160 measured, NVIDIA/nccl issue 412); " + std::string(kNoNvls)}},
+        "ring 8 x 20 GB/s (SM80_NVLINK_BW; A800: 400 GB/s NVLink, 8 links; ~160 measured, NVIDIA/nccl issue 412); " + std::string(kNoNvls), 8 * 25.0}},
       {R"(\bV100\b)",
        {"V100 SXM (Volta, 6 NVLink 2 links)", 6 * 20.0, 0, false,
-        "ring 6 x 20 GB/s (SM70_NVLINK_BW; V100 datasheet: 6 NVLink 2 links); " + std::string(kNoNvls)}},
+        "ring 6 x 20 GB/s (SM70_NVLINK_BW; V100 datasheet: 6 NVLink 2 links); " + std::string(kNoNvls), 6 * 25.0}},
       {R"(\bH800\b)",
        {"H800 SXM (Hopper, 8 NVLink 4 links)", 8 * 20.6, 480.0 * 8 / 18, false,
-        "ring 8 x 20.6 GB/s (SM90_NVLINK_BW; H800: 400 GB/s NVLink, 8 links); NVLS the H100 default x 8/18 links"}},
+        "ring 8 x 20.6 GB/s (SM90_NVLINK_BW; H800: 400 GB/s NVLink, 8 links); NVLS the H100 default x 8/18 links", 8 * 25.0}},
       {R"(\b(H100|H200) NVL\b|\bGH200\b)",
        {"Hopper without NVSwitch (H100/H200 NVL: NVLink bridges; GH200: one GPU or direct links)", 0, 0, false,
         "no NVLS: no NVSwitch to multicast through (give --nvls-gbps for a GH200 NVL32); the node's ring rate stays at "
         "the default (give --ring-gbps)"}},
       {R"(\b(H100|H200|H20)\b)",
        {"Hopper (18 NVLink 4 links)", 365, 480, false,
-        "the Hopper defaults: ring 365 (NVIDIA/nccl issue 1455), NVLS 480 (nccl-tests issue 212)"}},
+        "the Hopper defaults: ring 365 (NVIDIA/nccl issue 1455), NVLS 480 (nccl-tests issue 212)", 18 * 25.0}},
       {R"(\b(GB[23]00|B[123]00)\b)",
        {"Blackwell (18 NVLink 5 links)", 18 * 40.1, 480.0 * 18 * 40.1 / 370.8, false,
         "ring 18 x 40.1 GB/s (SM100_NVLINK_BW; 721.8 as NCCL prints on B200, NVIDIA/nccl issue 1807); NVLS the "
-        "H100 default x 721.8 / 370.8 (scaled by NCCL's NVLink rates: no measurement of it here)"}},
+        "H100 default x 721.8 / 370.8 (scaled by NCCL's NVLink rates: no measurement of it here)", 18 * 50.0}},
   };
   return table;
 }

@@ -104,6 +104,9 @@ struct NcclMachine {
   // The node's ring busbw (NVLink or PCIe): 8 x H100 NCCL_ALGO=Ring measured 365-370 GB/s (NVIDIA/nccl issue
   // 1455; ~370 in nccl-tests issue 212; NCCL's own 18 x 20.6 = 370.8, src/graph/topo.h SM90_NVLINK_BW).
   double ringIntraGBps = 365;
+  // What a ring's busbw cannot pass: one GPU's NVLink rate one way (Hopper 18 links x 25 GB/s, half the
+  // datasheet's 900 GB/s both ways). The fit's upper bound for ringIntraGBps; 0 = none (PCIe, unknown).
+  double ringLineGBps = 450;
   // NVLS busbw inside the node, 0 = no NVSwitch multicast: ~480 GB/s on 8 x H100 (nccl-tests issue 212,
   // NVIDIA/nccl issue 1455; 480 in nccl-tests issue 309).
   // It is the busbw of a full 8-GPU node: with G GPUs each moves S (1 + 1/G) through the switch (multimem
@@ -153,6 +156,7 @@ struct NcclGpuPrior {
   double nvlsGBps = 0;           // NVLS busbw prior, 0 = no NVSwitch multicast on this GPU
   bool pcie = false;             // no NVLink between the GPUs: PCIe hop latencies
   std::string source;
+  double ringLineGBps = 0;       // one GPU's NVLink rate one way (links x per-link rate), 0 = not known
 };
 std::optional<NcclGpuPrior> ncclGpuPrior(const std::string& gpuName);
 struct NcclGpuFamily {

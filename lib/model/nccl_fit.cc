@@ -319,7 +319,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   }
   if (p2pNode) ps.push_back({"p2pChGBps", &NcclMachine::p2pChGBps, 2, 200, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
-  if (single && !twoStage) ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, 1000, true});
+  if (single && !twoStage)
+    ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, prior.ringLineGBps > 0 ? prior.ringLineGBps : 1000, true});
   if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
   if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
   if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});

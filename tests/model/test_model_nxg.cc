@@ -257,6 +257,9 @@ TEST_CASE("fabricbench-model fit --intra: an N x G run's inter-node hop; refusal
        "6 ranks on 3 nodes mixes intra- and inter-node hops: give the intra-node link (--intra SRC)"},
       {"project --inter " + R + ":tcp --intra " + I + ":tcp --coll allgather --fit-nics 0 --nodes 4 -o " + out,
        "--fit-nics = 0: must be > 0"},
+      {"fit " + R + " --nics 2 -o " + out, "--nics is the NICs of an N x G run fitted with --intra"},
+      {"project --inter " + two + ":tcp --fit-nics 2 --nodes 4 -o " + out,
+       "--fit-nics is the NICs of an N x G --inter run, fitted given --intra"},
   };
   for (auto& c : bad) {
     auto r = tool(c.args);
@@ -283,6 +286,21 @@ TEST_CASE("fabricbench-model validate and project take an N x G --inter run give
   CHECK(has(v.text, "20261202-labu-200mbit-4x1          allgather     tcp  4 x 1  max|err|   1.6%  median   1.4%"));
   CHECK(has(v.text, "20261202-labu-200mbit-4x2          reducescatter tcp  4 x 2  max|err|   1.0%  median   0.1%"));
   CHECK(has(fbtest::slurp(out + "/validation.md"), "- inter-node input fitted as the inter-node hop of 3 nodes x 2"));
+  fs::remove_all(out);
+  // The 3 x 2 run checked against itself: its recursive-halving rows (6 ranks, a fold) are not predicted, as fit
+  // leaves them out; its other rows are.
+  auto self = tool("validate --inter " + L + "3x2 --intra " + L + "1x2 --check " + L + "3x2 --series tcp --no-plots -o " + out);
+  INFO(self.text);
+  CHECK(self.rc == 0);
+  const std::string fold = "recursive-halving measured";
+  std::size_t nFold = 0, nNot = 0;
+  for (std::size_t at = 0; (at = self.text.find(fold, at)) != std::string::npos; at += fold.size()) {
+    ++nFold;
+    const auto eol = self.text.find('\n', at);
+    if (self.text.substr(at, eol - at).find("not predicted: the phases do not follow the fold") != std::string::npos) ++nNot;
+  }
+  CHECK(nFold >= 4);
+  CHECK(nNot == nFold);
   fs::remove_all(out);
   auto w = tool("validate --inter " + L + "3x2 --check " + L + "4x1 --series tcp --no-plots -o " + out);
   CHECK(w.rc == 2);

@@ -368,17 +368,17 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
     const double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
     if (med <= 10 && e.back() <= 20) {
       ++within;
-      if (run.find("xxrjun-cluster00") == std::string::npos) ++withinAF;
+      if (run.find("xxrjun-cluster00") == std::string::npos && run.find("voltagepark") == std::string::npos) ++withinAF;  // not G, K
     }
   }
-  CHECK(r.text.find(std::to_string(within) + " of 32 predicted runs within the bound") != std::string::npos);
+  CHECK(r.text.find(std::to_string(within) + " of 31 predicted runs within the bound") != std::string::npos);
   CHECK(withinAF >= 15);
   CHECK(within >= 20);
   CHECK(wrong == 0);
   CHECK(rows > 150);
   CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G", "K"});
-  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each; set K's two AllGather runs miss)
-  CHECK(predictedRows.size() == 32);
+  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each; set K predicts its 4 x 8 AllGather)
+  CHECK(predictedRows.size() == 31);
   for (auto& [run, n] : predictedRows) {
     INFO(run);
     CHECK(n >= 3);

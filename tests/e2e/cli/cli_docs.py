@@ -108,15 +108,21 @@ def case_docs(d):
     if M is None:
         return
     cmds = []
+    shown = {}  # an `nccl project` example's projected rows as the doc prints them ("| 16 | 16 MiB | ..."): real output
     for f, text in doc_texts():
         for blk in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            last = None
             for line in blk.replace("\\\n", " ").splitlines():
                 c = line.strip()
                 c = c[2:] if c.startswith("$ ") else c
                 c = c.split(" #")[0].strip()
                 if re.match(r"(build/tools/)?fabricbench-model ", c):
                     cmds.append((os.path.basename(f), c))
+                    last = c
+                elif last and " nccl project " in " " + last + " " and re.match(r"\| \d+ \| ", c):
+                    shown.setdefault(last, []).append(c)
     runnable = [(f, c) for f, c in cmds if not re.search(r"\.\.\.|\bDIR\b|\bLOG\b|<|\[", c)]
+    check(sum(len(v) for v in shown.values()) >= 10, f"only {sum(len(v) for v in shown.values())} projected rows shown in the docs")
     check(len(runnable) >= 5, f"only {len(runnable)} runnable fabricbench-model examples in the docs")
     # Each example's -o folder goes under the test's folder; later examples that read it follow.
     outs = {}
@@ -137,6 +143,8 @@ def case_docs(d):
             args += ["-o", os.path.join(d, "default%d" % k)]  # never write into the source tree
         q = run([M] + args, cwd=SRC, timeout=240)
         check(q.returncode == 0, f"{f}: '{c}': exit {q.returncode}: {q.stderr.strip()[-300:]}")
+        for row in shown.get(c, []):
+            check(row in q.stdout.splitlines(), f"{f}: '{c}': the doc's row '{row}' is not in today's output")
         if "-o" in args:
             o = args[args.index("-o") + 1]
             check(os.path.isdir(o) and os.listdir(o), f"{f}: '{c}': wrote nothing to -o")
