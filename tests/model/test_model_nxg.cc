@@ -220,6 +220,7 @@ int lines(const std::string& s) {
   return n;
 }
 const std::string kRes = std::string(FB_SOURCE_DIR) + "/results/";
+const std::string kData = FB_MODEL_TEST_DATA;
 }  // namespace
 
 TEST_CASE("fabricbench-model fit --intra: an N x G run's inter-node hop; refusals in one line", "[tool][nxg]") {
@@ -261,6 +262,14 @@ TEST_CASE("fabricbench-model fit --intra: an N x G run's inter-node hop; refusal
       {"project --inter " + two + ":tcp --fit-nics 2 --nodes 4 -o " + out,
        "--fit-nics is the NICs of an N x G --inter run, fitted given --intra"},
   };
+  // An N x G NCCL log given an intra link: these phases are not NCCL's algorithms; the refusal names `nccl fit`.
+  auto nccl = tool("fit " + kData + "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log --intra spec:nvlink4-h100 "
+                   "--nics 4 --no-plots -o " + out);
+  INFO(nccl.text);
+  CHECK(nccl.rc == 0);
+  CHECK(has(nccl.text, "NOT USED: too noisy to fit"));
+  CHECK(has(nccl.text, "an N x G NCCL run is fitted with NCCL's algorithms by `fabricbench-model nccl fit RUN`"));
+  fs::remove_all(out);
   for (auto& c : bad) {
     auto r = tool(c.args);
     INFO(c.args << "\n" << r.text);
