@@ -15,17 +15,6 @@
 namespace fb::model {
 namespace {
 
-Link constantLink(double gbps, double alphaUs, const std::string& source) {
-  Link l;
-  l.source = source;
-  Segment s;
-  s.lo = 0;
-  s.hi = std::numeric_limits<std::size_t>::max();
-  s.alphaUs = alphaUs;
-  s.betaUsPerByte = 1e-3 / gbps;
-  l.segs.push_back(s);
-  return l;
-}
 
 
 double hopUs(const Link& l, double bytes, double chunk) {

@@ -421,6 +421,18 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
 
 // ---- links -----------------------------------------------------------------------------------
 
+Link constantLink(double gbps, double alphaUs, const std::string& source) {
+  Link l;
+  l.source = source;
+  Segment s;
+  s.lo = 0;
+  s.hi = std::numeric_limits<std::size_t>::max();
+  s.alphaUs = alphaUs;
+  s.betaUsPerByte = 1e-3 / gbps;
+  l.segs.push_back(s);
+  return l;
+}
+
 Link linkFromFit(const HopFit& f, const std::string& source) {
   if (!f.usable) throw InputError(fmt::format("{}: not usable for a projection: {}", source, f.why));
   Link l;

@@ -200,6 +200,8 @@ const Spec& findSpec(const std::string& name);
 // A link from a spec; eff/lat override the defaults when >= 0.
 Link linkFromSpec(const Spec& s, double efficiency = -1, double latencyUs = -1);
 Link linkFromFit(const HopFit& f, const std::string& source);
+// One segment for every size: alphaUs per hop at gbps GB/s (a default or a known link).
+Link constantLink(double gbps, double alphaUs, const std::string& source);
 
 // ---- projection ------------------------------------------------------------------------------
 

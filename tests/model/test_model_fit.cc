@@ -7,41 +7,16 @@
 #include <vector>
 
 #include "model/model.h"
+#include "model_series.h"
 
 using namespace fb::model;
 using Approx = Catch::Detail::Approx;
-
-namespace {
-
-fb::Series series(const std::string& coll, int ranks, int nodes, const std::vector<std::pair<std::size_t, double>>& pts) {
-  fb::Series s;
-  s.coll = coll;
-  s.impl = "tcp";
-  s.path = "test";
-  s.dtype = "float32";
-  s.nRanks = ranks;
-  s.nNodes = nodes;
-  for (auto& [b, t] : pts) {
-    fb::Sample r;
-    r.coll = coll;
-    r.impl = "tcp";
-    r.bytes = b;
-    r.timeUs = t;
-    r.wrong = 0;
-    r.nRanks = ranks;
-    r.nNodes = nodes;
-    s.rows.push_back(r);
-  }
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("fit recovers alpha and beta of an exact 3-node AllToAll", "[model][fit]") {
   const double a = 5, gbps = 2;  // 5 us per hop, 2 GB/s: 2 hops of S/3
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t b = 3 << 12; b <= (3u << 24); b *= 2) pts.push_back({b, 2 * (a + b / 3.0 * 1e-3 / gbps)});
-  auto f = fitSeries(series("alltoall", 3, 3, pts));
+  auto f = fitSeries(testSeries("alltoall", 3, 3, pts));
   REQUIRE(f.usable);
   REQUIRE(f.segs.size() == 1);
   CHECK(f.segs[0].alphaUs == Approx(a).epsilon(1e-6));
@@ -53,7 +28,7 @@ TEST_CASE("fit recovers per-hop alpha and beta from an exact 2-node curve and pr
   const double a = 80, gbps = 0.118;  // 80 us per hop, 118 MB/s
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t b = 4096; b <= (64u << 20); b *= 2) pts.push_back({b, 2 * (a + b / 2.0 * 1e-3 / gbps)});
-  auto f = fitSeries(series("allreduce", 2, 2, pts));
+  auto f = fitSeries(testSeries("allreduce", 2, 2, pts));
   REQUIRE(f.usable);
   REQUIRE(f.segs.size() == 1);
   CHECK(f.segs[0].alphaUs == Approx(a).epsilon(1e-6));
@@ -77,7 +52,7 @@ TEST_CASE("fit finds a regime switch and shrugs off one disturbed size", "[model
     pts.push_back({b, a + b * 1e-3 / g});  // p2pring: one hop of S
   }
   pts[15].second *= 1.3;  // one batch 30 % slow (a starved CPU)
-  auto f = fitSeries(series("p2pring", 2, 2, pts));
+  auto f = fitSeries(testSeries("p2pring", 2, 2, pts));
   REQUIRE(f.usable);
   REQUIRE(f.segs.size() == 2);
   CHECK(f.segs[0].hi == (128u << 10));
@@ -97,16 +72,16 @@ TEST_CASE("fit finds a regime switch and shrugs off one disturbed size", "[model
 }
 
 TEST_CASE("fit refuses short, noisy and mixed series", "[model][fit]") {
-  auto f = fitSeries(series("allreduce", 2, 2, {{1024, 10}, {2048, 11}, {4096, 12}}));
+  auto f = fitSeries(testSeries("allreduce", 2, 2, {{1024, 10}, {2048, 11}, {4096, 12}}));
   CHECK_FALSE(f.usable);
   CHECK(f.why.find("too short") != std::string::npos);
   std::vector<std::pair<std::size_t, double>> noisy;
   double t = 100;
   for (std::size_t b = 1024, i = 0; b <= (1u << 20); b *= 2, ++i) noisy.push_back({b, (i % 2 ? 3.0 : 0.33) * (t += 50)});
-  auto g = fitSeries(series("allreduce", 2, 2, noisy));
+  auto g = fitSeries(testSeries("allreduce", 2, 2, noisy));
   CHECK_FALSE(g.usable);
   CHECK(g.why.find("too noisy") != std::string::npos);
-  auto h = fitSeries(series("allreduce", 4, 2, {{1024, 10}, {2048, 11}, {4096, 12}, {8192, 13}}));
+  auto h = fitSeries(testSeries("allreduce", 4, 2, {{1024, 10}, {2048, 11}, {4096, 12}, {8192, 13}}));
   CHECK_FALSE(h.usable);
   CHECK(h.why.find("mixes") != std::string::npos);
 }

@@ -14,49 +14,13 @@
 #include "model/model.h"
 #include "report/import.h"
 #include "report/series.h"
+#include "model_series.h"
 #include "model_tool_run.h"
 
 using namespace fb::model;
 using Approx = Catch::Detail::Approx;
 
 namespace {
-
-fb::Series series(const std::string& coll, const std::string& impl, int ranks, int nodes, const std::string& algo,
-                  const std::vector<std::pair<std::size_t, double>>& pts) {
-  fb::Series s;
-  s.coll = coll;
-  s.impl = impl;
-  s.path = "test";
-  s.dtype = "float32";
-  s.nRanks = ranks;
-  s.nNodes = nodes;
-  for (auto& [b, t] : pts) {
-    fb::Sample r;
-    r.coll = coll;
-    r.impl = impl;
-    r.bytes = b;
-    r.timeUs = t;
-    r.wrong = 0;
-    r.nRanks = ranks;
-    r.nNodes = nodes;
-    if (!algo.empty()) r.extra = {{"algorithm", algo}};
-    s.rows.push_back(r);
-  }
-  return s;
-}
-
-// A known link: one segment for every size.
-Link knownLink(double alphaUs, double gbps) {
-  Link l;
-  l.source = "test: known";
-  Segment sg;
-  sg.lo = 0;
-  sg.hi = std::numeric_limits<std::size_t>::max();
-  sg.alphaUs = alphaUs;
-  sg.betaUsPerByte = 1e-3 / gbps;
-  l.segs.push_back(sg);
-  return l;
-}
 
 void requireExact(const HopFit& f, double alphaUs, double gbps) {
   INFO(f.why << " / " << f.nxg);
@@ -78,11 +42,11 @@ TEST_CASE("N x G fit: hierarchical AllReduce on 2 x 4, one NIC, the intra-node p
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t S = 64u << 10; S <= (64u << 20); S *= 2)
     pts.push_back({S, 6 * (ai + S / 4.0 * 1e-3 / gi) + 2 * (ae + S / 2.0 * 1e-3 / ge)});
-  const Link intra = knownLink(ai, gi);
+  const Link intra = constantLink(gi, ai, "test: known");
   FitOptions opt;
   opt.intra = &intra;
   opt.nicsPerNode = 1;
-  auto f = fitSeries(series("allreduce", "tcp", 8, 2, "hier", pts), opt);
+  auto f = fitSeries(testSeries("allreduce", 8, 2, pts, "tcp", "hier"), opt);
   requireExact(f, ae, ge);
   CHECK(f.points.front().algo == Algo::kHier);
   CHECK(f.nxg.find("inter-node hop of 2 nodes x 4 ranks, 1 NIC(s) per node, steps step-synchronous") !=
@@ -105,10 +69,10 @@ TEST_CASE("N x G fit: ring on 3 x 2 whose steps are bound by the node below 1.2 
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t S = 4096; S <= (64u << 20); S *= 2)
     pts.push_back({S, 10 * std::max(ai + S / 6.0 * 1e-3 / gi, ae + S / 6.0 * 1e-3 / ge)});
-  const Link intra = knownLink(ai, gi);
+  const Link intra = constantLink(gi, ai, "test: known");
   FitOptions opt;
   opt.intra = &intra;
-  auto f = fitSeries(series("allreduce", "tcp", 6, 3, "ring", pts), opt);
+  auto f = fitSeries(testSeries("allreduce", 6, 3, pts, "tcp", "ring"), opt);
   requireExact(f, ae, ge);
 }
 
@@ -120,11 +84,11 @@ TEST_CASE("N x G fit: NCCL-style pipelined ring on 2 x 4 with 4 NICs", "[model][
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t S = 64u << 10; S <= (1u << 30); S *= 2)
     pts.push_back({S, 14 * (12.0 / 14 * ai + 2.0 / 14 * ae + std::max(S / 8.0 * 1e-3 / gi, S / 32.0 * 1e-3 / ge))});
-  const Link intra = knownLink(ai, gi);
+  const Link intra = constantLink(gi, ai, "test: known");
   FitOptions opt;
   opt.intra = &intra;
   opt.nicsPerNode = 4;
-  auto f = fitSeries(series("allreduce", "nccl", 8, 2, "", pts), opt);
+  auto f = fitSeries(testSeries("allreduce", 8, 2, pts, "nccl"), opt);
   requireExact(f, ae, ge);
   CHECK(f.nxg.find("steps pipelined") != std::string::npos);
 }
@@ -132,20 +96,20 @@ TEST_CASE("N x G fit: NCCL-style pipelined ring on 2 x 4 with 4 NICs", "[model][
 TEST_CASE("N x G fit: refused without the intra link; the folds of 6 ranks left out", "[model][fit][nxg]") {
   std::vector<std::pair<std::size_t, double>> pts;
   for (std::size_t S = 4096; S <= (1u << 20); S *= 2) pts.push_back({S, 100 + S * 1e-3});
-  auto f = fitSeries(series("allreduce", "tcp", 6, 3, "ring", pts));
+  auto f = fitSeries(testSeries("allreduce", 6, 3, pts, "tcp", "ring"));
   CHECK_FALSE(f.usable);
   CHECK(f.segs.empty());
   CHECK(f.why.find("give the intra-node link (--intra SRC)") != std::string::npos);
   CHECK(f.why.find("`fabricbench-model nccl fit RUN`") != std::string::npos);
-  const Link intra = knownLink(5, 10);
+  const Link intra = constantLink(10, 5, "test: known");
   FitOptions opt;
   opt.intra = &intra;
-  auto g = fitSeries(series("allreduce", "tcp", 6, 3, "recursive-doubling", pts), opt);
+  auto g = fitSeries(testSeries("allreduce", 6, 3, pts, "tcp", "recursive-doubling"), opt);
   CHECK_FALSE(g.usable);
   CHECK(g.why.find("too short to fit: 0 usable sizes") != std::string::npos);
   CHECK(g.why.find("9 row(s) left out: recursive-doubling on 6 ranks: the phases do not follow the fold's "
                    "renumbering of ranks") != std::string::npos);
-  auto h = fitSeries(series("allreduce", "tcp", 7, 3, "ring", pts), opt);
+  auto h = fitSeries(testSeries("allreduce", 7, 3, pts, "tcp", "ring"), opt);
   CHECK(h.why.find("not the same number on every node") != std::string::npos);
 }
 
