@@ -43,7 +43,7 @@ class RingCollective final : public HostCollective {
   PathInfo path() const override {
     PathInfo p = HostCollective::path();
     p.details.emplace_back("algorithm", hostChoiceName(choice_));
-    p.details.emplace_back("model_algo", std::string(hostModelAlgo(choice_)));  // typed: what the model reads
+    p.details.emplace_back(kModelAlgoKey, std::string(hostModelAlgo(choice_)));  // typed: what the model reads
     return p;
   }
 

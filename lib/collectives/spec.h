@@ -97,4 +97,9 @@ double expectedValue(const CollShape& s, int rank, std::size_t j, int seed);
 void fillPattern(void* buf, DataType t, std::size_t count, int rank, int seed, ReduceOp op = ReduceOp::kSum);
 std::int64_t countWrong(const CollShape& s, const void* recv, int rank, int seed);
 
+// The row detail holding a collective's typed algorithm id, the cost model's name for it (lib/model's
+// algoTable: "ring", "hier", "one-shot", ...), beside the human "algorithm" text. Written by the host and
+// cuda collectives, read by lib/model (algoOfRow).
+inline constexpr const char* kModelAlgoKey = "model_algo";
+
 }  // namespace fb

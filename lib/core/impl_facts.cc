@@ -17,11 +17,12 @@ const std::vector<ImplFacts>& implFacts() {
     add("verbs", [](ImplFacts& f) { f.backend = f.hostAlgorithms = true, f.accept = A::kPairs; });
     add("nccl", [](ImplFacts& f) {
       f.title = "NCCL";
-      f.backend = f.gpu = f.eventTimer = f.pipelined = f.ratioBaseline = f.attests = true, f.accept = A::kPairsWhenNamed;
+      f.backend = f.gpu = f.eventTimer = f.pipelined = f.ratioBaseline = f.attests = f.ncclAlgorithms = true;
+      f.accept = A::kPairsWhenNamed;
     });
     add("cuda", [](ImplFacts& f) { f.backend = f.gpu = f.eventTimer = f.pipelined = true; });
     // imported rows (fabricbench-report import): NCCL's own benchmark pipelines as NCCL does
-    add("nccl-tests", [](ImplFacts& f) { f.gpu = f.pipelined = true; });
+    add("nccl-tests", [](ImplFacts& f) { f.gpu = f.pipelined = f.ncclAlgorithms = true; });
     return t;
   }();
   return table;

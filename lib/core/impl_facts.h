@@ -22,6 +22,7 @@ struct ImplFacts {
   bool hostAlgorithms = false;  // its collectives are fabricbench's host algorithms (rows name theirs)
   bool modelReference = false;  // model validation: a reference, reported but never held to the bound
                                 // (the library switches algorithm by size and rank count)
+  bool ncclAlgorithms = false;  // its rows are NCCL's own algorithms: `fabricbench-model nccl` models them
   // --accept-paths: measured pair by pair and in the default list (host paths), or measured pair by
   // pair only when named (GPU paths: a host without GPUs would skip them, so the default leaves them out)
   enum class Accept { kNo, kPairs, kPairsWhenNamed };

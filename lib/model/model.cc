@@ -413,7 +413,7 @@ HopFit fitSeries(const Series& s, const FitOptions& opt) {
     out.why = fmt::format("too noisy to fit: median |error| {:.1f}% > {:.0f}%{}", out.medianAbsErrPct,
                           opt.maxMedianErrPct,
                           // NCCL's own algorithms (Tree, NVLS, protocols) are not these phases
-                          mixed && (s.impl == "nccl" || s.impl == "nccl-tests")
+                          mixed && facts && facts->ncclAlgorithms
                               ? "; an N x G NCCL run is fitted with NCCL's algorithms by `fabricbench-model nccl fit RUN`"
                               : "");
   return out;

@@ -91,8 +91,6 @@ const AlgoDescriptor& describeAlgo(Algo a);
 std::string algoName(Algo a);
 // A name or alias (any case); throws InputError listing the names.
 Algo parseAlgo(const std::string& s);
-// The row detail holding the suite's typed algorithm id (a name of algoTable), beside its free text.
-inline constexpr const char* kModelAlgoKey = "model_algo";
 // The algorithm a row names: its "model_algo" detail, parsed exactly (an unknown id is an InputError
 // naming the row); without one, its "algorithm"/"algo"/"host_algo" text: the longest name or alias the
 // text starts with, followed by its end, a space or '(' ("ring (pull ...)", "one-shot LL",

@@ -207,6 +207,14 @@ TEST_CASE("fabricbench-model fit --intra: an N x G run's inter-node hop; refusal
   CHECK(has(y.text, "not fitted: --intra " + I + ":tcp: 20261202-labu-200mbit-1x2: allreduce tcp"));
   CHECK(has(fbtest::slurp(out + "/fit.md"), "--intra " + I + ":tcp"));
   fs::remove_all(out);
+  // An N x G NCCL log given an intra link: these phases are not NCCL's algorithms; the refusal names `nccl fit`.
+  auto nccl = tool("fit " + kData + "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log --intra spec:nvlink4-h100 "
+                   "--nics 4 --no-plots -o " + out);
+  INFO(nccl.text);
+  CHECK(nccl.rc == 0);
+  CHECK(has(nccl.text, "NOT USED: too noisy to fit"));
+  CHECK(has(nccl.text, "an N x G NCCL run is fitted with NCCL's algorithms by `fabricbench-model nccl fit RUN`"));
+  fs::remove_all(out);
   // Bad --intra: one line, exit 2, no output folder.
   const std::string two = kRes + "20261202-labu-200mbit-2x1";
   struct Case {
@@ -226,14 +234,6 @@ TEST_CASE("fabricbench-model fit --intra: an N x G run's inter-node hop; refusal
       {"project --inter " + two + ":tcp --fit-nics 2 --nodes 4 -o " + out,
        "--fit-nics is the NICs of an N x G --inter run, fitted given --intra"},
   };
-  // An N x G NCCL log given an intra link: these phases are not NCCL's algorithms; the refusal names `nccl fit`.
-  auto nccl = tool("fit " + kData + "/public-nccl-tests/h100-snellius-2n-g4-all_reduce.log --intra spec:nvlink4-h100 "
-                   "--nics 4 --no-plots -o " + out);
-  INFO(nccl.text);
-  CHECK(nccl.rc == 0);
-  CHECK(has(nccl.text, "NOT USED: too noisy to fit"));
-  CHECK(has(nccl.text, "an N x G NCCL run is fitted with NCCL's algorithms by `fabricbench-model nccl fit RUN`"));
-  fs::remove_all(out);
   for (auto& c : bad) {
     auto r = tool(c.args);
     INFO(c.args << "\n" << r.text);

@@ -10,7 +10,7 @@ PathInfo CudaIpcCollective::path() const {
   p.details = pathDetails_;
   if (!nominalBasis_.empty()) p.setNominal(nominal_, nominalBasis_);
   p.details.emplace_back("algorithm", lastAlgo_);
-  if (program_) p.details.emplace_back("model_algo", std::string(cudaModelAlgo(*program_, kind_)));
+  if (program_) p.details.emplace_back(kModelAlgoKey, std::string(cudaModelAlgo(*program_, kind_)));
   if (!smClock_.empty()) p.details.emplace_back("sm_clock_MHz", smClock_);
   return p;
 }
