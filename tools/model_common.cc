@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/units.h"
 #include "model/model.h"
@@ -129,6 +130,29 @@ std::vector<std::string> splitComma(const std::string& t) {
   return out;
 }
 
+std::vector<std::pair<std::string, double>> positiveSettings(const std::vector<std::string>& parts,
+                                                             const std::string& context,
+                                                             const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& kv : parts) {
+    auto e = kv.find('=');
+    std::string k = kv.substr(0, e), v = e == std::string::npos ? "" : kv.substr(e + 1);
+    if (std::find(keys.begin(), keys.end(), k) == keys.end())
+      throw InputError(fmt::format("{}: unknown setting '{}' ({}=)", context, k, fmt::join(keys, "=, ")));
+    double d = 0;
+    try {
+      std::size_t used = 0;
+      d = std::stod(v, &used);
+      if (used != v.size()) throw 0;
+    } catch (...) {
+      throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
+    }
+    if (!std::isfinite(d) || d <= 0) throw InputError(fmt::format("{}: '{}' must be a number > 0", context, kv));
+    out.emplace_back(k, d);
+  }
+  return out;
+}
+
 // ---- runs and series -------------------------------------------------------------------------
 
 
@@ -189,23 +213,9 @@ Source parseSource(const std::string& arg, const char* what) {
     auto parts = splitComma(t.substr(5));
     const Spec& sp = findSpec(parts.empty() ? "" : parts[0]);
     double eff = -1, lat = -1;
-    for (std::size_t i = 1; i < parts.size(); ++i) {
-      auto e = parts[i].find('=');
-      std::string k = parts[i].substr(0, e), v = e == std::string::npos ? "" : parts[i].substr(e + 1);
-      double d = 0;
-      try {
-        std::size_t pos = 0;
-        d = std::stod(v, &pos);
-        if (pos != v.size()) throw 0;
-      } catch (...) {
-        throw InputError(fmt::format("--{} '{}': '{}' needs a number (eff=0.9, lat=5)", what, arg, parts[i]));
-      }
-      if (!std::isfinite(d) || d <= 0)
-        throw InputError(fmt::format("--{} '{}': '{}' must be a number > 0", what, arg, parts[i]));
-      if (k == "eff") eff = d;
-      else if (k == "lat") lat = d;
-      else throw InputError(fmt::format("--{} '{}': unknown setting '{}' (eff=, lat=)", what, arg, k));
-    }
+    const std::vector<std::string> settings(parts.begin() + (parts.empty() ? 0 : 1), parts.end());
+    for (const auto& [k, d] : positiveSettings(settings, fmt::format("--{} '{}'", what, arg), {"eff", "lat"}))
+      (k == "eff" ? eff : lat) = d;
     if (std::string(what) == "inter" && sp.kind != "inter")
       throw InputError(fmt::format("--inter spec:{} is an intra-node link (use --intra)", sp.name));
     if (std::string(what) == "intra" && sp.kind != "intra")

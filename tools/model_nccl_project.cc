@@ -110,24 +110,8 @@ int cmdProject() {
     auto eq = f.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--fabric {}: expected NAME=nic=GBPS[,nics=R]", f));
     Fabric x{f.substr(0, eq)};
-    std::stringstream ss(f.substr(eq + 1));
-    std::string kv;
-    while (std::getline(ss, kv, ',')) {
-      auto e2 = kv.find('=');
-      std::string k = kv.substr(0, e2), v = e2 == std::string::npos ? "" : kv.substr(e2 + 1);
-      double d = 0;
-      try {
-        std::size_t used = 0;
-        d = std::stod(v, &used);
-        if (used != v.size()) throw 0;
-      } catch (...) {
-        throw InputError(fmt::format("--fabric {}: '{}' needs a number", f, kv));
-      }
-      if (!(d > 0)) throw InputError(fmt::format("--fabric {}: '{}' must be > 0", f, kv));
-      if (k == "nic") x.nic = d;
-      else if (k == "nics") x.nics = d;
-      else throw InputError(fmt::format("--fabric {}: unknown key '{}' (nic, nics)", f, k));
-    }
+    for (const auto& [k, d] : positiveSettings(splitComma(f.substr(eq + 1)), "--fabric " + f, {"nic", "nics"}))
+      (k == "nic" ? x.nic : x.nics) = d;
     fabrics.push_back(x);
   }
   auto runs = loadRuns(g.fitRuns, g.mo.given);

@@ -293,6 +293,19 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
     CHECK(b.text.rfind("fabricbench-model: error: --force ", 0) == 0);
     CHECK(std::count(b.text.begin(), b.text.end(), '\n') == 1);
   }
+  // --fabric NAME=nic=GBPS[,nics=R]: each value finite and > 0, each key known (the parser --inter spec: uses).
+  for (auto [bad, why] : {std::pair{"hdr=nic=inf", "'nic=inf' must be a number > 0"},
+                          {"hdr=nic=0", "'nic=0' must be a number > 0"},
+                          {"hdr=nic=24,nics=-1", "'nics=-1' must be a number > 0"},
+                          {"hdr=nic=24x", "'nic=24x' needs a number"},
+                          {"hdr=nic=24,port=2", "unknown setting 'port' (nic=, nics=)"},
+                          {"hdr", "expected NAME=nic=GBPS[,nics=R]"}}) {
+    auto b = tool("nccl project --fit " + kGj + " --nodes 2 --fabric " + bad + " -o " + out);
+    INFO(bad << ": " << b.text);
+    CHECK(b.rc == 2);
+    CHECK(b.text.rfind(std::string("fabricbench-model: error: --fabric ") + bad + ": " + why, 0) == 0);
+    CHECK(std::count(b.text.begin(), b.text.end(), '\n') == 1);
+  }
   auto b2 = tool("nccl project --fit " + kGj + " --nodes 2 --force given -o " + out);
   CHECK(b2.rc == 2);
   CHECK(has(b2.text, "--force given: the fitted runs force nothing"));
