@@ -7,6 +7,8 @@
 //   fb+set  : fb with cudaSetDevice before each operation
 //   nt-bare : nt without the clock read and cudaSetDevice
 //   fb-fixed: fb with one buffer position (no rotation)
+//   fb-cfg  : fb on a second communicator made as fabricbench makes its own (ncclCommInitRankConfig,
+//             blocking = 1) where the others use ncclCommInitAll as nccl-tests -g 1 does
 // Build on the GPU host: g++ -O2 -std=c++17 perop_loop.cc -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcudart -lnccl
 #include <algorithm>
 #include <chrono>
@@ -38,25 +40,26 @@
 namespace {
 constexpr size_t kSpan = size_t(1) << 30;  // nccl-tests -e 1G: operations move inside 1 GiB
 constexpr int kIters = 40, kWarm = 10, kReps = 30;
-ncclComm_t comm;
+ncclComm_t comm, cfgComm;
 cudaStream_t stream;
 char *sendBuf, *recvBuf;
 
-void op(size_t bytes, bool inPlace, bool rotate, int i) {
+void op(size_t bytes, bool inPlace, bool rotate, int i, ncclComm_t c = comm) {
   size_t steps = rotate ? kSpan / bytes : 1, shift = bytes * (size_t(i) % steps);
   char* r = recvBuf + shift;
   char* s = inPlace ? r : sendBuf + shift;
-  NK(ncclAllReduce(s, r, bytes / 4, ncclFloat, ncclSum, comm, stream));
+  NK(ncclAllReduce(s, r, bytes / 4, ncclFloat, ncclSum, c, stream));
 }
 
 // One batch of kIters operations timed by `variant`; appends each operation's time (us) to out.
 void batch(const std::string& variant, size_t bytes, bool inPlace, std::vector<double>& out) {
-  for (int i = 0; i < kWarm; ++i) op(bytes, inPlace, true, i);
+  for (int i = 0; i < kWarm; ++i) op(bytes, inPlace, true, i, variant == "fb-cfg" ? cfgComm : comm);
   CK(cudaStreamSynchronize(stream));
   std::vector<cudaEvent_t> ev(kIters + 1);
   for (auto& e : ev) CK(cudaEventCreate(&e));
   const bool nt = variant.rfind("nt", 0) == 0, full = variant == "nt";
   const bool setDev = variant == "fb+set", rotate = variant != "fb-fixed";
+  const ncclComm_t c = variant == "fb-cfg" ? cfgComm : comm;
   volatile double sink = 0;
   auto t = std::chrono::steady_clock::now();
   if (!nt) CK(cudaEventRecord(ev[0], stream));
@@ -70,7 +73,7 @@ void batch(const std::string& variant, size_t bytes, bool inPlace, std::vector<d
       op(bytes, inPlace, rotate, i);
     } else {
       if (setDev) CK(cudaSetDevice(0));
-      op(bytes, inPlace, rotate, i);
+      op(bytes, inPlace, rotate, i, c);
       CK(cudaEventRecord(ev[i + 1], stream));
     }
   }
@@ -94,10 +97,15 @@ int main() {
   CK(cudaSetDevice(0));
   int dev = 0;
   NK(ncclCommInitAll(&comm, 1, &dev));
+  ncclUniqueId id;
+  NK(ncclGetUniqueId(&id));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  NK(ncclCommInitRankConfig(&cfgComm, 1, id, 0, &config));
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   NK(ncclMemAlloc(reinterpret_cast<void**>(&sendBuf), kSpan));
   NK(ncclMemAlloc(reinterpret_cast<void**>(&recvBuf), kSpan));
-  const std::vector<std::string> variants = {"fb", "nt", "fb+set", "nt-bare", "fb-fixed"};
+  const std::vector<std::string> variants = {"fb", "nt", "fb+set", "nt-bare", "fb-fixed", "fb-cfg"};
   struct Case {
     size_t bytes;
     bool inPlace;
@@ -119,5 +127,6 @@ int main() {
   NK(ncclMemFree(sendBuf));
   NK(ncclMemFree(recvBuf));
   NK(ncclCommDestroy(comm));
+  NK(ncclCommDestroy(cfgComm));
   return 0;
 }
