@@ -20,22 +20,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::printf("error: %s: %s\n", #x, cudaGetErrorString(e_));                     \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define NK(x)                                                                          \
-  do {                                                                                 \
-    ncclResult_t r_ = (x);                                                             \
-    if (r_ != ncclSuccess) {                                                           \
-      std::printf("error: %s: %s\n", #x, ncclGetErrorString(r_));                     \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "check.h"
+#define NK(x) INSTRUMENT_CHECK(x, ncclSuccess, ncclGetErrorString)
 
 namespace {
 constexpr size_t kSpan = size_t(1) << 30;  // nccl-tests -e 1G: operations move inside 1 GiB

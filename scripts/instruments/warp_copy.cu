@@ -4,14 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::printf("error: %s: %s\n", #x, cudaGetErrorString(e_));                              \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
+#include "check.h"
 constexpr int UNROLL = 8;
 __global__ void copyKernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n16) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
