@@ -170,6 +170,19 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
     ErrorBand band;
   };
   std::map<std::string, std::map<std::string, std::vector<Row>>> rows;
+  // A measured link is carried outside the sizes it was fitted on by its lowest or highest segment: said
+  // beside the validation's coverage.
+  auto outsideFit = [](const Inputs& in, const Shape& sh, double S, ErrorBand& b) {
+    auto one = [&](const std::optional<Link>& l, bool used, const char* which) {
+      if (!used || !l || !l->measured || l->segs.empty()) return;
+      const double lo = static_cast<double>(l->segs.front().lo), hi = static_cast<double>(l->segs.back().hi);
+      if (S < lo || S > hi)
+        b.beyond += fmt::format("{}size outside the {} link's fitted {}..{}", b.beyond.empty() ? "" : "; ", which,
+                                human(lo), human(hi));
+    };
+    one(in.intra, sh.perNode > 1, "intra-node");
+    one(in.inter, sh.nodes > 1, "inter-node");
+  };
   for (auto& coll : colls)
     for (auto& f : fabrics) {
       Inputs in = inputsFor(f, coll);
@@ -179,7 +192,8 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             Shape sh{n, g, a.nics};
             if (sh.ranks() < 2) continue;
             Projection p = project(coll, sh, S, in, force);
-            const ErrorBand b = bandOf(ev, algoName(p.algo), coll, S, n, g);
+            ErrorBand b = bandOf(ev, algoName(p.algo), coll, S, n, g);
+            outsideFit(in, sh, S, b);
             rows[coll][f.label].push_back({p, b});
             std::string cand;
             for (auto& [al, t] : p.candidates) cand += fmt::format("{}{}={:.3f}", cand.empty() ? "" : ";", algoName(al), t);
@@ -292,8 +306,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           // The step's band: the communication's (the bucket AllReduce's algorithm and regime on the DP group),
           // carried to the step through the exposed share.
           ErrorBand sb;
-          if (training && haveStep && e.dpShape.ranks() > 1)
+          if (training && haveStep && e.dpShape.ranks() > 1) {
             sb = bandOf(ev, algoName(e.algo), "allreduce", tm.bucketBytes, e.dpShape.nodes, e.dpShape.perNode);
+            outsideFit(in, e.dpShape, tm.bucketBytes, sb);
+          }
           if (training && haveStep) {
             std::string stepBand = "—";
             if (e.dpShape.ranks() > 1) {

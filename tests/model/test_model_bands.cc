@@ -376,6 +376,16 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   for (auto at = without.text.find("ms | unvalidated |"); at != std::string::npos; at = without.text.find("ms | unvalidated |", at + 1))
     ++marks;
   CHECK(marks == 2);  // both AllReduce rows: the band column says unvalidated
+  // A size past the sizes the measured link was fitted on is said per row (the lab's 2 x 1 tcp AllReduce was fitted
+  // on 4 KiB..64 MiB), and a size inside says nothing of it.
+  auto far = ran("project --inter lab=" + src + "/results/20261202-labt-1gbit-2x1:tcp --nodes 3 --coll allreduce "
+                 "--sizes 16M,64G --algo ring --no-plots -o " + out + " --evidence " + out + "-v/evidence.json");
+  INFO(far.text);
+  csv = fb::readCsvTable(out + "/projected.csv");
+  REQUIRE(csv.size() == 3);
+  CHECK(csv[1].back().empty());
+  CHECK(csv[2].back().find("size outside the inter-node link's fitted 4 KiB..64 MiB") != std::string::npos);
+  CHECK(has(slurp(out + "/projection.md"), "size outside the inter-node link's fitted "));
   // Each tool refuses the other's evidence (one line, exit 2).
   auto x = tool(P + " --evidence " + src + "/results/model-nccl-validation-public/nccl-evidence.json");
   CHECK(x.rc == 2);
