@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <numeric>
 #include <regex>
 
 #include <fmt/format.h>
@@ -172,6 +174,51 @@ int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
   return ch;
 }
 
+double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double bytes) {
+  const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
+  if (N < 2 || !(m.p2pWarpGBps > 0) || !(bytes > 0)) return 0;
+  const bool a2a = coll == "alltoall";
+  // The comm's p2p channels: a known coll count's power of two up, else NCCL's 2 per NIC (paths.cc); 2 an op
+  // (the network peer's count the NIC term takes), halved while a batch group's peers overflow them (paths.cc
+  // 2.29 ncclTopoComputeP2pChannels), fewer for a small op (enqueue.cc addP2pToPlan: parts of 64-128 KiB, the
+  // network chunk 128 KiB).
+  int P = 1, logP = 0;
+  while (P < (m.channels > 0 ? m.channels : 2 * static_cast<int>(std::ceil(m.nics())))) P *= 2, ++logP;
+  int perPeer = std::min(2, P), nMin;
+  while (perPeer * ((n + 7) / 8) > P && perPeer > 1) perPeer /= 2;
+  for (nMin = perPeer; nMin * n > P && nMin > 1;) nMin /= 2;
+  const double step = 128 * 1024, opBytes = a2a ? bytes / n : bytes;
+  int c = static_cast<int>(std::min<double>(nMin, std::max(1.0, std::ceil(opBytes / (step / 2)))));
+  while (std::max(step / 2, std::ceil(opBytes / c)) > step && c <= perPeer / 2) c *= 2;
+  // Rounds (init.cc ncclP2pSchedule: round 0 is the self copy, groups of gcd(8, G) ranks) and their first channel
+  // (channel.h ncclP2pChannelBaseForRound, bits reversed); a batch takes the rounds of one group of 8 on a channel.
+  const int gs = std::gcd(8, G), rounds = a2a ? n : 1;
+  std::map<std::pair<int, int>, std::vector<bool>> batch;  // (channel, round / 8) -> its works, true = self copy
+  for (int r = 0; r < rounds; ++r) {
+    const int rr = a2a ? r : 1, b = rr / gs * ((gs + 7) / 8) + rr % gs / 8;
+    int base = 0;
+    for (int i = 0; i < logP; ++i) base |= ((b >> i) & 1) << (logP - 1 - i);
+    for (int q = 0; q < c; ++q) batch[{(base + q) & (P - 1), rr / 8}].push_back(a2a && r == 0);
+  }
+  // Each batch's works split 20 warps (sendrecv.h): nWarps / k a work, recv (w - 1) / 2 (w / 2 up to 4), send
+  // one more above 4; the self copy runs on all of its work's, a send of 3 warps or more spares one (prims_simple.h
+  // nworkers). A channel runs its batches in turn; the busiest channel sets the time.
+  std::map<int, double> chUs;
+  for (const auto& [key, works] : batch) {
+    const int k = static_cast<int>(works.size()), w = 20 / k, recv = w <= 4 ? w / 2 : (w - 1) / 2,
+              send = w <= 4 ? recv : recv + 1;
+    double slowest = 0;
+    for (bool copy : works) {
+      const int warps = copy ? send + recv : std::min(send - (send >= 3 ? 1 : 0), recv);
+      slowest = std::max(slowest, opBytes / c / (std::max(1, warps) * m.p2pWarpGBps * 1e3));
+    }
+    chUs[key.first] += slowest;
+  }
+  double worst = 0;
+  for (const auto& [ch, us] : chUs) worst = std::max(worst, us);
+  return worst > 0 ? bytes * ncclBusFactor(coll, n) / (worst * 1e3) : 0;
+}
+
 bool ncclApplies(NcclAlgo a, const std::string& coll, const NcclMachine& m) {
   const auto& i = ncclAlgoInfo(a);
   if (std::find(i.colls.begin(), i.colls.end(), coll) == i.colls.end()) return false;
@@ -261,6 +308,9 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       } else {
         bw = std::min(m.ringIntraGBps, pNic * std::max(1.0, R / G));
       }
+      // Across nodes the CTAs' warps, split among a batch's works, can bind before the NIC: a 2 x 1 AllToAll's
+      // self copy shares each CTA with the network peer, whose send and recv keep 4 warps each (ncclP2pWarpBusbw).
+      if (const double wb = N > 1 ? ncclP2pWarpBusbw(coll, m, S) : 0; wb > 0) bw = std::min(bw, wb);
       lat = L.base[pi] + (N > 1 ? he : hi);
       break;
     }

@@ -90,6 +90,12 @@ double ncclNvlsBusbw(const NcclMachine& m);
 int ncclP2pSendChannels(const NcclMachine& m, double bytes);
 // The comm's p2p channels: p2pChannels, or the power of two at or above a known coll channel count.
 int ncclP2pCommChannels(const NcclMachine& m);
+// Across nodes, the busbw at which the CTAs' warps move an AllToAll or SendRecv (out of place), 0 where no warp
+// count applies: NCCL puts the rounds of one batch group on their channels (src/enqueue.cc scheduleP2pTasksToPlan,
+// addP2pToPlan; src/include/channel.h ncclP2pChannelBaseForRound; 2 channels an op, 2 coll channels per NIC), the
+// works of a batch split the CTA's 20 warps (src/device/sendrecv.h: nWarps / nWorks, then send and recv halves,
+// the self copy taking both), and each part moves at its worker warps x p2pWarpGBps.
+double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double bytes);
 
 struct NcclMachine {
   int nodes = 1, gpusPerNode = 1;
@@ -135,6 +141,10 @@ struct NcclMachine {
   // single-node AllToAll run calibrates its own rate, as NVLS has its own.
   double a2aIntraGBps = 0;
   double a2aIntra() const { return a2aIntraGBps > 0 ? a2aIntraGBps : ringIntraGBps; }
+  // One warp's rate in NCCL's device copy loop (16-byte loads, unroll 8 on Hopper: src/device/common_kernel.h
+  // reduceCopy), GB/s: P2P works of one batch split a CTA's 20 warps (ncclP2pWarpBusbw). 0 = not measured, no
+  // cap: set F's 2 x 1 AllToAll alone would want 4.4-5.3 (doc/model.md), and a rate fitted there is not a prior.
+  double p2pWarpGBps = 0;
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
   // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy. Starting points
   // only: they apply to 1-rank runs alone, and a 1-rank run always calibrates all three.

@@ -204,7 +204,10 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   // 2 x 2: 2 remote peers x 2 channels x 2 GPUs / 2 NICs = 4 channels per NIC, line 50: 2 x 50 x 3 / (2 x 2) = 75
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 2), 1e9)->busbwGBps == Approx(75));
   // 2 x 1: one remote peer, 2 channels: the 2-channel rate 48: 1 x 48 x 1 / (1 x 1) = 48
-  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 1), 1e9)->busbwGBps == Approx(48));
+  // (and the CTAs' warps: with the self copy beside the peer, 8 x p2pWarpGBps; a faster warp leaves the NIC's)
+  auto a1 = h100(2, 1);
+  a1.p2pWarpGBps = 10;
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, a1, 1e9)->busbwGBps == Approx(48));
   CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 1), 1e9)->busbwGBps == Approx(48));
   // SendRecv on 2 x 8: one peer per GPU, 2 channels on its NIC: 48, not the line rate
   CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, h100(2, 8), 1e9)->busbwGBps == Approx(48));
@@ -215,6 +218,28 @@ TEST_CASE("nccl CollNet, PAT and P2P", "[nccl]") {
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, l, 1e9)->busbwGBps == Approx(112.5));
   l.nicLineGBps = 45;
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, l, 1e9)->busbwGBps == Approx(90));
+}
+
+TEST_CASE("nccl P2P across nodes: a batch's works split the CTA's warps (sendrecv.h)", "[nccl]") {
+  // 2 x 1 AllToAll, 2 p2p channels (2 coll channels on one NIC), one warp at 5 GB/s. Round 0 (self copy) starts
+  // at channel 0, round 1 (the peer) at reverseBits(1, 1) = 1: both ops on both channels, one batch of 2 works.
+  // 20 / 2 = 10 warps a work: recv 4, send 5 (4 workers), the copy 9. Each part S/2/2 moves at 4 x 5 = 20 GB/s
+  // on the network work: t = S/4 / 20, busbw = S x 1/2 / t = 40, below the NIC's 48.
+  auto m = h100(2, 1);
+  m.p2pWarpGBps = 5;
+  CHECK(ncclP2pWarpBusbw("alltoall", m, 1e9) == Approx(40));
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(40));
+  // SendRecv: one work a batch, 20 warps: recv 9, send 10 (9 workers), S/2 a channel: busbw 2 x 9 x 5 = 90 > 48
+  CHECK(ncclP2pWarpBusbw("sendrecv", m, 1e9) == Approx(90));
+  CHECK(ncclCost("sendrecv", NcclAlgo::kP2p, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(48));
+  // 2 x 2: 4 p2p channels; rounds 0-1 (self, local peer) on channels 0-1, rounds 2-3 (remote) from
+  // reverseBits(1, 2) = 2 on 2-3: 2 works a batch, 4 workers each on S/4/2: busbw 3/4 x 8 x 4 x 5 = 120 > 75
+  auto m2 = h100(2, 2);
+  m2.p2pWarpGBps = 5;
+  CHECK(ncclP2pWarpBusbw("alltoall", m2, 1e9) == Approx(120));
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m2, 1e9)->busbwGBps == Approx(75));
+  // one node: no such term (the node's own AllToAll rate is calibrated)
+  CHECK(ncclP2pWarpBusbw("alltoall", h100(1, 8), 1e9) == 0);
 }
 
 TEST_CASE("nccl NVLS by GPU count: algbw B x G / (G + 1)", "[nccl]") {
