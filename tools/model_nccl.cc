@@ -87,6 +87,8 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
     m.nvlsGBps = fam->nvlsGBps;
     if (fam->pcie) m.nvlink = false;
   }
+  const auto warp = gpu.empty() ? std::nullopt : ncclP2pWarpPrior(gpu);
+  if (warp) m.p2pWarpGBps = warp->gbps;
   if (o.pcie) m.nvlink = !*o.pcie;
   if (o.ringGBps) m.ringIntraGBps = *o.ringGBps;
   if (o.nvlsGBps) m.nvlsGBps = *o.nvlsGBps;
@@ -94,6 +96,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
     *note = gpu.empty() ? "the logs name no GPU: the Hopper defaults"
             : fam       ? fmt::format("from the logs' GPU, {}: {}, {}", gpu, fam->family, fam->source)
                         : fmt::format("the logs' GPU, {}, is not in the GPU table: the Hopper defaults", gpu);
+    if (warp) *note += "; P2P across nodes: " + warp->source;
     if (o.ringGBps || o.nvlsGBps || o.pcie) *note += "; the options given replace these";
   }
   return m;

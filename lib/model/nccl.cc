@@ -139,6 +139,20 @@ const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
   return table;
 }
 
+std::optional<NcclWarpRate> ncclP2pWarpPrior(const std::string& gpuName) {
+  // scripts/instruments/warp_copy.cu (reduceCopy's loop: 16-byte loads, unroll 8) on the GPU host, 2 CTAs of 4
+  // warps (the network peer's send workers in a 2 x 1 AllToAll's batch): GB/s a warp. Only the cards measured.
+  static const std::vector<std::pair<std::string, NcclWarpRate>> table = {
+      {R"(\bH100 80GB HBM3\b)",
+       {4.465, "4.465 GB/s a warp, measured on an H100 80GB HBM3 (2 CTAs x 4 warps, 2026-12-07; 4.39 at 5, 4.12 at 9)"}},
+      {R"(\bH200\b(?! NVL))",
+       {4.31, "4.31 GB/s a warp, measured on an H200 (2 CTAs x 4 warps, 2026-12-06; 4.26 at 5, 4.02 at 9)"}},
+  };
+  for (const auto& [pattern, rate] : table)
+    if (std::regex_search(gpuName, std::regex(pattern, std::regex::icase))) return rate;
+  return std::nullopt;
+}
+
 std::optional<NcclGpuPrior> ncclGpuPrior(const std::string& gpuName) {
   for (const auto& e : ncclGpuFamilies())
     if (std::regex_search(gpuName, std::regex(e.pattern, std::regex::icase))) return e.prior;

@@ -143,7 +143,7 @@ struct NcclMachine {
   double a2aIntra() const { return a2aIntraGBps > 0 ? a2aIntraGBps : ringIntraGBps; }
   // One warp's rate in NCCL's device copy loop (16-byte loads, unroll 8 on Hopper: src/device/common_kernel.h
   // reduceCopy), GB/s: P2P works of one batch split a CTA's 20 warps (ncclP2pWarpBusbw). 0 = not measured, no
-  // cap: set F's 2 x 1 AllToAll alone would want 4.4-5.3 (doc/model.md), and a rate fitted there is not a prior.
+  // cap; measured GPUs get theirs from ncclP2pWarpPrior (scripts/instruments/warp_copy.cu, never fitted).
   double p2pWarpGBps = 0;
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
   // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy. Starting points
@@ -174,6 +174,13 @@ struct NcclGpuFamily {
   NcclGpuPrior prior;
 };
 const std::vector<NcclGpuFamily>& ncclGpuFamilies();  // the table, in match order
+// One warp's copy rate (NcclMachine::p2pWarpGBps) on the GPUs where it was measured, with its source; nullopt
+// elsewhere (no warp cap: the NIC and channels alone bound P2P across nodes).
+struct NcclWarpRate {
+  double gbps = 0;
+  std::string source;
+};
+std::optional<NcclWarpRate> ncclP2pWarpPrior(const std::string& gpuName);
 
 struct NcclForce {
   std::optional<NcclAlgo> algo;

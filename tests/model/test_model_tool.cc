@@ -372,8 +372,8 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
     }
   }
   CHECK(r.text.find(std::to_string(within) + " of 31 predicted runs within the bound") != std::string::npos);
-  CHECK(withinAF >= 15);
-  CHECK(within >= 20);
+  CHECK(withinAF >= 16);
+  CHECK(within >= 23);
   CHECK(wrong == 0);
   CHECK(rows > 150);
   CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G", "K"});

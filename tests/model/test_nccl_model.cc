@@ -240,6 +240,13 @@ TEST_CASE("nccl P2P across nodes: a batch's works split the CTA's warps (sendrec
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m2, 1e9)->busbwGBps == Approx(75));
   // one node: no such term (the node's own AllToAll rate is calibrated)
   CHECK(ncclP2pWarpBusbw("alltoall", h100(1, 8), 1e9) == 0);
+  // the rate comes only from the cards it was measured on; others keep no cap
+  REQUIRE(ncclP2pWarpPrior("NVIDIA H100 80GB HBM3"));
+  CHECK(ncclP2pWarpPrior("NVIDIA H100 80GB HBM3")->gbps == 4.465);
+  REQUIRE(ncclP2pWarpPrior("NVIDIA H200"));
+  CHECK(ncclP2pWarpPrior("NVIDIA H200")->gbps == 4.31);
+  for (const char* other : {"NVIDIA H200 NVL", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100-SXM4-80GB", "NVIDIA B200", ""})
+    CHECK_FALSE(ncclP2pWarpPrior(other));
 }
 
 TEST_CASE("nccl NVLS by GPU count: algbw B x G / (G + 1)", "[nccl]") {
