@@ -130,25 +130,37 @@ std::vector<std::string> splitComma(const std::string& t) {
   return out;
 }
 
-std::vector<std::pair<std::string, double>> positiveSettings(const std::vector<std::string>& parts,
-                                                             const std::string& context,
+std::vector<std::pair<std::string, double>> positiveSettings(const std::string& list, const std::string& context,
                                                              const std::vector<std::string>& keys) {
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& kv : parts) {
-    auto e = kv.find('=');
-    std::string k = kv.substr(0, e), v = e == std::string::npos ? "" : kv.substr(e + 1);
+  std::size_t at = 0;
+  while (true) {  // every comma-separated item, empty ones too ("nic=24," has an empty second item)
+    const std::size_t comma = list.find(',', at);
+    const std::string kv = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const auto e = kv.find('=');
+    const std::string k = kv.substr(0, e), v = e == std::string::npos ? "" : kv.substr(e + 1);
+    if (kv.empty()) throw InputError(fmt::format("{}: an empty setting (KEY=NUMBER between commas)", context));
     if (std::find(keys.begin(), keys.end(), k) == keys.end())
       throw InputError(fmt::format("{}: unknown setting '{}' ({}=)", context, k, fmt::join(keys, "=, ")));
+    for (const auto& [seen, unused] : out)
+      if (seen == k) throw InputError(fmt::format("{}: '{}' given twice", context, k));
+    // Decimal numbers only: stod would also take leading blanks, hex and "inf".
+    if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos)
+      throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
     double d = 0;
     try {
       std::size_t used = 0;
       d = std::stod(v, &used);
-      if (used != v.size()) throw 0;
+      if (used != v.size()) throw InputError("");
+    } catch (const std::out_of_range&) {
+      throw InputError(fmt::format("{}: '{}' is out of range", context, kv));
     } catch (...) {
       throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
     }
     if (!std::isfinite(d) || d <= 0) throw InputError(fmt::format("{}: '{}' must be a number > 0", context, kv));
     out.emplace_back(k, d);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
   }
   return out;
 }
@@ -213,9 +225,9 @@ Source parseSource(const std::string& arg, const char* what) {
     auto parts = splitComma(t.substr(5));
     const Spec& sp = findSpec(parts.empty() ? "" : parts[0]);
     double eff = -1, lat = -1;
-    const std::vector<std::string> settings(parts.begin() + (parts.empty() ? 0 : 1), parts.end());
-    for (const auto& [k, d] : positiveSettings(settings, fmt::format("--{} '{}'", what, arg), {"eff", "lat"}))
-      (k == "eff" ? eff : lat) = d;
+    if (const auto comma = t.find(','); comma != std::string::npos)
+      for (const auto& [k, d] : positiveSettings(t.substr(comma + 1), fmt::format("--{} '{}'", what, arg), {"eff", "lat"}))
+        (k == "eff" ? eff : lat) = d;
     if (std::string(what) == "inter" && sp.kind != "inter")
       throw InputError(fmt::format("--inter spec:{} is an intra-node link (use --intra)", sp.name));
     if (std::string(what) == "intra" && sp.kind != "intra")

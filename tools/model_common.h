@@ -33,10 +33,10 @@ double parseBytes(const std::string& t, const char* what);
 void checkRange(const char* opt, double v, double lo, bool loOpen, double hi = HUGE_VAL);
 std::vector<int> parseIntList(const std::string& t, const char* what);
 std::vector<std::string> splitComma(const std::string& t);
-// KEY=NUMBER settings (eff=0.9, nic=48): each key one of `keys`, each number finite and > 0. `context`
-// starts every error line ("--inter 'spec:ib-ndr,lat=-5'"); InputError (one line) on the first bad one.
-std::vector<std::pair<std::string, double>> positiveSettings(const std::vector<std::string>& parts,
-                                                             const std::string& context,
+// KEY=NUMBER settings, comma-separated (eff=0.9,lat=5; nic=48,nics=8): each key one of `keys` and given once,
+// each number decimal, finite and > 0, no empty item. `context` starts every error line ("--inter
+// 'spec:ib-ndr,lat=-5'"); InputError (one line) on the first bad one.
+std::vector<std::pair<std::string, double>> positiveSettings(const std::string& list, const std::string& context,
                                                              const std::vector<std::string>& keys);
 
 struct Loaded {

@@ -110,8 +110,9 @@ int cmdProject() {
     auto eq = f.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--fabric {}: expected NAME=nic=GBPS[,nics=R]", f));
     Fabric x{f.substr(0, eq)};
-    for (const auto& [k, d] : positiveSettings(splitComma(f.substr(eq + 1)), "--fabric " + f, {"nic", "nics"}))
+    for (const auto& [k, d] : positiveSettings(f.substr(eq + 1), "--fabric " + f, {"nic", "nics"}))
       (k == "nic" ? x.nic : x.nics) = d;
+    if (!(x.nic > 0)) throw InputError(fmt::format("--fabric {}: needs nic=GBPS (the fabric's per-NIC rate)", f));
     fabrics.push_back(x);
   }
   auto runs = loadRuns(g.fitRuns, g.mo.given);

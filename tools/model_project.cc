@@ -308,7 +308,10 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           ErrorBand sb;
           if (training && haveStep && e.dpShape.ranks() > 1) {
             sb = bandOf(ev, algoName(e.algo), "allreduce", tm.bucketBytes, e.dpShape.nodes, e.dpShape.perNode);
-            outsideFit(in, e.dpShape, tm.bucketBytes, sb);
+            // The sizes the step projects: a full bucket (the gradient when smaller) and the last one.
+            const std::string before = sb.beyond;
+            outsideFit(in, e.dpShape, std::min(tm.bucketBytes, e.gradBytesPerRank), sb);
+            if (sb.beyond == before && e.buckets > 1) outsideFit(in, e.dpShape, e.lastBucketBytes, sb);
           }
           if (training && haveStep) {
             std::string stepBand = "—";

@@ -212,6 +212,7 @@ double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double by
     const int rr = a2a ? r : 1, b = rr / gs * ((gs + 7) / 8) + rr % gs / 8;
     int base = 0;
     for (int i = 0; i < logP; ++i) base |= ((b >> i) & 1) << (logP - 1 - i);
+    if (a2a && r == 0 && m.inPlace) continue;  // in place NCCL skips the send to self: no self copy
     for (int q = 0; q < c; ++q) batch[{(base + q) & (P - 1), rr / 8}].push_back(a2a && r == 0);
   }
   // Each batch's works split 20 warps (sendrecv.h): nWarps / k a work, recv (w - 1) / 2 (w / 2 up to 4), send

@@ -145,6 +145,9 @@ struct NcclMachine {
   // reduceCopy), GB/s: P2P works of one batch split a CTA's 20 warps (ncclP2pWarpBusbw). 0 = not measured, no
   // cap; measured GPUs get theirs from ncclP2pWarpPrior (scripts/instruments/warp_copy.cu, never fitted).
   double p2pWarpGBps = 0;
+  // The operation is in place: NCCL skips an AllToAll's send to self (enqueue.cc), so no self copy shares the
+  // CTAs' warps. Set per row (a run measured only in place); projections are out of place.
+  bool inPlace = false;
   // One rank (Local): out of place a device-to-device copy of S, in place nothing. Operations launched
   // back to back: t = max(launchUs, copyLatUs + S / copyGBps), the launch rate or the copy. Starting points
   // only: they apply to 1-rank runs alone, and a 1-rank run always calibrates all three.
@@ -219,6 +222,7 @@ struct NcclRun {
   std::string gpu;               // the GPU's name from the log ('#  Rank' lines) or the run's fingerprint; "" unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known
+    bool inPlace = false;                          // timeUs is an in-place time (the run measured only that)
   };
   std::vector<Row> rows;
 };

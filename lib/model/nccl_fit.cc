@@ -108,7 +108,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
   for (auto& c : order) {
     NcclRun r = byColl[c];
     for (auto& row : r.rows)
-      if (!(row.timeUs > 0)) std::swap(row.timeUs, row.inPlaceUs);  // only in-place measured
+      if (!(row.timeUs > 0)) std::swap(row.timeUs, row.inPlaceUs), row.inPlace = true;  // only in-place measured
     std::sort(r.rows.begin(), r.rows.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
     // What the run itself says it forced (the importer keeps NCCL_* settings under nccl_tests.env).
     if (rd.runJson.is_object() && rd.runJson.contains("nccl_tests")) {
@@ -155,6 +155,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
   if (r.nvlsOff) m.nvlsGBps = 0;  // NCCL_NVLS_ENABLE=0: NVLS and NVLSTree are not candidates
   std::vector<NcclFitPoint> pts;
   for (const auto& row : r.rows) {
+    m.inPlace = row.inPlace;
     auto ch = ncclChoose(r.coll, m, row.bytes, r.force);
     NcclFitPoint p;
     p.run = r.label;

@@ -294,11 +294,17 @@ TEST_CASE("nccl project: --force projects the rows forced, and says so", "[tool]
     CHECK(std::count(b.text.begin(), b.text.end(), '\n') == 1);
   }
   // --fabric NAME=nic=GBPS[,nics=R]: each value finite and > 0, each key known (the parser --inter spec: uses).
-  for (auto [bad, why] : {std::pair{"hdr=nic=inf", "'nic=inf' must be a number > 0"},
+  for (auto [bad, why] : {std::pair{"hdr=nic=inf", "'nic=inf' needs a number"},
                           {"hdr=nic=0", "'nic=0' must be a number > 0"},
                           {"hdr=nic=24,nics=-1", "'nics=-1' must be a number > 0"},
                           {"hdr=nic=24x", "'nic=24x' needs a number"},
                           {"hdr=nic=24,port=2", "unknown setting 'port' (nic=, nics=)"},
+                          {"hdr=nic=24,nic=48", "'nic' given twice"},
+                          {"hdr=nic=24,", "an empty setting"},
+                          {"hdr=", "an empty setting"},
+                          {"hdr=nic=0x18", "'nic=0x18' needs a number"},
+                          {"hdr=nic=1e309", "'nic=1e309' is out of range"},
+                          {"hdr=nics=4", "needs nic=GBPS"},
                           {"hdr", "expected NAME=nic=GBPS[,nics=R]"}}) {
     auto b = tool("nccl project --fit " + kGj + " --nodes 2 --fabric " + bad + " -o " + out);
     INFO(bad << ": " << b.text);
@@ -386,6 +392,19 @@ TEST_CASE("project: bands from validate's evidence.json, unvalidated rows marked
   CHECK(csv[1].back().empty());
   CHECK(csv[2].back().find("size outside the inter-node link's fitted 4 KiB..64 MiB") != std::string::npos);
   CHECK(has(slurp(out + "/projection.md"), "size outside the inter-node link's fitted "));
+  // The training step: its sizes are a full bucket (the gradient when smaller) and the last bucket. A 1e9-parameter
+  // bf16 gradient in 16 MiB buckets ends in a last bucket of 1.2 MiB... inside 4 KiB..64 MiB: no mark; a 1e12 one
+  // in 1 GiB buckets is past the fit.
+  auto step = [&](const std::string& params, const std::string& bucket) {
+    ran("project --inter lab=" + src + "/results/20261202-labt-1gbit-2x1:tcp --nodes 3 --coll allreduce --sizes 16M "
+        "--algo ring --params " + params + " --compute-ms 100 --bucket " + bucket + " --no-plots -o " + out);
+    auto t = fb::readCsvTable(out + "/training.csv");
+    REQUIRE(t.size() == 2);
+    return t[1].back();
+  };
+  CHECK(step("1e9", "16M").find("fitted") == std::string::npos);
+  CHECK(step("1e12", "1G").find("size outside the inter-node link's fitted 4 KiB..64 MiB") != std::string::npos);
+  CHECK(step("1e3", "16M").find("size outside the inter-node link's fitted 4 KiB..64 MiB") != std::string::npos);
   // Each tool refuses the other's evidence (one line, exit 2).
   auto x = tool(P + " --evidence " + src + "/results/model-nccl-validation-public/nccl-evidence.json");
   CHECK(x.rc == 2);

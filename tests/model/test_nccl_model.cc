@@ -238,8 +238,17 @@ TEST_CASE("nccl P2P across nodes: a batch's works split the CTA's warps (sendrec
   m2.p2pWarpGBps = 5;
   CHECK(ncclP2pWarpBusbw("alltoall", m2, 1e9) == Approx(120));
   CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m2, 1e9)->busbwGBps == Approx(75));
-  // one node: no such term (the node's own AllToAll rate is calibrated)
-  CHECK(ncclP2pWarpBusbw("alltoall", h100(1, 8), 1e9) == 0);
+  // In place NCCL skips the send to self: the peer's work has the batch's 20 warps (recv 9, send 10 with 9
+  // workers), S/4 a channel at 9 x 5 = 45 GB/s: busbw 90, and the NIC's 48 binds.
+  m.inPlace = true;
+  CHECK(ncclP2pWarpBusbw("alltoall", m, 1e9) == Approx(90));
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, m, 1e9)->busbwGBps == Approx(48));
+  // one node: no such term (the node's own AllToAll rate is calibrated), with a rate set
+  auto one = h100(1, 8);
+  const double without = ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, one, 1e9)->busbwGBps;
+  one.p2pWarpGBps = 5;
+  CHECK(ncclP2pWarpBusbw("alltoall", one, 1e9) == 0);
+  CHECK(ncclCost("alltoall", NcclAlgo::kP2p, NcclProto::kSimple, one, 1e9)->busbwGBps == Approx(without));
   // the rate comes only from the cards it was measured on; others keep no cap
   REQUIRE(ncclP2pWarpPrior("NVIDIA H100 80GB HBM3"));
   CHECK(ncclP2pWarpPrior("NVIDIA H100 80GB HBM3")->gbps == 4.465);

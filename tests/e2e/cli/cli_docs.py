@@ -246,7 +246,7 @@ def case_model_inputs(d):
         (["project", "--inter", "spec:ib-ndr,eff=-0.5", "--nodes", "4", "-o", out], "'eff=-0.5' must be a number > 0"),
         (["project", "--inter", "spec:ib-ndr,eff=1.5", "--nodes", "4", "-o", out], "efficiency 1.5 must be in (0, 1]"),
         (["project", "--inter", "spec:ib-ndr,lat=abc", "--nodes", "4", "-o", out], "'lat=abc' needs a number"),
-        (["project", "--inter", "spec:ib-ndr,lat=nan", "--nodes", "4", "-o", out], "'lat=nan' must be a number > 0"),
+        (["project", "--inter", "spec:ib-ndr,lat=nan", "--nodes", "4", "-o", out], "'lat=nan' needs a number"),
         (P + ["--nics", "0"], "--nics = 0: must be > 0"),
         (P + ["--nics", "-2"], "--nics = -2: must be > 0"),
         (P + ["--params", "-5", "--compute-ms", "10"], "--params = -5: must be > 0"),
