@@ -148,15 +148,14 @@ std::vector<std::pair<std::string, double>> positiveSettings(const std::string& 
     if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos)
       throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
     double d = 0;
+    std::size_t used = 0;  // stays 0 when stod finds no number ("-", ".")
     try {
-      std::size_t used = 0;
       d = std::stod(v, &used);
-      if (used != v.size()) throw InputError("");
     } catch (const std::out_of_range&) {
       throw InputError(fmt::format("{}: '{}' is out of range", context, kv));
-    } catch (...) {
-      throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
+    } catch (const std::invalid_argument&) {
     }
+    if (used != v.size()) throw InputError(fmt::format("{}: '{}' needs a number ({}=NUMBER)", context, kv, k));
     if (!std::isfinite(d) || d <= 0) throw InputError(fmt::format("{}: '{}' must be a number > 0", context, kv));
     out.emplace_back(k, d);
     if (comma == std::string::npos) break;
@@ -222,10 +221,10 @@ Source parseSource(const std::string& arg, const char* what) {
   }
   s.text = t;
   if (t.rfind("spec:", 0) == 0) {
-    auto parts = splitComma(t.substr(5));
-    const Spec& sp = findSpec(parts.empty() ? "" : parts[0]);
+    const auto comma = t.find(',');  // spec:NAME[,KEY=NUMBER...]
+    const Spec& sp = findSpec(t.substr(5, comma == std::string::npos ? std::string::npos : comma - 5));
     double eff = -1, lat = -1;
-    if (const auto comma = t.find(','); comma != std::string::npos)
+    if (comma != std::string::npos)
       for (const auto& [k, d] : positiveSettings(t.substr(comma + 1), fmt::format("--{} '{}'", what, arg), {"eff", "lat"}))
         (k == "eff" ? eff : lat) = d;
     if (std::string(what) == "inter" && sp.kind != "inter")

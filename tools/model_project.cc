@@ -172,11 +172,11 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
   std::map<std::string, std::map<std::string, std::vector<Row>>> rows;
   // A measured link is carried outside the sizes it was fitted on by its lowest or highest segment: said
   // beside the validation's coverage.
-  auto outsideFit = [](const Inputs& in, const Shape& sh, double S, ErrorBand& b) {
+  auto outsideFit = [](const Inputs& in, const Shape& sh, std::initializer_list<double> sizes, ErrorBand& b) {
     auto one = [&](const std::optional<Link>& l, bool used, const char* which) {
       if (!used || !l || !l->measured || l->segs.empty()) return;
       const double lo = static_cast<double>(l->segs.front().lo), hi = static_cast<double>(l->segs.back().hi);
-      if (S < lo || S > hi)
+      if (std::any_of(sizes.begin(), sizes.end(), [&](double S) { return S < lo || S > hi; }))
         b.beyond += fmt::format("{}size outside the {} link's fitted {}..{}", b.beyond.empty() ? "" : "; ", which,
                                 human(lo), human(hi));
     };
@@ -193,7 +193,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
             if (sh.ranks() < 2) continue;
             Projection p = project(coll, sh, S, in, force);
             ErrorBand b = bandOf(ev, algoName(p.algo), coll, S, n, g);
-            outsideFit(in, sh, S, b);
+            outsideFit(in, sh, {S}, b);
             rows[coll][f.label].push_back({p, b});
             std::string cand;
             for (auto& [al, t] : p.candidates) cand += fmt::format("{}{}={:.3f}", cand.empty() ? "" : ";", algoName(al), t);
@@ -309,9 +309,7 @@ int cmdProject(const ProjectArgs& a, const std::string& cmdLine) {
           if (training && haveStep && e.dpShape.ranks() > 1) {
             sb = bandOf(ev, algoName(e.algo), "allreduce", tm.bucketBytes, e.dpShape.nodes, e.dpShape.perNode);
             // The sizes the step projects: a full bucket (the gradient when smaller) and the last one.
-            const std::string before = sb.beyond;
-            outsideFit(in, e.dpShape, std::min(tm.bucketBytes, e.gradBytesPerRank), sb);
-            if (sb.beyond == before && e.buckets > 1) outsideFit(in, e.dpShape, e.lastBucketBytes, sb);
+            outsideFit(in, e.dpShape, {std::min(tm.bucketBytes, e.gradBytesPerRank), e.lastBucketBytes}, sb);
           }
           if (training && haveStep) {
             std::string stepBand = "—";
