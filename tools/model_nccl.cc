@@ -89,6 +89,8 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   }
   const auto warp = gpu.empty() ? std::nullopt : ncclP2pWarpPrior(gpu);
   if (warp) m.p2pWarpGBps = warp->gbps;
+  const bool rccl = std::any_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.rccl; });
+  if (rccl) m.nvlsGBps = 0;  // RCCL has no NVLS, wherever it runs
   if (o.pcie) m.nvlink = !*o.pcie;
   if (o.ringGBps) m.ringIntraGBps = *o.ringGBps;
   if (o.nvlsGBps) m.nvlsGBps = *o.nvlsGBps;
@@ -96,10 +98,38 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
     *note = gpu.empty() ? "the logs name no GPU: the Hopper defaults"
             : fam       ? fmt::format("from the logs' GPU, {}: {}, {}", gpu, fam->family, fam->source)
                         : fmt::format("the logs' GPU, {}, is not in the GPU table: the Hopper defaults", gpu);
+    if (rccl && !(fam && fam->nvlsGBps == 0)) *note += "; rccl-tests logs: RCCL has no NVLS";
     if (warp) *note += "; P2P across nodes: " + warp->source;
     if (o.ringGBps || o.nvlsGBps || o.pcie) *note += "; the options given replace these";
   }
   return m;
+}
+
+NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo, std::string* note) {
+  NcclMachine prior = priorOf(o, runs, note);
+  NcclFit fit = ncclCalibrate(prior, runs, fo);
+  // NVLS left open: no GPU named (or one the table lacks), no --nvls-gbps, and a run NVLS could serve. The Hopper
+  // prior assumes NVSwitch multicast, which an A100, a V100 or a PCIe node lacks: fit without it as well and keep
+  // the fit closer to the logs.
+  std::string gpu;
+  for (const auto& r : runs)
+    if (!r.gpu.empty()) {
+      gpu = r.gpu;
+      break;
+    }
+  const bool open = (gpu.empty() || !ncclGpuPrior(gpu)) && !o.nvlsGBps && prior.nvlsGBps > 0 &&
+                    std::any_of(runs.begin(), runs.end(), [](const NcclRun& r) { return !r.nvlsOff && r.gpusPerNode > 1; });
+  if (!open) return fit;
+  NcclMachine without = prior;
+  without.nvlsGBps = 0;
+  NcclFit other = ncclCalibrate(without, runs, fo);
+  const bool keepOther = other.medianAbsErrPct < fit.medianAbsErrPct;
+  if (note)
+    *note += fmt::format("; whether the nodes have NVLS is not known from the logs: fitted with it (the Hopper prior) and "
+                         "without, kept {} (median |error| {:.1f} % against {:.1f} %; --nvls-gbps decides it)",
+                         keepOther ? "without" : "with", keepOther ? other.medianAbsErrPct : fit.medianAbsErrPct,
+                         keepOther ? fit.medianAbsErrPct : other.medianAbsErrPct);
+  return keepOther ? other : fit;
 }
 
 std::vector<NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given) {
@@ -184,7 +214,7 @@ SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double
   NcclFitOptions fo;
   fo.minBytes = minBytes;
   std::string priorNote;
-  auto fit = ncclCalibrate(priorOf(s.prior, fitRuns, &priorNote), fitRuns, fo);
+  auto fit = calibrateRuns(s.prior, fitRuns, fo, &priorNote);
   SetResult r;
   r.md += fmt::format("### Set {}{}\n\nFitted on {} run(s): {}.\nPriors: {}.\nMachine: {}.\n\n", s.name,
                       s.source.empty() ? "" : " (" + s.source + ")", fitRuns.size(),
@@ -294,7 +324,7 @@ int cmdFit() {
   NcclFitOptions fo;
   fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
   std::string priorNote;
-  auto fit = ncclCalibrate(priorOf(g.mo, runs, &priorNote), runs, fo);
+  auto fit = calibrateRuns(g.mo, runs, fo, &priorNote);
   std::string md = "# fabricbench-model nccl fit\n\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
   const auto used = std::count_if(fit.points.begin(), fit.points.end(),
                                   [&](const NcclFitPoint& p) { return p.bytes >= fo.minBytes && !p.noisy; });

@@ -31,6 +31,10 @@ void checkMachineOptions(const MachineOpts& o);
 // fingerprint) where ncclGpuPrior knows it. *note (when given) says which GPU family set what.
 fb::model::NcclMachine priorOf(const MachineOpts& o, const std::vector<fb::model::NcclRun>& runs,
                                std::string* note = nullptr);
+// The fit of the runs from priorOf; where the logs leave NVLS open (no GPU named or one the table lacks, no
+// --nvls-gbps), fitted with and without NVLS, keeping the closer (*note says which and why).
+fb::model::NcclFit calibrateRuns(const MachineOpts& o, const std::vector<fb::model::NcclRun>& runs,
+                                 const fb::model::NcclFitOptions& fo, std::string* note);
 std::vector<fb::model::NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given);
 using fb::tools::human;  // "1 MiB" (model_common.h)
 std::string pick(fb::model::NcclAlgo a, fb::model::NcclProto p);

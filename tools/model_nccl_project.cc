@@ -131,7 +131,7 @@ int cmdProject() {
   NcclFitOptions fo;
   fo.minBytes = static_cast<double>(fb::parseSize(g.minBytes));
   std::string priorNote;
-  auto fit = ncclCalibrate(priorOf(g.mo, runs, &priorNote), runs, fo);
+  auto fit = calibrateRuns(g.mo, runs, fo, &priorNote);
   if (fabrics.empty()) fabrics.push_back({"measured"});
   std::vector<int> gpus = g.gpus.empty() ? std::vector<int>{runs.front().gpusPerNode} : g.gpus;
 

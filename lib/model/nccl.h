@@ -219,6 +219,7 @@ struct NcclRun {
   int ncclVersion = 0;           // from the log's NCCL version line, or given (nccl=2.18.3); 0 = unknown
   bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
   bool nvlsOff = false;          // NCCL_NVLS_ENABLE=0 in the run's environment: no NVLS or NVLSTree
+  bool rccl = false;             // an rccl-tests log: RCCL, which has no NVLS or NVLSTree
   std::string gpu;               // the GPU's name from the log ('#  Rank' lines) or the run's fingerprint; "" unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known

@@ -132,6 +132,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
           }
       const int nGpus = nt.contains("ngpus") && nt["ngpus"].is_number_integer() ? nt["ngpus"].get<int>() : 1;
       r.directP2p = r.gpusPerNode > 1 && (anyTransport ? direct : nGpus > 1);
+      if (nt.value("library", "") == "rccl") r.rccl = r.nvlsOff = true;
       if (nt.contains("nccl_version") && nt["nccl_version"].is_string())
         applyNcclSetting(r, "nccl", nt["nccl_version"].get<std::string>());
     }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -161,6 +163,56 @@ std::pair<std::string, std::string> collCandidates(const std::vector<std::string
                  : std::pair{fmt::format("its rows ({}) fit allgather or alltoall on one rank", what), std::string("allgather")};
 }
 
+// busbw / algbw is nccl-tests' bus factor: 2 (n - 1) / n for AllReduce, (n - 1) / n for AllGather, ReduceScatter and
+// AllToAll (1 for the others, which says nothing of n). The rank counts every row's printed figures allow, each
+// figure exact to half its last printed digit; nullopt when the factor says nothing or no row is precise enough.
+struct BusFactorRanks {
+  double lo = 0, hi = 0;  // n in [lo, hi]
+  double ratio = 0;       // at the row with the largest algbw (for the message)
+  double limit = 0;       // the factor's bound (2 or 1): no n gives a ratio at or above it
+  std::string size;
+};
+std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const std::vector<RunState::Row>& rows) {
+  const double k = coll == "allreduce" ? 2 : (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") ? 1 : 0;
+  if (k == 0) return std::nullopt;
+  auto half = [](const std::string& s) {  // half a unit of the last printed digit
+    auto dot = s.find('.');
+    return 0.5 * std::pow(10.0, -(dot == std::string::npos ? 0.0 : static_cast<double>(s.size() - dot - 1)));
+  };
+  double rLo = -1e300, rHi = 1e300, bestAlg = 0;
+  BusFactorRanks out;
+  for (const auto& row : rows) {
+    const auto& w = row.w;
+    if (w.size() != 13 && w.size() != 12) continue;
+    const std::size_t first = w.size() == 13 ? 5 : 4;
+    for (int place = 0; place < 2; ++place) {
+      const std::size_t b = first + place * 4;
+      double alg = 0, bus = 0;
+      if (!text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus)) continue;
+      const double da = half(w[b + 1]), db = half(w[b + 2]);
+      if (alg - da <= 0) continue;
+      rLo = std::max(rLo, (bus - db) / (alg + da));
+      rHi = std::min(rHi, (bus + db) / (alg - da));
+      if (alg > bestAlg) bestAlg = alg, out.ratio = bus / alg, out.size = w[0];
+    }
+  }
+  if (bestAlg == 0 || rLo > rHi) return std::nullopt;  // no usable row, or rows that disagree among themselves
+  out.limit = k;
+  auto n = [&](double r) { return r <= 0 ? 1.0 : r >= k ? 1e300 : k / (k - r); };
+  out.lo = n(rLo);
+  out.hi = n(rHi);
+  return out;
+}
+
+// "16 ranks" or "16-17 ranks" or "at least 40 ranks": what a BusFactorRanks allows.
+std::string ranksText(const BusFactorRanks& r) {
+  if (r.lo > 1e6) return fmt::format("no rank count (the factor stays below {:g} for any)", r.limit);
+  const long lo = static_cast<long>(std::ceil(r.lo - 1e-9));
+  if (r.hi > 1e6) return fmt::format("at least {} ranks", lo);
+  const long hi = static_cast<long>(std::floor(r.hi + 1e-9));
+  return lo == hi ? fmt::format("{} ranks", lo) : fmt::format("{}-{} ranks", lo, hi);
+}
+
 }  // namespace
 
 std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std::string& source,
@@ -171,6 +223,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   std::string fileBinary, fileColl;  // the latest binary named on a command line (carries to the next run)
   std::map<std::string, std::string> fileEnv;
   int fileNp = 0;
+  bool fileRccl = false;  // rccl-tests (AMD's port) printed the file: its version line, its path, RCCL's own lines
   auto finish = [&] {
     if (cur.hasContent()) runs.push_back(std::move(cur));
     cur = RunState{};
@@ -184,6 +237,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     std::string l = stripPrefixes(ls[i]);
     std::string t = text::trim(l);
     if (text::startsWith(t, "```")) continue;
+    if (l.find("rccl-tests") != std::string::npos || l.find("RCCL version") != std::string::npos) fileRccl = true;
     bool isRank = false;
     if (text::startsWith(l, "# nccl-tests version")) {
       startIfDone(i);
@@ -348,10 +402,21 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                    hints.nodes > 0 ? "given" : "from the log"));
     if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
     if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
+    // busbw / algbw holds the rank count for AllReduce, AllGather, ReduceScatter and AllToAll: a count that
+    // contradicts it (given, or from an incomplete list) would describe another machine with exit 0.
+    const auto factor = ranksFromBusFactor(r.coll, r.rows);
+    const std::string says =
+        factor ? fmt::format("busbw/algbw {:.4f} at {} B says {} for {}", factor->ratio, factor->size, ranksText(*factor), r.coll)
+               : "";
     if (nRanks <= 0)
-      throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown; give it with "
+      throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown{}; give it with "
                                    "{}:ranks=N,nodes=M",
-                                   source, source));
+                                   source, says.empty() ? "" : " (" + says + ")", source));
+    if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9))
+      throw InputError(fmt::format("{}: {} ranks ({}) contradict the log's figures: {}; give the counts with "
+                                   "{}:ranks=N,nodes=M",
+                                   source, nRanks, hints.ranks > 0 ? "given" : complete ? "its '#  Rank' list" : "from its header",
+                                   says, source));
     std::string path;
     for (auto& tr : r.transports) path += (path.empty() ? "" : "+") + tr;
     if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
@@ -433,6 +498,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     info["nccl_version"] = ncclVersion.empty() ? nlohmann::json(nullptr) : nlohmann::json(ncclVersion);
     info["nccl_versions"] = r.ncclVersions;
     info["binary"] = r.binary;
+    info["library"] = fileRccl ? "rccl" : "nccl";
     info["coll"] = r.coll;
     info["coll_from"] = !r.coll.empty() && r.coll == userColl && r.binary == "(coll given by the user)" ? "user" : "log";
     info["gpu"] = r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu);

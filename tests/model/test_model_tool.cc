@@ -231,6 +231,44 @@ TEST_CASE("fabricbench-model nccl: priors by the logs' GPU, and the collective r
   CHECK(e2.text.find("(calibrated: nicGBps; the others stay at the prior)") != std::string::npos);
 }
 
+TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and without it; RCCL has none",
+          "[tool][nccl]") {
+  const std::string pub = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests/";
+  const std::string other = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests-other/";
+  // AWS's sample outputs name no GPU: the p5 (H100, NVSwitch) keeps NVLS, the p4de (A100: none) drops it.
+  auto p5 = tool("nccl fit " + pub + "h100-aws-p5-2x8-readme.log:coll=allreduce,ranks=16,nodes=2");
+  INFO(p5.text);
+  CHECK(p5.rc == 0);
+  CHECK(p5.text.find("whether the nodes have NVLS is not known from the logs: fitted with it (the Hopper prior) and "
+                     "without, kept with") != std::string::npos);
+  auto p4de = tool("nccl fit " + pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2");
+  INFO(p4de.text);
+  CHECK(p4de.rc == 0);
+  CHECK(p4de.text.find("kept without") != std::string::npos);
+  CHECK(p4de.text.find("NVLS 0 GB/s") != std::string::npos);
+  CHECK(p4de.text.find("NVLS/") == std::string::npos);
+  CHECK(p4de.text.find("NVLSTree/") == std::string::npos);
+  // --nvls-gbps decides it: one fit, no note.
+  auto given = tool("nccl fit " + pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2 --nvls-gbps 0");
+  CHECK(given.rc == 0);
+  CHECK(given.text.find("not known from the logs") == std::string::npos);
+  // An AMD GPU named (the table's AMD entry), and one not named in an rccl-tests log: no NVLS either way.
+  auto mi300 = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
+  INFO(mi300.text);
+  CHECK(mi300.rc == 0);
+  CHECK(mi300.text.find("from the logs' GPU, AMD Instinct MI300X: AMD Instinct (RCCL") != std::string::npos);
+  CHECK(mi300.text.find("NVLS 0 GB/s") != std::string::npos);
+  CHECK(mi300.text.find("NVLS/") == std::string::npos);
+  CHECK(mi300.text.find("NVLSTree/") == std::string::npos);
+  auto mi355 = tool("nccl fit " + other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce");
+  INFO(mi355.text);
+  CHECK(mi355.rc == 0);
+  CHECK(mi355.text.find("the logs name no GPU: the Hopper defaults; rccl-tests logs: RCCL has no NVLS") != std::string::npos);
+  CHECK(mi355.text.find("not known from the logs") == std::string::npos);
+  CHECK(mi355.text.find("NVLS/") == std::string::npos);
+  CHECK(mi355.text.find("NVLSTree/") == std::string::npos);
+}
+
 TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names the NVLS prior", "[tool][nccl]") {
   const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
   const std::string out = std::filesystem::temp_directory_path() / ("fb_nvls_" + std::to_string(::getpid()));

@@ -130,6 +130,8 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/a100-oke-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
     {"public-nccl-tests-other/a100-oke-slurm-elided.log:ranks=16,nodes=2", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
     {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
+    {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
+    {"public-nccl-tests-other/mi355x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, nullptr},
 };
 
 double busFactor(const std::string& coll, int n) {
@@ -189,7 +191,7 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2558);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs)
+  CHECK(rowsChecked == 2684);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -331,6 +333,54 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
                     Catch::Contains("8 ranks (from the log) on 3 nodes (given)"));
   three.nodes = 2;
   CHECK(fb::parseNcclTestsRuns(noRanks, "x.log", three).front().info["ranks_per_node"] == 4);
+  // busbw / algbw holds the rank count (AllReduce: 2 (n - 1) / n). A log without '#  Rank' lines is refused with
+  // the count its figures give, and a count that contradicts them is refused (it would describe another machine).
+  const std::string p4de = kData + "public-nccl-tests/a100-aws-p4de-2x8-readme.log";
+  CHECK_THROWS_WITH(fb::loadRunsAny(p4de + ":coll=allreduce"),
+                    Catch::Contains("the rank count is unknown (busbw/algbw 1.8748 at 2147483648 B says 16 ranks for allreduce)"));
+  CHECK_THROWS_WITH(fb::loadRunsAny(p4de + ":coll=allreduce,ranks=8,nodes=2"),
+                    Catch::Contains("8 ranks (given) contradict the log's figures") && Catch::Contains("says 16 ranks"));
+  CHECK(fb::loadRunAny(p4de + ":coll=allreduce,ranks=16,nodes=2").rows.front().nRanks == 16);
+  {
+    // By hand. 175.00 / 100.00 = 1.75 = 2 (n - 1) / n at n = 8 exactly (printed to 2 decimals: [174.995 / 100.005,
+    // 175.005 / 99.995] gives n in [7.9985, 8.0015]). 1.97 / 1.00 allows [1.965 / 1.005, 1.975 / 0.995] =
+    // [1.95522, 1.98492], n = 2 / (2 - r) in [44.7, 132.7]: 45-132 ranks. AllGather 87.50 / 100.00 = (n - 1) / n at 8.
+    auto table = [](const std::string& coll, const std::string& row) {
+      return "# Collective test starting: " + coll + "_perf\n# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)\n"
+             "#  size  count type redop root time algbw busbw #wrong time algbw busbw #wrong\n" + row + "\n";
+    };
+    fb::NcclTestsHints h;
+    h.ranks = 16;
+    const std::string exact = table("all_reduce", "1048576 262144 float sum -1 10.49 100.00 175.00 0 10.49 100.00 175.00 0");
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(exact, "x.log", h),
+                      Catch::Contains("16 ranks (given) contradict") && Catch::Contains("says 8 ranks for allreduce"));
+    h.ranks = 8;
+    CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["ranks"] == 8);
+    const std::string loose = table("all_reduce", "1048576 262144 float sum -1 1048.6 1.00 1.97 0 1048.6 1.00 1.97 0");
+    for (int n : {45, 64, 132}) {
+      h.ranks = n;
+      CHECK(fb::parseNcclTestsRuns(loose, "x.log", h).front().info["ranks"] == n);
+    }
+    for (int n : {44, 133}) {
+      h.ranks = n;
+      CHECK_THROWS_WITH(fb::parseNcclTestsRuns(loose, "x.log", h), Catch::Contains("says 45-132 ranks"));
+    }
+    const std::string ag = table("all_gather", "1048576 32768 float none -1 10.49 100.00 87.50 0 10.49 100.00 87.50 0");
+    h.ranks = 4;
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(ag, "x.log", h), Catch::Contains("says 8 ranks for allgather"));
+    // Broadcast's factor is 1 whatever n: no check.
+    const std::string bc = table("broadcast", "1048576 262144 float none 0 10.49 100.00 100.00 0 10.49 100.00 100.00 0");
+    CHECK(fb::parseNcclTestsRuns(bc, "x.log", h).front().info["ranks"] == 4);
+    // The header's 1 rank (nThread 1 x nGpus 1, no launcher line) contradicts 1.75 too: an MPI run's log cut below
+    // its mpirun line would otherwise read as one rank.
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(exact, "x.log"),
+                      Catch::Contains("1 ranks (from its header) contradict") && Catch::Contains("x.log:ranks=N,nodes=M"));
+    // rccl-tests' version line marks the run as RCCL's.
+    h.ranks = 8;
+    CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
+    CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
+          "rccl");
+  }
   // bad suffixes
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:ranks=0"), fb::InputError);
