@@ -87,6 +87,7 @@ struct RunState : InfoFacts {
   int nThread = 0, nGpus = 0;
   int launcherNp = 0;
   bool headerSeen = false;
+  bool cputime = false;  // the column header says cputime (nccl-tests -C 1)
   struct Row {
     std::vector<std::string> w;
     std::size_t line;
@@ -136,6 +137,24 @@ int launcherRanks(const std::string& l) {
   return np;
 }
 
+// Where a row's figures sit. size count type redop root, then time algbw busbw #wrong out of place and in place
+// (nccl-tests before root was printed, 2.0-2.x: no root); -I 1 (2.19+) adds i_min i_max i_p99 i_cv% after each
+// placement's four; -T 1 ends the row with a "YYYY-MM-DD HH:MM:SS" timestamp (dropped from w). nullopt: no layout.
+struct RowLayout {
+  std::size_t first = 5, stride = 4;  // placement p's time is w[first + p * stride]
+  bool root = true;
+};
+std::optional<RowLayout> rowLayout(std::vector<std::string>& w) {
+  auto isDate = [](const std::string& x) {
+    return x.size() == 10 && x[4] == '-' && x[7] == '-' && std::isdigit(static_cast<unsigned char>(x[0]));
+  };
+  if (w.size() >= 2 && isDate(w[w.size() - 2]) && w.back().size() == 8 && w.back()[2] == ':') w.resize(w.size() - 2);
+  if (w.size() == 13) return RowLayout{5, 4, true};
+  if (w.size() == 12) return RowLayout{4, 4, false};
+  if (w.size() == 21) return RowLayout{5, 8, true};
+  return std::nullopt;
+}
+
 // Which collectives a run's rows fit when the log does not say (nccl-tests' count column is the
 // per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
 // ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
@@ -150,7 +169,7 @@ std::pair<std::string, std::string> collCandidates(const std::vector<std::string
   if (e == elem.end() || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
   const std::size_t per = bytes / (count * static_cast<std::size_t>(e->second));
   const bool reduces = w[3] != "none";
-  const bool rooted = w.size() == 13 && w[4] != "-1";
+  const bool rooted = w.size() != 12 && w[4] != "-1";
   const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], e->second,
                                        per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
   if (rooted)
@@ -182,11 +201,11 @@ std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const 
   double rLo = -1e300, rHi = 1e300, bestAlg = 0;
   BusFactorRanks out;
   for (const auto& row : rows) {
-    const auto& w = row.w;
-    if (w.size() != 13 && w.size() != 12) continue;
-    const std::size_t first = w.size() == 13 ? 5 : 4;
+    auto w = row.w;
+    const auto lay = rowLayout(w);
+    if (!lay) continue;
     for (int place = 0; place < 2; ++place) {
-      const std::size_t b = first + place * 4;
+      const std::size_t b = lay->first + place * lay->stride;
       double alg = 0, bus = 0;
       if (!text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus)) continue;
       const double da = half(w[b + 1]), db = half(w[b + 2]);
@@ -299,6 +318,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                   (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos))) {
       if (cur.hasContent()) startIfDone(i);
       cur.headerSeen = true;
+      cur.cputime = l.find("cputime") != std::string::npos;
     } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
       readInfoLine(l, cur);
     } else if (text::startsWith(t, "NCCL version ")) {
@@ -431,20 +451,24 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
 
     NcclTestsRun run;
     for (auto& pr : r.rows) {
-      const auto& w = pr.w;
-      // size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
-      // nccl-tests before root was printed (2.0-2.x): size count type redop | time algbw busbw error | ...
-      if (w.size() != 13 && w.size() != 12)
+      auto w = pr.w;
+      const auto lay = rowLayout(w);
+      if (!lay)
         throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
-                                     "busbw #wrong out-of-place and in-place), got {}",
+                                     "busbw #wrong out-of-place and in-place; 12 without root, 21 with -I 1's "
+                                     "per-iteration columns, a -T 1 timestamp after them), got {}",
                                      source, pr.line, w.size()));
-      const std::size_t first = w.size() == 13 ? 5 : 4;
+      if (r.cputime)
+        throw InputError(fmt::format("{}: line {}: the table reports cputime (nccl-tests -C 1: the host's time to "
+                                     "launch an operation, not the operation's time); rerun without -C 1",
+                                     source, pr.line));
+      const std::size_t first = lay->first;
       std::size_t bytes = 0, count = 0;
       if (!text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count))
         throw InputError(
             fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
       for (int place = 0; place < 2; ++place) {
-        std::size_t b = first + place * 4;
+        std::size_t b = first + place * lay->stride;
         double tm = 0, alg = 0, bus = 0;
         if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
           throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",

@@ -131,6 +131,7 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/a100-oke-slurm-elided.log:ranks=16,nodes=2", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
     {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
     {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
+    {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 1, "allreduce", 1, 1, "NVIDIA H100 80GB HBM3"},
     {"public-nccl-tests-other/mi355x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, nullptr},
 };
 
@@ -191,7 +192,8 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2684);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31 lines)
+  CHECK(rowsChecked == 2720);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+                               // lines) + 36 of our -I 1 log (18 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -221,6 +223,10 @@ TEST_CASE("rows by hand from the log text (size, time, busbw, in and out of plac
       {"nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce", 0, 1048576, false, 485.3, 4.05},
       {"nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce", 0, 4194304, true, 794.3, 9.90},
       {"nccl-tests-formats/timestamps-h100-ib400-gjaion-4x8.log", 0, 8589934592, false, 51285, 324.52},
+      // -I 1: i_min i_max i_p99 i_cv% after each placement's time algbw busbw #wrong (21 words a row)
+      {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 0, 8, false, 8.12, 0.00},
+      {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 0, 1048576, false, 9.28, 0.00},
+      {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 0, 1048576, true, 2.38, 0.00},
   };
   int wrong = 0;
   for (auto& h : hs) {
@@ -375,8 +381,22 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     // its mpirun line would otherwise read as one rank.
     CHECK_THROWS_WITH(fb::parseNcclTestsRuns(exact, "x.log"),
                       Catch::Contains("1 ranks (from its header) contradict") && Catch::Contains("x.log:ranks=N,nodes=M"));
-    // rccl-tests' version line marks the run as RCCL's.
+    // -T 1 ends a row with its timestamp (after the -I columns too); -C 1's cputime is no operation time.
     h.ranks = 8;
+    const std::string stamped = table("all_reduce", "1048576 262144 float sum -1 10.49 100.00 175.00 0 10.49 100.00 175.00 0 "
+                                                    "2026-12-07 05:00:00");
+    CHECK(fb::parseNcclTestsRuns(stamped, "x.log", h).front().rows.at(1).timeUs == Approx(10.49));
+    const std::string perIterStamped =
+        table("all_reduce", "1048576 262144 float sum -1 10.49 100.00 175.00 0 9.1 12.0 12.0 5.0 10.51 99.77 174.60 0 "
+                            "9.2 12.1 12.1 5.1 2026-12-07 05:00:00");
+    auto pis = fb::parseNcclTestsRuns(perIterStamped, "x.log", h).front().rows;
+    REQUIRE(pis.size() == 2);
+    CHECK(pis[0].timeUs == Approx(10.49));
+    CHECK(pis[1].timeUs == Approx(10.51));
+    std::string cpu = exact;
+    cpu.replace(cpu.find(" time "), 6, " cputime ");
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(cpu, "x.log", h), Catch::Contains("the table reports cputime (nccl-tests -C 1"));
+    // rccl-tests' version line marks the run as RCCL's.
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
           "rccl");
