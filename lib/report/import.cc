@@ -166,13 +166,8 @@ nlohmann::json importedRunJson(const std::string& label, const std::string& file
 
 RunData loadRunAny(const std::string& argIn) {
   if (auto spec = splitInputArg(argIn); spec.isNcclTests) {
-    auto runs = loadNcclTestsRuns(spec);
+    auto runs = loadNcclTestsRuns(spec);  // FILE#k: run k alone
     if (runs.size() == 1) return runs.front();
-    if (spec.pick > 0) {
-      if (spec.pick > static_cast<int>(runs.size()))
-        throw InputError(fmt::format("{}: #{} asked for, the file holds {} runs", spec.file, spec.pick, runs.size()));
-      return runs[spec.pick - 1];
-    }
     throw InputError(fmt::format("{}: the file holds {} nccl-tests runs; pick one with {}#k (k = 1..{})", spec.file,
                                  runs.size(), spec.file, runs.size()));
   }
@@ -239,13 +234,7 @@ RunData loadRunAny(const std::string& argIn) {
 
 std::vector<RunData> loadRunsAny(const std::string& arg) {
   if (auto spec = splitInputArg(arg); spec.isNcclTests) {
-    auto runs = loadNcclTestsRuns(spec);
-    if (spec.pick > 0) {
-      if (spec.pick > static_cast<int>(runs.size()))
-        throw InputError(fmt::format("{}: #{} asked for, the file holds {} runs", spec.file, spec.pick, runs.size()));
-      return {runs[spec.pick - 1]};
-    }
-    return runs;
+    return loadNcclTestsRuns(spec);  // FILE#k: run k alone
   }
   return {loadRunAny(arg)};
 }

@@ -38,6 +38,7 @@ struct NcclTestsHints {
   int nodes = 0;
   std::string algo;   // NCCL_ALGO / NCCL_PROTO the run was forced to, when the log does not print its env
   std::string proto;
+  int pick = 0;       // k of FILE#k: only run k is checked and returned (0: every run)
 };
 
 // One nccl-tests run (one collective's table) of a log.

@@ -373,212 +373,229 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     throw InputError(fmt::format("{}: :coll={} is not a collective (allreduce, allgather, reducescatter, alltoall, "
                                  "broadcast, sendrecv)",
                                  source, hints.coll));
+  if (hints.pick > static_cast<int>(runs.size()))
+    throw InputError(fmt::format("{}: #{} asked for, the file holds {} run{}", source, hints.pick, runs.size(),
+                                 runs.size() == 1 ? "" : "s"));
   for (std::size_t ri = 0; ri < runs.size(); ++ri) {
-    auto& r = runs[ri];
-    if (r.coll.empty()) r.coll = userColl;
-    if (r.coll.empty()) {
-      auto [fits, suggest] = collCandidates(r.rows.back().w);
-      const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
-                                           "line and names no *_perf binary{}",
-                                           source, r.rows.front().line, fits.empty() ? "" : "; " + fits);
-      if (suggest.empty() && !fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
-      throw InputError(fmt::format("{}; add it to the file name: {}:coll={}", head, source,
-                                   suggest.empty() ? "allreduce" : suggest));
-    }
-    if (r.binary.empty()) r.binary = "(coll given by the user)";
-    // Ranks and nodes.
-    int listed = static_cast<int>(r.ranks.size());
-    int expected = 0;
-    if (r.nThread > 0 && r.nGpus > 0) expected = r.nThread * r.nGpus * std::max(1, r.launcherNp);
-    bool gaps = listed > 0 && *r.ranks.rbegin() + 1 != listed;
-    bool shortList = listed > 0 && expected > 0 && listed < expected;
-    std::string why = r.elided ? "'...' between the '#  Rank' lines"
-                      : gaps   ? fmt::format("rank numbers with gaps ({} listed, highest {})", listed, *r.ranks.rbegin())
-                      : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
-                                  : "";
-    int nRanks = 0, nNodes = 0;
-    if (!why.empty()) {
-      if (hints.ranks <= 0 || hints.nodes <= 0)
-        throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M "
-                                     "(e.g. {}:ranks=64,nodes=8)",
-                                     source, why, source, source));
-    }
-    if (listed > 0) nRanks = listed;
-    else if (expected > 0) nRanks = expected;
-    nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
-    // A complete rank list is the log's own count: a hint may fill in an elided or absent list, never contradict it.
-    const bool complete = why.empty() && listed > 0;
-    if (complete && hints.ranks > 0 && hints.ranks != listed)
-      throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
-                                   hints.ranks, listed));
-    if (complete && hints.nodes > 0 && !r.hosts.empty() && hints.nodes != static_cast<int>(r.hosts.size()))
-      throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts", source,
-                                   hints.nodes, r.hosts.size()));
-    if (hints.ranks > 0) nRanks = hints.ranks;
-    if (hints.nodes > 0) nNodes = hints.nodes;
-    if ((hints.ranks > 0 || hints.nodes > 0) && nRanks > 0 && nRanks % nNodes != 0)
-      throw InputError(fmt::format("{}: {} ranks ({}) on {} nodes ({}): not a whole number of GPUs per node", source,
-                                   nRanks, hints.ranks > 0 ? "given" : "from the log", nNodes,
-                                   hints.nodes > 0 ? "given" : "from the log"));
-    if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
-    if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
-    // busbw / algbw holds the rank count for AllReduce, AllGather, ReduceScatter and AllToAll: a count that
-    // contradicts it (given, or from an incomplete list) would describe another machine with exit 0.
-    const auto factor = ranksFromBusFactor(r.coll, r.rows);
-    const std::string says =
-        factor ? fmt::format("busbw/algbw {:.4f} at {} B says {} for {}", factor->ratio, factor->size, ranksText(*factor), r.coll)
-               : "";
-    if (nRanks <= 0)
-      throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown{}; give it with "
-                                   "{}:ranks=N,nodes=M",
-                                   source, says.empty() ? "" : " (" + says + ")", source));
-    if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9))
-      throw InputError(fmt::format("{}: {} ranks ({}) contradict the log's figures: {}; give the counts with "
-                                   "{}:ranks=N,nodes=M",
-                                   source, nRanks, hints.ranks > 0 ? "given" : complete ? "its '#  Rank' list" : "from its header",
-                                   says, source));
-    std::string path;
-    for (auto& tr : r.transports) path += (path.empty() ? "" : "+") + tr;
-    if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
-    if (!r.graphType.empty()) path += " " + r.graphType;
-    std::string ncclVersion = r.ncclVersions.empty() ? "" : r.ncclVersions.front();
-    if (ncclVersion.empty() && !r.ncclLibrary.empty()) {
-      // "nccl-library=22902" = NCCL_VERSION_CODE: major*10000 + minor*100 + patch
-      std::size_t code = 0;
-      if (text::toUnsigned(r.ncclLibrary, code) && code >= 10000)
-        ncclVersion = fmt::format("{}.{}.{}", code / 10000, (code / 100) % 100, code % 100);
-    }
+    // FILE#k: run k alone is checked (another run's elided rank list is no reason to refuse it).
+    if (hints.pick > 0 && ri + 1 != static_cast<std::size_t>(hints.pick)) continue;
+    try {
+      auto& r = runs[ri];
+      if (r.coll.empty()) r.coll = userColl;
+      if (r.coll.empty()) {
+        auto [fits, suggest] = collCandidates(r.rows.back().w);
+        const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
+                                             "line and names no *_perf binary{}",
+                                             source, r.rows.front().line, fits.empty() ? "" : "; " + fits);
+        if (suggest.empty() && !fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
+        throw InputError(fmt::format("{}; add it to the file name: {}:coll={}", head, source,
+                                     suggest.empty() ? "allreduce" : suggest));
+      }
+      if (r.binary.empty()) r.binary = "(coll given by the user)";
+      // Ranks and nodes.
+      int listed = static_cast<int>(r.ranks.size());
+      int expected = 0;
+      if (r.nThread > 0 && r.nGpus > 0) expected = r.nThread * r.nGpus * std::max(1, r.launcherNp);
+      bool gaps = listed > 0 && *r.ranks.rbegin() + 1 != listed;
+      bool shortList = listed > 0 && expected > 0 && listed < expected;
+      std::string why = r.elided ? "'...' between the '#  Rank' lines"
+                        : gaps   ? fmt::format("rank numbers with gaps ({} listed, highest {})", listed, *r.ranks.rbegin())
+                        : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
+                                    : "";
+      int nRanks = 0, nNodes = 0;
+      if (!why.empty()) {
+        if (hints.ranks <= 0 || hints.nodes <= 0)
+          throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M "
+                                       "(e.g. {}:ranks=64,nodes=8)",
+                                       source, why, source, source));
+      }
+      if (listed > 0) nRanks = listed;
+      else if (expected > 0) nRanks = expected;
+      nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
+      // A complete rank list is the log's own count: a hint may fill in an elided or absent list, never contradict it.
+      const bool complete = why.empty() && listed > 0;
+      if (complete && hints.ranks > 0 && hints.ranks != listed)
+        throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
+                                     hints.ranks, listed));
+      if (complete && hints.nodes > 0 && !r.hosts.empty() && hints.nodes != static_cast<int>(r.hosts.size()))
+        throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts", source,
+                                     hints.nodes, r.hosts.size()));
+      if (hints.ranks > 0) nRanks = hints.ranks;
+      if (hints.nodes > 0) nNodes = hints.nodes;
+      if ((hints.ranks > 0 || hints.nodes > 0) && nRanks > 0 && nRanks % nNodes != 0)
+        throw InputError(fmt::format("{}: {} ranks ({}) on {} nodes ({}): not a whole number of GPUs per node", source,
+                                     nRanks, hints.ranks > 0 ? "given" : "from the log", nNodes,
+                                     hints.nodes > 0 ? "given" : "from the log"));
+      if (!hints.algo.empty()) r.env["NCCL_ALGO"] = hints.algo;
+      if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
+      // busbw / algbw holds the rank count for AllReduce, AllGather, ReduceScatter and AllToAll: a count that
+      // contradicts it (given, or from an incomplete list) would describe another machine with exit 0.
+      const auto factor = ranksFromBusFactor(r.coll, r.rows);
+      const std::string says =
+          factor ? fmt::format("busbw/algbw {:.4f} at {} B says {} for {}", factor->ratio, factor->size, ranksText(*factor), r.coll)
+                 : "";
+      if (nRanks <= 0)
+        throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown{}; give it with "
+                                     "{}:ranks=N,nodes=M",
+                                     source, says.empty() ? "" : " (" + says + ")", source));
+      if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9))
+        throw InputError(fmt::format("{}: {} ranks ({}) contradict the log's figures: {}; give the counts with "
+                                     "{}:ranks=N,nodes=M",
+                                     source, nRanks, hints.ranks > 0 ? "given" : complete ? "its '#  Rank' list" : "from its header",
+                                     says, source));
+      std::string path;
+      for (auto& tr : r.transports) path += (path.empty() ? "" : "+") + tr;
+      if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
+      if (!r.graphType.empty()) path += " " + r.graphType;
+      std::string ncclVersion = r.ncclVersions.empty() ? "" : r.ncclVersions.front();
+      if (ncclVersion.empty() && !r.ncclLibrary.empty()) {
+        // "nccl-library=22902" = NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+        std::size_t code = 0;
+        if (text::toUnsigned(r.ncclLibrary, code) && code >= 10000)
+          ncclVersion = fmt::format("{}.{}.{}", code / 10000, (code / 100) % 100, code % 100);
+      }
 
-    NcclTestsRun run;
-    for (auto& pr : r.rows) {
-      auto w = pr.w;
-      const auto lay = rowLayout(w);
-      if (!lay)
-        throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
-                                     "busbw #wrong out-of-place and in-place; 12 without root, 21 with -I 1's "
-                                     "per-iteration columns, a -T 1 timestamp after them), got {}",
-                                     source, pr.line, w.size()));
-      if (r.cputime)
-        throw InputError(fmt::format("{}: line {}: the table reports cputime (nccl-tests -C 1: the host's time to "
-                                     "launch an operation, not the operation's time); rerun without -C 1",
-                                     source, pr.line));
-      const std::size_t first = lay->first;
-      std::size_t bytes = 0, count = 0;
-      if (!text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count))
-        throw InputError(
-            fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
-      for (int place = 0; place < 2; ++place) {
-        std::size_t b = first + place * lay->stride;
-        double tm = 0, alg = 0, bus = 0;
-        if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
-          throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
-                                       source, pr.line, w[b], w[b + 1], w[b + 2]));
-        Sample s;
-        s.coll = r.coll;
-        s.impl = "nccl-tests";
-        s.path = path;
-        s.dtype = dtypeOf(w[2]);
-        s.inPlace = place == 1;
-        s.bytes = bytes;
-        s.count = count;
-        s.nRanks = nRanks;
-        s.nNodes = nNodes;
-        s.timeUs = tm;
-        s.timer = "nccl-tests";  // nccl-tests: host clock around the launched batch
-        s.rankTime = "avg";  // nccl-tests averages over ranks by default (-a 1)
-        // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
-        s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);
-        s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
-        if (alg <= 0) {
-          double f = 1;
-          int n = nRanks;
-          if (r.coll == "allreduce") f = 2.0 * (n - 1) / n;
-          else if (r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall") f = double(n - 1) / n;
-          s.busBwGBps = s.algBwGBps * f;
-        }
-        std::size_t wrong = 0;
-        s.wrong = w[b + 3] == "N/A" ? -1 : (text::toUnsigned(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
-        double err = 0;
-        if (s.wrong == -2 && first == 4 && text::toDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
-        if (s.wrong == -2)
-          throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
-        s.extra = {{"tool", "nccl-tests" + (r.version.empty() ? std::string() : " " + r.version)},
-                   {"binary", r.binary},
-                   {"source", source},
-                   {"printed_time_us", w[b]},
-                   {"printed_algbw", w[b + 1]},
-                   {"printed_busbw", w[b + 2]}};
-        if (first == 4) s.extra.push_back({"printed_error", w[b + 3]});
-        if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
-        if (!r.transports.empty()) s.extra.push_back({"transports", path});
-        run.rows.push_back(std::move(s));
-      }
-    }
-    nlohmann::json info = nlohmann::json::object();
-    info["run_index"] = ri + 1;
-    info["runs_in_file"] = runs.size();
-    info["first_row_line"] = r.rows.front().line;
-    info["version"] = r.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.version);
-    info["nccl_version"] = ncclVersion.empty() ? nlohmann::json(nullptr) : nlohmann::json(ncclVersion);
-    info["nccl_versions"] = r.ncclVersions;
-    info["binary"] = r.binary;
-    info["library"] = fileRccl ? "rccl" : "nccl";
-    info["coll"] = r.coll;
-    info["coll_from"] = !r.coll.empty() && r.coll == userColl && r.binary == "(coll given by the user)" ? "user" : "log";
-    info["gpu"] = r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu);
-    info["hosts"] = r.hostOrder;
-    info["ranks"] = nRanks;
-    info["nodes"] = nNodes;
-    info["ranks_listed"] = listed;
-    info["rank_list"] = why.empty() ? (listed > 0 ? "complete" : "absent") : "elided: " + why;
-    info["counts_from"] = hints.ranks > 0 || hints.nodes > 0 ? "user" : (listed > 0 ? "rank lines" : "header");
-    if (nNodes > 0 && nRanks % nNodes == 0) info["ranks_per_node"] = nRanks / nNodes;
-    else info["ranks_per_node"] = nullptr;
-    info["nthread"] = r.nThread;
-    info["ngpus"] = r.nGpus;
-    if (r.launcherNp > 0) info["launcher_np"] = r.launcherNp;
-    info["env"] = r.env;
-    info["transports"] = r.transports;
-    info["gdrdma"] = r.gdr;
-    info["channels"] = r.channels > 0 ? nlohmann::json(r.channels) : nlohmann::json(nullptr);
-    info["nvls_channels"] = r.nvlsChannels >= 0 ? nlohmann::json(r.nvlsChannels) : nlohmann::json(nullptr);
-    info["algo"] = r.algos;
-    info["proto"] = r.protos;
-    if (auto it = r.env.find("NCCL_ALGO"); it != r.env.end()) info["algo_forced"] = it->second;
-    if (auto it = r.env.find("NCCL_PROTO"); it != r.env.end()) info["proto_forced"] = it->second;
-    if (!r.graphType.empty()) info["graph_type"] = r.graphType;
-    run.info = std::move(info);
-    // The hosts and GPUs the '#  Rank' lines name, as a fabricbench run.json keeps them (the report's fingerprint
-    // table). An elided list names only some ranks: each host listed gets the counts' GPUs per node.
-    if (!r.rankLines.empty()) {
-      nlohmann::json hosts = nlohmann::json::array();
-      const int perNode = nNodes > 0 && nRanks % nNodes == 0 ? nRanks / nNodes : 0;
-      for (const auto& host : r.hostOrder.empty() ? std::vector<std::string>{""} : r.hostOrder) {
-        nlohmann::json ranks = nlohmann::json::array(), gpus = nlohmann::json::array();
-        for (const auto& rl : r.rankLines) {
-          if (rl.host != host) continue;
-          ranks.push_back(rl.rank);
-          if (why.empty()) {
-            nlohmann::json g = {{"name", rl.gpu}};
-            if (rl.device >= 0) g["index"] = rl.device;
-            if (!rl.busId.empty()) g["pci_bus_id"] = rl.busId;
-            gpus.push_back(g);
-          } else if (gpus.empty()) {
-            for (int k = 0; k < perNode; ++k) gpus.push_back({{"name", rl.gpu}});
+      NcclTestsRun run;
+      for (auto& pr : r.rows) {
+        auto w = pr.w;
+        const auto lay = rowLayout(w);
+        if (!lay)
+          throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
+                                       "busbw #wrong out-of-place and in-place; 12 without root, 21 with -I 1's "
+                                       "per-iteration columns, a -T 1 timestamp after them), got {}",
+                                       source, pr.line, w.size()));
+        if (r.cputime)
+          throw InputError(fmt::format("{}: line {}: the table reports cputime (nccl-tests -C 1: the host's time to "
+                                       "launch an operation, not the operation's time); rerun without -C 1",
+                                       source, pr.line));
+        const std::size_t first = lay->first;
+        std::size_t bytes = 0, count = 0;
+        if (!text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count))
+          throw InputError(
+              fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
+        for (int place = 0; place < 2; ++place) {
+          std::size_t b = first + place * lay->stride;
+          double tm = 0, alg = 0, bus = 0;
+          if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
+            throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
+                                         source, pr.line, w[b], w[b + 1], w[b + 2]));
+          Sample s;
+          s.coll = r.coll;
+          s.impl = "nccl-tests";
+          s.path = path;
+          s.dtype = dtypeOf(w[2]);
+          s.inPlace = place == 1;
+          s.bytes = bytes;
+          s.count = count;
+          s.nRanks = nRanks;
+          s.nNodes = nNodes;
+          s.timeUs = tm;
+          s.timer = "nccl-tests";  // nccl-tests: host clock around the launched batch
+          s.rankTime = "avg";  // nccl-tests averages over ranks by default (-a 1)
+          // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
+          s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);
+          s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
+          if (alg <= 0) {
+            double f = 1;
+            int n = nRanks;
+            if (r.coll == "allreduce") f = 2.0 * (n - 1) / n;
+            else if (r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall") f = double(n - 1) / n;
+            s.busBwGBps = s.algBwGBps * f;
           }
+          std::size_t wrong = 0;
+          s.wrong = w[b + 3] == "N/A" ? -1 : (text::toUnsigned(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
+          double err = 0;
+          if (s.wrong == -2 && first == 4 && text::toDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
+          if (s.wrong == -2)
+            throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
+          s.extra = {{"tool", "nccl-tests" + (r.version.empty() ? std::string() : " " + r.version)},
+                     {"binary", r.binary},
+                     {"source", source},
+                     {"printed_time_us", w[b]},
+                     {"printed_algbw", w[b + 1]},
+                     {"printed_busbw", w[b + 2]}};
+          if (first == 4) s.extra.push_back({"printed_error", w[b + 3]});
+          if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
+          if (!r.transports.empty()) s.extra.push_back({"transports", path});
+          run.rows.push_back(std::move(s));
         }
-        nlohmann::json hfp = {{"hostname", host.empty() ? "?" : host},
-                              {"gpus", gpus},
-                              {"gpu_query", why.empty() ? "from the nccl-tests '#  Rank' lines"
-                                                        : fmt::format("from the nccl-tests '#  Rank' lines, elided: {} "
-                                                                      "per node from the counts given",
-                                                                      perNode)}};
-        if (!ncclVersion.empty()) hfp["nccl_version"] = ncclVersion;
-        hosts.push_back({{"hostname", hfp["hostname"]}, {"ranks", ranks}, {"fingerprint", hfp}});
       }
-      run.fingerprint = {{"hosts", hosts}, {"nhosts", nNodes}, {"nranks", nRanks}, {"nodes", nNodes}, {"ranks", nRanks}};
+      nlohmann::json info = nlohmann::json::object();
+      info["run_index"] = ri + 1;
+      info["runs_in_file"] = runs.size();
+      info["first_row_line"] = r.rows.front().line;
+      info["version"] = r.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.version);
+      info["nccl_version"] = ncclVersion.empty() ? nlohmann::json(nullptr) : nlohmann::json(ncclVersion);
+      info["nccl_versions"] = r.ncclVersions;
+      info["binary"] = r.binary;
+      info["library"] = fileRccl ? "rccl" : "nccl";
+      info["coll"] = r.coll;
+      info["coll_from"] = !r.coll.empty() && r.coll == userColl && r.binary == "(coll given by the user)" ? "user" : "log";
+      info["gpu"] = r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu);
+      info["hosts"] = r.hostOrder;
+      info["ranks"] = nRanks;
+      info["nodes"] = nNodes;
+      info["ranks_listed"] = listed;
+      info["rank_list"] = why.empty() ? (listed > 0 ? "complete" : "absent") : "elided: " + why;
+      info["counts_from"] = hints.ranks > 0 || hints.nodes > 0 ? "user" : (listed > 0 ? "rank lines" : "header");
+      if (nNodes > 0 && nRanks % nNodes == 0) info["ranks_per_node"] = nRanks / nNodes;
+      else info["ranks_per_node"] = nullptr;
+      info["nthread"] = r.nThread;
+      info["ngpus"] = r.nGpus;
+      if (r.launcherNp > 0) info["launcher_np"] = r.launcherNp;
+      info["env"] = r.env;
+      info["transports"] = r.transports;
+      info["gdrdma"] = r.gdr;
+      info["channels"] = r.channels > 0 ? nlohmann::json(r.channels) : nlohmann::json(nullptr);
+      info["nvls_channels"] = r.nvlsChannels >= 0 ? nlohmann::json(r.nvlsChannels) : nlohmann::json(nullptr);
+      info["algo"] = r.algos;
+      info["proto"] = r.protos;
+      if (auto it = r.env.find("NCCL_ALGO"); it != r.env.end()) info["algo_forced"] = it->second;
+      if (auto it = r.env.find("NCCL_PROTO"); it != r.env.end()) info["proto_forced"] = it->second;
+      if (!r.graphType.empty()) info["graph_type"] = r.graphType;
+      run.info = std::move(info);
+      // The hosts and GPUs the '#  Rank' lines name, as a fabricbench run.json keeps them (the report's fingerprint
+      // table). An elided list names only some ranks: each host listed gets the counts' GPUs per node.
+      if (!r.rankLines.empty()) {
+        nlohmann::json hosts = nlohmann::json::array();
+        const int perNode = nNodes > 0 && nRanks % nNodes == 0 ? nRanks / nNodes : 0;
+        for (const auto& host : r.hostOrder.empty() ? std::vector<std::string>{""} : r.hostOrder) {
+          nlohmann::json ranks = nlohmann::json::array(), gpus = nlohmann::json::array();
+          for (const auto& rl : r.rankLines) {
+            if (rl.host != host) continue;
+            ranks.push_back(rl.rank);
+            if (why.empty()) {
+              nlohmann::json g = {{"name", rl.gpu}};
+              if (rl.device >= 0) g["index"] = rl.device;
+              if (!rl.busId.empty()) g["pci_bus_id"] = rl.busId;
+              gpus.push_back(g);
+            } else if (gpus.empty()) {
+              for (int k = 0; k < perNode; ++k) gpus.push_back({{"name", rl.gpu}});
+            }
+          }
+          nlohmann::json hfp = {{"hostname", host.empty() ? "?" : host},
+                                {"gpus", gpus},
+                                {"gpu_query", why.empty() ? "from the nccl-tests '#  Rank' lines"
+                                                          : fmt::format("from the nccl-tests '#  Rank' lines, elided: {} "
+                                                                        "per node from the counts given",
+                                                                        perNode)}};
+          if (!ncclVersion.empty()) hfp["nccl_version"] = ncclVersion;
+          hosts.push_back({{"hostname", hfp["hostname"]}, {"ranks", ranks}, {"fingerprint", hfp}});
+        }
+        run.fingerprint = {{"hosts", hosts}, {"nhosts", nNodes}, {"nranks", nRanks}, {"nodes", nNodes}, {"ranks", nRanks}};
+      }
+      out.push_back(std::move(run));
+    } catch (const InputError& e) {
+      // Several runs: say which one, and how to read another alone.
+      if (runs.size() < 2) throw;
+      std::string m = e.what();
+      const std::string head = source + ": ";
+      const std::string where =
+          fmt::format("{}: run {} of {} (from line {}): ", source, ri + 1, runs.size(), runs[ri].rows.front().line);
+      m = text::startsWith(m, head) ? where + m.substr(head.size()) : where + m;
+      if (hints.pick == 0) m += fmt::format("; FILE#k reads run k alone ({}#{}, or {}:ranks=N,nodes=M#{})", source, ri + 1, source, ri + 1);
+      throw InputError(m);
     }
-    out.push_back(std::move(run));
   }
   return out;
 }
@@ -622,8 +639,17 @@ InputArg splitInputArg(const std::string& arg) {
       }
       if (a.hints.ranks > 0 && a.hints.nodes > 0 && a.hints.ranks % a.hints.nodes != 0)
         throw InputError(fmt::format("'{}': ranks={} is not a multiple of nodes={}", arg, a.hints.ranks, a.hints.nodes));
+      // FILE#k:opts as well as FILE:opts#k
+      auto hash2 = rest.rfind('#');
+      if (a.pick == 0 && hash2 != std::string::npos && hash2 + 1 < rest.size() && !fs::exists(rest, ec) &&
+          std::all_of(rest.begin() + static_cast<long>(hash2) + 1, rest.end(), isDigit)) {
+        a.pick = std::atoi(rest.c_str() + hash2 + 1);
+        if (a.pick <= 0) throw InputError(fmt::format("'{}': #k counts runs from 1", arg));
+        rest = rest.substr(0, hash2);
+      }
     }
   }
+  a.hints.pick = a.pick;
   a.file = rest;
   if (fs::is_regular_file(a.file, ec)) {
     std::ifstream in(a.file, std::ios::binary);
@@ -652,8 +678,9 @@ std::vector<RunData> loadNcclTestsRuns(const InputArg& spec) {
     r.dir = p.parent_path().string();
     if (r.dir.empty()) r.dir = ".";
     r.rows = std::move(runs[k].rows);
-    r.label = p.stem().string() + (runs.size() > 1 ? fmt::format("-{}", k + 1) : "");
     const auto& info = runs[k].info;
+    const int index = info.value("run_index", static_cast<int>(k + 1)), inFile = info.value("runs_in_file", 1);
+    r.label = p.stem().string() + (inFile > 1 ? fmt::format("-{}", index) : "");
     r.runJson = importedRunJson(r.label, spec.file, r.rows, "nccl-tests");
     r.runJson["ranks"] = info["ranks"];
     r.runJson["nodes"] = info["nodes"];

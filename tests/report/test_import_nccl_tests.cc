@@ -132,6 +132,9 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
     {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
     {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 1, "allreduce", 1, 1, "NVIDIA H100 80GB HBM3"},
+    // FILE:hints#k: run k alone (run 2's elided list needs the counts; run 1 reads without them)
+    {"nccl-tests-formats/two-runs-second-elided.log:ranks=4,nodes=2#1", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
+    {"nccl-tests-formats/two-runs-second-elided.log:ranks=32,nodes=4#2", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
     {"public-nccl-tests-other/mi355x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, nullptr},
 };
 
@@ -192,8 +195,8 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2720);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
-                               // lines) + 36 of our -I 1 log (18 lines)
+  CHECK(rowsChecked == 2810);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+                               // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -400,6 +403,23 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
           "rccl");
+  }
+  // Several runs, one elided: refused naming the run and how to read each alone; FILE#k checks run k only.
+  {
+    const std::string two = kData + "nccl-tests-formats/two-runs-second-elided.log";
+    CHECK_THROWS_WITH(fb::loadRunsAny(two), Catch::Contains("two-runs-second-elided.log: run 2 of 2 (from line 60): the rank list "
+                                                             "is elided") &&
+                                             Catch::Contains("FILE#k reads run k alone") && Catch::Contains(":ranks=N,nodes=M#2"));
+    auto first = fb::loadRunsAny(two + "#1");
+    REQUIRE(first.size() == 1);
+    CHECK(first.front().label == "two-runs-second-elided-1");
+    CHECK(first.front().rows.size() == 62);
+    auto second = fb::loadRunsAny(two + "#2:ranks=32,nodes=4");  // the hints after #k too
+    REQUIRE(second.size() == 1);
+    CHECK(second.front().label == "two-runs-second-elided-2");
+    CHECK(second.front().rows.front().nRanks == 32);
+    CHECK_THROWS_WITH(fb::loadRunsAny(two + "#3"), Catch::Contains("#3 asked for, the file holds 2 runs"));
+    CHECK_THROWS_WITH(fb::loadRunAny(two + "#2"), Catch::Contains("run 2 of 2") && Catch::Contains("elided"));
   }
   // bad suffixes
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
