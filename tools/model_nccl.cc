@@ -332,14 +332,28 @@ int cmdFit() {
     md += fmt::format("Few sizes: {} size(s) >= {} for {} calibrated parameter(s), so the residuals below say little "
                       "about the model; a sweep from 1 MiB up pins the latencies and protocols.\n",
                       used, human(fo.minBytes), fit.freed.size());
-  md += "\n";
+  std::string runsMd;
   for (auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);
     auto [med, mx] = ncclErrStats(pts, fo.minBytes);
-    md += fmt::format("## {} ({})\n\nFit residual at sizes >= {}: median {:.1f} %, max {:.1f} % (in-sample, not a validation).\n\n",
-                      r.label, runShape(r), human(fo.minBytes), med, mx) +
-          pointsTable(pts) + "\n";
+    runsMd += fmt::format("## {} ({})\n\nFit residual at sizes >= {}: median {:.1f} %, max {:.1f} % (in-sample, not a validation).\n\n",
+                          r.label, runShape(r), human(fo.minBytes), med, mx) +
+              pointsTable(pts) + "\n";
+    // A multi-node run far faster than the fitted machine can carry between nodes: most likely nodes that share one
+    // NVLink domain (GB200/GB300 NVL72 racks, NCCL's MNNVL), which NCCL's tuning treats as one node.
+    std::vector<double> signedErr;
+    for (const auto& p : pts)
+      if (p.bytes >= fo.minBytes && !p.noisy) signedErr.push_back(p.errPct);
+    std::sort(signedErr.begin(), signedErr.end());
+    if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50)
+      md += fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % slower at the "
+                        "median size. Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE) are one "
+                        "node to NCCL: give the run as 1 x {} GPUs (FILE:ranks={},nodes=1); otherwise check --nics and "
+                        "--nic-gbps.\n",
+                        r.label, runShape(r), signedErr[signedErr.size() / 2], r.nodes * r.gpusPerNode,
+                        r.nodes * r.gpusPerNode);
   }
+  md += "\n" + runsMd;
   std::fputs(md.c_str(), stdout);
   if (!g.out.empty()) writeOut(g.out, "nccl-fit.md", md);
   return 0;

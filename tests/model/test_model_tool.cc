@@ -269,6 +269,25 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   CHECK(mi355.text.find("NVLSTree/") == std::string::npos);
 }
 
+TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs names the shared NVLink domain", "[tool][nccl]") {
+  // OCI's GB300 2 x 4 in one NVL72 rack: 838 GB/s busbw at 8 GiB; as 2 nodes over NICs the calibrated model stays
+  // +150 % slow; as 1 x 8 (one NVLink domain, which is what NCCL's MNNVL makes of it) it fits.
+  const std::string log = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests-other/gb300-oci-2x4-allreduce.log";
+  auto two = tool("nccl fit " + log + ":ranks=8,nodes=2");
+  INFO(two.text);
+  CHECK(two.rc == 0);
+  CHECK(two.text.find("Faster than its nodes' NICs: gb300-oci-2x4-allreduce: allreduce (2 x 4 GPUs, allreduce): the "
+                      "calibrated model is still +15") != std::string::npos);  // +150.0 and +150.7 % at 8 and 16 GiB
+  CHECK(two.text.find("(FILE:ranks=8,nodes=1)") != std::string::npos);
+  auto one = tool("nccl fit " + log + ":ranks=8,nodes=1");
+  INFO(one.text);
+  CHECK(one.rc == 0);
+  CHECK(one.text.find("Faster than its nodes' NICs") == std::string::npos);
+  CHECK(one.text.find("median 0.2 %") != std::string::npos);
+  // The elided list needs the counts.
+  CHECK(tool("nccl fit " + log).rc == 2);
+}
+
 TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names the NVLS prior", "[tool][nccl]") {
   const std::string log = std::string(FB_MODEL_TEST_DATA) + "/nccl-tests/h200x2-nccl-tests-allreduce-nvlink.log";
   const std::string out = std::filesystem::temp_directory_path() / ("fb_nvls_" + std::to_string(::getpid()));

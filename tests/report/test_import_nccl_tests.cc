@@ -131,6 +131,7 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/a100-oke-slurm-elided.log:ranks=16,nodes=2", 1, "allreduce", 16, 2, "NVIDIA A100-SXM4-40GB"},
     {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
     {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
+    {"public-nccl-tests-other/gb300-oci-2x4-allreduce.log:ranks=8,nodes=2", 1, "allreduce", 8, 2, "NVIDIA GB300"},
     {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 1, "allreduce", 1, 1, "NVIDIA H100 80GB HBM3"},
     // FILE:hints#k: run k alone (run 2's elided list needs the counts; run 1 reads without them)
     {"nccl-tests-formats/two-runs-second-elided.log:ranks=4,nodes=2#1", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
@@ -195,8 +196,8 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2810);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
-                               // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines)
+  CHECK(rowsChecked == 2814);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+                               // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
