@@ -241,32 +241,27 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   CHECK(p5.rc == 0);
   CHECK(p5.text.find("whether the nodes have NVLS is not known from the logs: fitted with it (the Hopper prior) and "
                      "without, kept with") != std::string::npos);
-  auto p4de = tool("nccl fit " + pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2");
-  INFO(p4de.text);
-  CHECK(p4de.rc == 0);
-  CHECK(p4de.text.find("kept without") != std::string::npos);
-  CHECK(p4de.text.find("NVLS 0 GB/s") != std::string::npos);
-  CHECK(p4de.text.find("NVLS/") == std::string::npos);
-  CHECK(p4de.text.find("NVLSTree/") == std::string::npos);
+  // A fit without NVLS anywhere: the machine line's rate and every size's pick say so.
+  auto noNvls = [](const std::string& arg, const std::string& priors) {
+    auto r = tool("nccl fit " + arg);
+    INFO(r.text);
+    CHECK(r.rc == 0);
+    CHECK(r.text.find(priors) != std::string::npos);
+    CHECK(r.text.find("NVLS 0 GB/s") != std::string::npos);
+    CHECK(r.text.find("NVLS/") == std::string::npos);
+    CHECK(r.text.find("NVLSTree/") == std::string::npos);
+  };
+  noNvls(pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2", "kept without");
   // --nvls-gbps decides it: one fit, no note.
   auto given = tool("nccl fit " + pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2 --nvls-gbps 0");
   CHECK(given.rc == 0);
   CHECK(given.text.find("not known from the logs") == std::string::npos);
-  // An AMD GPU named (the table's AMD entry), and one not named in an rccl-tests log: no NVLS either way.
-  auto mi300 = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
-  INFO(mi300.text);
-  CHECK(mi300.rc == 0);
-  CHECK(mi300.text.find("from the logs' GPU, AMD Instinct MI300X: AMD Instinct (RCCL") != std::string::npos);
-  CHECK(mi300.text.find("NVLS 0 GB/s") != std::string::npos);
-  CHECK(mi300.text.find("NVLS/") == std::string::npos);
-  CHECK(mi300.text.find("NVLSTree/") == std::string::npos);
-  auto mi355 = tool("nccl fit " + other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce");
-  INFO(mi355.text);
-  CHECK(mi355.rc == 0);
-  CHECK(mi355.text.find("the logs name no GPU: the Hopper defaults; rccl-tests logs: RCCL has no NVLS") != std::string::npos);
-  CHECK(mi355.text.find("not known from the logs") == std::string::npos);
-  CHECK(mi355.text.find("NVLS/") == std::string::npos);
-  CHECK(mi355.text.find("NVLSTree/") == std::string::npos);
+  // An AMD GPU named (the table's AMD entry), and one not named in an rccl-tests log: no NVLS either way, and no
+  // fit with and without it.
+  noNvls(other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce",
+         "from the logs' GPU, AMD Instinct MI300X: AMD Instinct (RCCL");
+  noNvls(other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce",
+         "the logs name no GPU: the Hopper defaults; rccl-tests logs: RCCL has no NVLS.");
 }
 
 TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs names the shared NVLink domain", "[tool][nccl]") {
