@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "report/import.h"
 #include "report/nccl_tests_lines.h"
@@ -536,6 +538,20 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       info["ranks"] = nRanks;
       info["nodes"] = nNodes;
       info["ranks_listed"] = listed;
+      // Ranks on one GPU (the same host and bus id): NCCL_HOSTID tricks and oversubscribed test runs check function;
+      // their times are no measurement of a path between GPUs.
+      std::map<std::pair<std::string, std::string>, std::vector<int>> onGpu;
+      for (const auto& rl : r.rankLines)
+        if (!rl.busId.empty()) onGpu[{rl.host, rl.busId}].push_back(rl.rank);
+      for (const auto& [where, rs] : onGpu)
+        if (rs.size() > 1) {
+          const std::string shared = fmt::format("ranks {} share one GPU ({} [{}])", fmt::join(rs, ", "), where.first,
+                                                 where.second);
+          info["shared_gpu"] = shared;
+          printLine(programName(), ": warning: ", source, ": ", shared,
+                    ": a function check, not a measurement of the path between GPUs");
+          break;
+        }
       info["rank_list"] = why.empty() ? (listed > 0 ? "complete" : "absent") : "elided: " + why;
       info["counts_from"] = hints.ranks > 0 || hints.nodes > 0 ? "user" : (listed > 0 ? "rank lines" : "header");
       if (nNodes > 0 && nRanks % nNodes == 0) info["ranks_per_node"] = nRanks / nNodes;

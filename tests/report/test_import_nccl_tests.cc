@@ -400,6 +400,15 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     std::string cpu = exact;
     cpu.replace(cpu.find(" time "), 6, " cputime ");
     CHECK_THROWS_WITH(fb::parseNcclTestsRuns(cpu, "x.log", h), Catch::Contains("the table reports cputime (nccl-tests -C 1"));
+    // Two ranks on one GPU (the same host and bus id): kept with the run, and the import warns.
+    const std::string twoOnOne =
+        "# Collective test starting: broadcast_perf\n# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)\n"
+        "#  Rank  0 Group  0 Pid  11 on lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090\n"
+        "#  Rank  1 Group  0 Pid  12 on lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090\n"
+        "#  size  count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+        "1048576 262144 float none 0 10.49 100.00 100.00 0 10.49 100.00 100.00 0\n";
+    CHECK(fb::parseNcclTestsRuns(twoOnOne, "x.log").front().info["shared_gpu"] == "ranks 0, 1 share one GPU (lab [0000:02:00])");
+    CHECK_FALSE(fb::parseNcclTestsRuns(exact, "x.log", h).front().info.contains("shared_gpu"));
     // rccl-tests' version line marks the run as RCCL's.
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
