@@ -212,6 +212,7 @@ NcclChoice ncclChoose(const std::string& coll, const NcclMachine& m, double byte
 // One measured nccl-tests (or fabricbench nccl) series: its shape, what the run forced, its rows.
 struct NcclRun {
   std::string label, coll;
+  std::string source;            // the argument it was loaded from (FILE[:hints][#k]), for advice; "" if none
   int nodes = 1, gpusPerNode = 1;
   NcclForce force;
   int channels = 0;

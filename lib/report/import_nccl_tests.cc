@@ -141,7 +141,8 @@ int launcherRanks(const std::string& l) {
 
 // Where a row's figures sit. size count type redop root, then time algbw busbw #wrong out of place and in place
 // (nccl-tests before root was printed, 2.0-2.x: no root); -I 1 (2.19+) adds i_min i_max i_p99 i_cv% after each
-// placement's four; -T 1 ends the row with a "YYYY-MM-DD HH:MM:SS" timestamp (dropped from w). nullopt: no layout.
+// placement's four; -S 1 (report_timestamps) ends the row with a "YYYY-MM-DD HH:MM:SS" timestamp (dropped from w).
+// nullopt: no layout.
 struct RowLayout {
   std::size_t first = 5, stride = 4;  // placement p's time is w[first + p * stride]
   bool root = true;
@@ -227,10 +228,9 @@ std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const 
 
 // "16 ranks" or "16-17 ranks" or "at least 40 ranks": what a BusFactorRanks allows.
 std::string ranksText(const BusFactorRanks& r) {
-  if (r.lo > 1e6) return fmt::format("no rank count (the factor stays below {:g} for any)", r.limit);
-  const long lo = static_cast<long>(std::ceil(r.lo - 1e-9));
+  const long lo = static_cast<long>(std::ceil(r.lo - 1e-9)), hi = static_cast<long>(std::floor(std::min(r.hi, 1e9) + 1e-9));
+  if (r.lo > 1e6 || lo > hi) return fmt::format("no whole rank count (the factor, below {:g}, meets none)", r.limit);
   if (r.hi > 1e6) return fmt::format("at least {} ranks", lo);
-  const long hi = static_cast<long>(std::floor(r.hi + 1e-9));
   return lo == hi ? fmt::format("{} ranks", lo) : fmt::format("{}-{} ranks", lo, hi);
 }
 
@@ -258,7 +258,10 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     std::string l = stripPrefixes(ls[i]);
     std::string t = text::trim(l);
     if (text::startsWith(t, "```")) continue;
-    if (l.find("rccl-tests") != std::string::npos || l.find("RCCL version") != std::string::npos) fileRccl = true;
+    // rccl-tests' own lines ("rccl-tests: Version ...", "RCCL version : ..."), or a binary under a rccl-tests folder
+    if (text::startsWith(text::trim(l), "rccl-tests:") || text::startsWith(text::trim(l), "RCCL version") ||
+        (l.find("rccl-tests/") != std::string::npos && l.find("_perf") != std::string::npos))
+      fileRccl = true;
     bool isRank = false;
     if (text::startsWith(l, "# nccl-tests version")) {
       startIfDone(i);
@@ -405,11 +408,12 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                         : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
                                     : "";
       int nRanks = 0, nNodes = 0;
+      const std::string pickTag = hints.pick > 0 ? fmt::format("#{}", hints.pick) : "";  // advice keeps FILE#k
       if (!why.empty()) {
         if (hints.ranks <= 0 || hints.nodes <= 0)
-          throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M "
-                                       "(e.g. {}:ranks=64,nodes=8)",
-                                       source, why, source, source));
+          throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M{} "
+                                       "(e.g. {}:ranks=64,nodes=8{})",
+                                       source, why, source, pickTag, source, pickTag));
       }
       if (listed > 0) nRanks = listed;
       else if (expected > 0) nRanks = expected;
@@ -419,9 +423,13 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       if (complete && hints.ranks > 0 && hints.ranks != listed)
         throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
                                      hints.ranks, listed));
-      if (complete && hints.nodes > 0 && !r.hosts.empty() && hints.nodes != static_cast<int>(r.hosts.size()))
-        throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts", source,
-                                     hints.nodes, r.hosts.size()));
+      // Fewer nodes than hosts is allowed where whole hosts group into them: hosts that share one NVLink domain
+      // (GB200/GB300 NVL72, MNNVL) are one node to NCCL.
+      const int nHosts = static_cast<int>(r.hosts.size());
+      if (complete && hints.nodes > 0 && nHosts > 0 && hints.nodes != nHosts && (hints.nodes > nHosts || nHosts % hints.nodes != 0))
+        throw InputError(fmt::format("{}: :nodes={} contradicts the log's complete '#  Rank' list on {} hosts (nodes "
+                                     "may only group whole hosts: NVLink domains of {} hosts each)",
+                                     source, hints.nodes, nHosts, nHosts));
       if (hints.ranks > 0) nRanks = hints.ranks;
       if (hints.nodes > 0) nNodes = hints.nodes;
       if ((hints.ranks > 0 || hints.nodes > 0) && nRanks > 0 && nRanks % nNodes != 0)
@@ -438,13 +446,18 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                  : "";
       if (nRanks <= 0)
         throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown{}; give it with "
-                                     "{}:ranks=N,nodes=M",
-                                     source, says.empty() ? "" : " (" + says + ")", source));
-      if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9))
-        throw InputError(fmt::format("{}: {} ranks ({}) contradict the log's figures: {}; give the counts with "
-                                     "{}:ranks=N,nodes=M",
-                                     source, nRanks, hints.ranks > 0 ? "given" : complete ? "its '#  Rank' list" : "from its header",
-                                     says, source));
+                                     "{}:ranks=N,nodes=M{}",
+                                     source, says.empty() ? "" : " (" + says + ")", source, pickTag));
+      if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9)) {
+        // No whole count fits, or the ranks come from a complete list: the collective is the likelier mistake.
+        const bool collWrong = factor->lo > std::floor(factor->hi + 1e-9) || (complete && hints.ranks <= 0);
+        throw InputError(fmt::format("{}: {} rank{} ({}) contradict{} the log's figures: {}; {}", source, nRanks,
+                                     nRanks == 1 ? "" : "s",
+                                     hints.ranks > 0 ? "given" : complete ? "its '#  Rank' list" : "from its header",
+                                     nRanks == 1 ? "s" : "", says,
+                                     collWrong ? fmt::format("is {} the collective the log ran? (:coll=NAME)", r.coll)
+                                               : fmt::format("give the counts with {}:ranks=N,nodes=M{}", source, pickTag)));
+      }
       std::string path;
       for (auto& tr : r.transports) path += (path.empty() ? "" : "+") + tr;
       if (path.empty()) path = "transport not logged (run with NCCL_DEBUG=INFO)";
@@ -464,7 +477,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         if (!lay)
           throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
                                        "busbw #wrong out-of-place and in-place; 12 without root, 21 with -I 1's "
-                                       "per-iteration columns, a -T 1 timestamp after them), got {}",
+                                       "per-iteration columns, a -S 1 timestamp after them), got {}",
                                        source, pr.line, w.size()));
         if (r.cputime)
           throw InputError(fmt::format("{}: line {}: the table reports cputime (nccl-tests -C 1: the host's time to "
@@ -622,6 +635,14 @@ std::vector<Sample> parseNcclTests(const std::string& text, const std::string& s
   return all;
 }
 
+// k of FILE#k: 1 .. 1e6 (a file holds far fewer runs; atoi would wrap 4294967297 to 1).
+static int runIndex(const std::string& digits, const std::string& arg) {
+  std::size_t k = 0;
+  if (!text::toUnsigned(digits, k) || k == 0 || k > 1000000)
+    throw InputError(fmt::format("'{}': #k counts runs from 1 (1 .. 1000000)", arg));
+  return static_cast<int>(k);
+}
+
 InputArg splitInputArg(const std::string& arg) {
   InputArg a;
   std::error_code ec;
@@ -630,8 +651,7 @@ InputArg splitInputArg(const std::string& arg) {
     auto hash = rest.rfind('#');
     if (hash != std::string::npos && hash + 1 < rest.size() &&
         std::all_of(rest.begin() + static_cast<long>(hash) + 1, rest.end(), isDigit)) {
-      a.pick = std::atoi(rest.c_str() + hash + 1);
-      if (a.pick <= 0) throw InputError(fmt::format("'{}': #k counts runs from 1", arg));
+      a.pick = runIndex(rest.substr(hash + 1), arg);
       rest = rest.substr(0, hash);
     }
     auto colon = rest.rfind(':');
@@ -648,7 +668,7 @@ InputArg splitInputArg(const std::string& arg) {
         if (k == "coll" && !v.empty()) a.hints.coll = v;
         else if (k == "algo" && !v.empty()) a.hints.algo = v;
         else if (k == "proto" && !v.empty()) a.hints.proto = v;
-        else if ((k == "ranks" || k == "nodes") && text::toUnsigned(v, n) && n > 0)
+        else if ((k == "ranks" || k == "nodes") && text::toUnsigned(v, n) && n > 0 && n <= 10000000)
           (k == "ranks" ? a.hints.ranks : a.hints.nodes) = static_cast<int>(n);
         else
           throw InputError(fmt::format("'{}': '{}' is not coll=NAME, ranks=N, nodes=N (N > 0), algo=NAME or proto=NAME", arg, kv));
@@ -659,8 +679,7 @@ InputArg splitInputArg(const std::string& arg) {
       auto hash2 = rest.rfind('#');
       if (a.pick == 0 && hash2 != std::string::npos && hash2 + 1 < rest.size() && !fs::exists(rest, ec) &&
           std::all_of(rest.begin() + static_cast<long>(hash2) + 1, rest.end(), isDigit)) {
-        a.pick = std::atoi(rest.c_str() + hash2 + 1);
-        if (a.pick <= 0) throw InputError(fmt::format("'{}': #k counts runs from 1", arg));
+        a.pick = runIndex(rest.substr(hash2 + 1), arg);
         rest = rest.substr(0, hash2);
       }
     }

@@ -240,7 +240,24 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   INFO(p5.text);
   CHECK(p5.rc == 0);
   CHECK(p5.text.find("whether the nodes have NVLS is not known from the logs: fitted with it (the Hopper prior) and "
-                     "without, kept with") != std::string::npos);
+                     "without, median |error| 3.2 % with, 11.4 % without: kept the prior") != std::string::npos);
+  // NVIDIA's DGX H100 sample has NVLS; with its GPU names gone the ring alone fits it closer (3.6 against 7.2 %),
+  // but not by the margin: the prior stays.
+  {
+    std::ifstream in(pub + "h100-nvidia-dgxc-1x8.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    for (std::size_t at; (at = text.find("NVIDIA H100 80GB HBM3")) != std::string::npos;) text.erase(at, 21);
+    const std::string anon = std::filesystem::temp_directory_path() / ("fb_anon_" + std::to_string(::getpid()) + ".log");
+    std::ofstream(anon) << text;
+    auto d = tool("nccl fit " + anon + ":coll=allreduce");
+    INFO(d.text);
+    CHECK(d.rc == 0);
+    CHECK(d.text.find("the logs name no GPU") != std::string::npos);
+    CHECK(d.text.find(": kept the prior (without is not closer by over 10 points)") != std::string::npos);
+    std::filesystem::remove(anon);
+  }
   // A fit without NVLS anywhere: the machine line's rate and every size's pick say so.
   auto noNvls = [](const std::string& arg, const std::string& priors) {
     auto r = tool("nccl fit " + arg);
@@ -251,7 +268,8 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
     CHECK(r.text.find("NVLS/") == std::string::npos);
     CHECK(r.text.find("NVLSTree/") == std::string::npos);
   };
-  noNvls(pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2", "kept without");
+  noNvls(pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2",
+         "38.3 % with, 2.5 % without: kept without (closer by over 10 points)");
   // --nvls-gbps decides it: one fit, no note.
   auto given = tool("nccl fit " + pub + "a100-aws-p4de-2x8-readme.log:coll=allreduce,ranks=16,nodes=2 --nvls-gbps 0");
   CHECK(given.rc == 0);
@@ -271,9 +289,10 @@ TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs nam
   auto two = tool("nccl fit " + log + ":ranks=8,nodes=2");
   INFO(two.text);
   CHECK(two.rc == 0);
+  // +150.0 and +150.7 % at 8 and 16 GiB: the median of two is the larger
   CHECK(two.text.find("Faster than its nodes' NICs: gb300-oci-2x4-allreduce: allreduce (2 x 4 GPUs, allreduce): the "
-                      "calibrated model is still +15") != std::string::npos);  // +150.0 and +150.7 % at 8 and 16 GiB
-  CHECK(two.text.find("(FILE:ranks=8,nodes=1)") != std::string::npos);
+                      "calibrated model is still +151 % slower at the median size") != std::string::npos);
+  CHECK(two.text.find("give the run as 1 x 8 GPUs (" + log + ":ranks=8,nodes=1)") != std::string::npos);
   auto one = tool("nccl fit " + log + ":ranks=8,nodes=1");
   INFO(one.text);
   CHECK(one.rc == 0);

@@ -329,6 +329,8 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
                                                                    Catch::Contains("list of 16 ranks"));
   CHECK_THROWS_WITH(fb::loadRunsAny(two + ":nodes=3"), Catch::Contains(":nodes=3 contradicts") &&
                                                         Catch::Contains("on 2 hosts"));
+  // Fewer nodes than hosts: whole hosts grouped into NVLink domains (one node to NCCL, as MNNVL makes them).
+  CHECK(fb::loadRunAny(two + ":nodes=1").rows.front().nNodes == 1);
   CHECK_THROWS_WITH(fb::loadRunsAny(two + ":ranks=15"), Catch::Contains(":ranks=15 contradicts"));
   CHECK(fb::loadRunAny(two + ":ranks=16,nodes=2").rows.front().nNodes == 2);  // agreeing hints are fine
   // No '#  Rank' lines: 8 ranks from the header (nThread 1 x nGpus 8) on 3 nodes given is no whole number per node.
@@ -378,14 +380,20 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     const std::string ag = table("all_gather", "1048576 32768 float none -1 10.49 100.00 87.50 0 10.49 100.00 87.50 0");
     h.ranks = 4;
     CHECK_THROWS_WITH(fb::parseNcclTestsRuns(ag, "x.log", h), Catch::Contains("says 8 ranks for allgather"));
+    // 1.90 / 1.00 exactly (printed to 4 decimals): 2 (n - 1) / n = 1.9 at n = 20; 1.9011 / 1.0000 allows n in
+    // [20.2, 20.3], no whole count: the collective is the likelier mistake.
+    const std::string none = table("all_reduce", "1048576 262144 float sum -1 10.49 1.0000 1.9011 0 10.49 1.0000 1.9011 0");
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(none, "x.log", h),
+                      Catch::Contains("says no whole rank count") && Catch::Contains("is allreduce the collective the log ran?"));
     // Broadcast's factor is 1 whatever n: no check.
     const std::string bc = table("broadcast", "1048576 262144 float none 0 10.49 100.00 100.00 0 10.49 100.00 100.00 0");
     CHECK(fb::parseNcclTestsRuns(bc, "x.log", h).front().info["ranks"] == 4);
     // The header's 1 rank (nThread 1 x nGpus 1, no launcher line) contradicts 1.75 too: an MPI run's log cut below
     // its mpirun line would otherwise read as one rank.
     CHECK_THROWS_WITH(fb::parseNcclTestsRuns(exact, "x.log"),
-                      Catch::Contains("1 ranks (from its header) contradict") && Catch::Contains("x.log:ranks=N,nodes=M"));
-    // -T 1 ends a row with its timestamp (after the -I columns too); -C 1's cputime is no operation time.
+                      Catch::Contains("1 rank (from its header) contradicts") && Catch::Contains("x.log:ranks=N,nodes=M"));
+    // -S 1 (report_timestamps) ends a row with its timestamp (after the -I columns too); -C 1's cputime is no
+    // operation time.
     h.ranks = 8;
     const std::string stamped = table("all_reduce", "1048576 262144 float sum -1 10.49 100.00 175.00 0 10.49 100.00 175.00 0 "
                                                     "2026-12-07 05:00:00");
@@ -429,7 +437,11 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(second.front().label == "two-runs-second-elided-2");
     CHECK(second.front().rows.front().nRanks == 32);
     CHECK_THROWS_WITH(fb::loadRunsAny(two + "#3"), Catch::Contains("#3 asked for, the file holds 2 runs"));
-    CHECK_THROWS_WITH(fb::loadRunAny(two + "#2"), Catch::Contains("run 2 of 2") && Catch::Contains("elided"));
+    CHECK_THROWS_WITH(fb::loadRunAny(two + "#2"), Catch::Contains("run 2 of 2") && Catch::Contains("elided") &&
+                                                     Catch::Contains(":ranks=N,nodes=M#2"));  // the advice keeps #k
+    // #k past an int (atoi wrapped 4294967297 to 1) and #0 are refused
+    CHECK_THROWS_WITH(fb::loadRunsAny(two + "#4294967297"), Catch::Contains("#k counts runs from 1"));
+    CHECK_THROWS_WITH(fb::loadRunsAny(two + "#0"), Catch::Contains("#k counts runs from 1"));
   }
   // bad suffixes
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
