@@ -64,6 +64,13 @@ void checkMachineOptions(const MachineOpts& o) {
   if (o.nvlsGBps) positive(*o.nvlsGBps, "--nvls-gbps", true);
 }
 
+// The first run's GPU name that a log gives ("" when none does).
+static std::string firstGpu(const std::vector<NcclRun>& runs) {
+  for (const auto& r : runs)
+    if (!r.gpu.empty()) return r.gpu;
+  return "";
+}
+
 NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
   checkMachineOptions(o);
   NcclMachine m;
@@ -74,12 +81,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   m.nicLineGBps = o.nicLineGBps;
   m.nvlink = true;
   m.collNet = o.collNet;
-  std::string gpu;
-  for (const auto& r : runs)
-    if (!r.gpu.empty()) {
-      gpu = r.gpu;
-      break;
-    }
+  const std::string gpu = firstGpu(runs);
   const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
   if (fam) {
     if (fam->ringGBps > 0) m.ringIntraGBps = fam->ringGBps;
@@ -111,12 +113,7 @@ NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, co
   // NVLS left open: no GPU named (or one the table lacks), no --nvls-gbps, and a run NVLS could serve. The Hopper
   // prior assumes NVSwitch multicast, which an A100, a V100 or a PCIe node lacks: fit without it as well and keep
   // the fit closer to the logs.
-  std::string gpu;
-  for (const auto& r : runs)
-    if (!r.gpu.empty()) {
-      gpu = r.gpu;
-      break;
-    }
+  const std::string gpu = firstGpu(runs);
   const bool open = (gpu.empty() || !ncclGpuPrior(gpu)) && !o.nvlsGBps && prior.nvlsGBps > 0 &&
                     std::any_of(runs.begin(), runs.end(), [](const NcclRun& r) { return !r.nvlsOff && r.gpusPerNode > 1; });
   if (!open) return fit;
@@ -129,7 +126,7 @@ NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, co
   constexpr double kNvlsMargin = 10;
   const bool keepOther = other.medianAbsErrPct + kNvlsMargin < fit.medianAbsErrPct;
   const bool points = std::any_of(fit.points.begin(), fit.points.end(),
-                                  [&](const NcclFitPoint& p) { return p.bytes >= fo.minBytes && !p.noisy; });
+                                  [&](const NcclFitPoint& p) { return p.counts(fo.minBytes); });
   if (note)
     *note += !points ? std::string("; whether the nodes have NVLS is not known from the logs and no size from --min-bytes "
                                    "up tells: kept the Hopper prior (--nvls-gbps decides it)")
@@ -339,7 +336,7 @@ int cmdFit() {
   auto fit = calibrateRuns(g.mo, runs, fo, &priorNote);
   std::string md = "# fabricbench-model nccl fit\n\nPriors: " + priorNote + ".\nMachine: " + machineLine(fit) + ".\n";
   const auto used = std::count_if(fit.points.begin(), fit.points.end(),
-                                  [&](const NcclFitPoint& p) { return p.bytes >= fo.minBytes && !p.noisy; });
+                                  [&](const NcclFitPoint& p) { return p.counts(fo.minBytes); });
   if (used <= static_cast<long>(fit.freed.size()))
     md += fmt::format("Few sizes: {} size(s) >= {} for {} calibrated parameter(s), so the residuals below say little "
                       "about the model; a sweep from 1 MiB up pins the latencies and protocols.\n",
@@ -355,7 +352,7 @@ int cmdFit() {
     // NVLink domain (GB200/GB300 NVL72 racks, NCCL's MNNVL), which NCCL's tuning treats as one node.
     std::vector<double> signedErr;
     for (const auto& p : pts)
-      if (p.bytes >= fo.minBytes && !p.noisy) signedErr.push_back(p.errPct);
+      if (p.counts(fo.minBytes)) signedErr.push_back(p.errPct);
     std::sort(signedErr.begin(), signedErr.end());
     if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50) {
       // The advice as an argument: the run's file, its coll= hint kept, the counts of one node, its #k.
@@ -363,7 +360,7 @@ int cmdFit() {
       const int n = r.nodes * r.gpusPerNode;
       const std::string advice = fmt::format("{}:{}ranks={},nodes=1{}", arg.file,
                                              arg.hints.coll.empty() ? "" : "coll=" + arg.hints.coll + ",", n,
-                                             arg.pick > 0 ? fmt::format("#{}", arg.pick) : "");
+                                             arg.hints.pick > 0 ? fmt::format("#{}", arg.hints.pick) : "");
       faster += fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % slower at "
                             "the median size. Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE) "
                             "are one node to NCCL: give the run as 1 x {} GPUs ({}); otherwise check --nics, "

@@ -243,6 +243,8 @@ struct NcclFitPoint {
   NcclAlgo algo = NcclAlgo::kRing;
   NcclProto proto = NcclProto::kSimple;
   bool noisy = false;            // the log's own in- and out-of-place times differ by > 20 %
+  // Counted by the fit's loss and the error bound: a size from minBytes up, not noisy.
+  bool counts(double minBytes) const { return bytes >= minBytes && !noisy; }
 };
 struct NcclFit {
   NcclMachine machine;           // calibrated (shape of the first run)

@@ -176,7 +176,7 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
 std::pair<double, double> ncclErrStats(const std::vector<NcclFitPoint>& pts, double minBytes) {
   std::vector<double> e;
   for (const auto& p : pts)
-    if (p.bytes >= minBytes && !p.noisy) e.push_back(std::fabs(p.errPct));
+    if (p.counts(minBytes)) e.push_back(std::fabs(p.errPct));
   if (e.empty()) return {0, 0};
   std::sort(e.begin(), e.end());
   double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
@@ -343,7 +343,7 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     }
     for (const auto& r : runs)
       for (const auto& p : ncclPredict(m, r))
-        if (p.bytes >= opt.minBytes && !p.noisy) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
+        if (p.counts(opt.minBytes)) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
     return s;
   };
   std::vector<double> x0;

@@ -62,7 +62,6 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
 struct InputArg {
   std::string file;
   NcclTestsHints hints;
-  int pick = 0;  // #k, 1-based; 0 = none
   bool isNcclTests = false;  // the file sniffs as nccl-tests output
 };
 InputArg splitInputArg(const std::string& arg);

@@ -1,9 +1,9 @@
 // nccl-tests output as people publish it: every 2.x format, several runs a file, the collective, ranks and nodes of
 // each, its rows as Samples (the lines around the table, prefixes and NCCL INFO: nccl_tests_lines.cc).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -172,7 +172,9 @@ std::pair<std::string, std::string> collCandidates(const std::vector<std::string
   if (e == elem.end() || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
   const std::size_t per = bytes / (count * static_cast<std::size_t>(e->second));
   const bool reduces = w[3] != "none";
-  const bool rooted = w.size() != 12 && w[4] != "-1";
+  auto row = w;
+  const auto lay = rowLayout(row);
+  const bool rooted = lay && lay->root && w[4] != "-1";
   const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], e->second,
                                        per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
   if (rooted)
@@ -259,7 +261,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     std::string t = text::trim(l);
     if (text::startsWith(t, "```")) continue;
     // rccl-tests' own lines ("rccl-tests: Version ...", "RCCL version : ..."), or a binary under a rccl-tests folder
-    if (text::startsWith(text::trim(l), "rccl-tests:") || text::startsWith(text::trim(l), "RCCL version") ||
+    if (text::startsWith(t, "rccl-tests:") || text::startsWith(t, "RCCL version") ||
         (l.find("rccl-tests/") != std::string::npos && l.find("_perf") != std::string::npos))
       fileRccl = true;
     bool isRank = false;
@@ -648,12 +650,16 @@ InputArg splitInputArg(const std::string& arg) {
   std::error_code ec;
   std::string rest = arg;
   if (!fs::exists(rest, ec)) {
-    auto hash = rest.rfind('#');
-    if (hash != std::string::npos && hash + 1 < rest.size() &&
-        std::all_of(rest.begin() + static_cast<long>(hash) + 1, rest.end(), isDigit)) {
-      a.pick = runIndex(rest.substr(hash + 1), arg);
-      rest = rest.substr(0, hash);
-    }
+    // A trailing #k (digits only) off rest: FILE#k, FILE:opts#k, and after the opts are cut, FILE#k:opts.
+    auto takePick = [&] {
+      auto hash = rest.rfind('#');
+      if (a.hints.pick == 0 && hash != std::string::npos && hash + 1 < rest.size() && !fs::exists(rest, ec) &&
+          std::all_of(rest.begin() + static_cast<long>(hash) + 1, rest.end(), isDigit)) {
+        a.hints.pick = runIndex(rest.substr(hash + 1), arg);
+        rest = rest.substr(0, hash);
+      }
+    };
+    takePick();
     auto colon = rest.rfind(':');
     if (colon != std::string::npos && !fs::exists(rest, ec) && rest.find('=', colon) != std::string::npos) {
       std::string opts = rest.substr(colon + 1);
@@ -675,16 +681,9 @@ InputArg splitInputArg(const std::string& arg) {
       }
       if (a.hints.ranks > 0 && a.hints.nodes > 0 && a.hints.ranks % a.hints.nodes != 0)
         throw InputError(fmt::format("'{}': ranks={} is not a multiple of nodes={}", arg, a.hints.ranks, a.hints.nodes));
-      // FILE#k:opts as well as FILE:opts#k
-      auto hash2 = rest.rfind('#');
-      if (a.pick == 0 && hash2 != std::string::npos && hash2 + 1 < rest.size() && !fs::exists(rest, ec) &&
-          std::all_of(rest.begin() + static_cast<long>(hash2) + 1, rest.end(), isDigit)) {
-        a.pick = runIndex(rest.substr(hash2 + 1), arg);
-        rest = rest.substr(0, hash2);
-      }
+      takePick();
     }
   }
-  a.hints.pick = a.pick;
   a.file = rest;
   if (fs::is_regular_file(a.file, ec)) {
     std::ifstream in(a.file, std::ios::binary);
@@ -692,7 +691,7 @@ InputArg splitInputArg(const std::string& arg) {
     ss << in.rdbuf();
     a.isNcclTests = sniffInput(ss.str()) == InputKind::kNcclTests;
   }
-  if (!a.isNcclTests && (a.pick > 0 || !a.hints.coll.empty() || a.hints.ranks > 0 || a.hints.nodes > 0 ||
+  if (!a.isNcclTests && (a.hints.pick > 0 || !a.hints.coll.empty() || a.hints.ranks > 0 || a.hints.nodes > 0 ||
                           !a.hints.algo.empty() || !a.hints.proto.empty())) {
     if (!fs::is_regular_file(a.file, ec)) throw InputError(fmt::format("'{}': no such file", a.file));
     throw InputError(fmt::format("'{}': :coll=/ranks=/nodes= and #k apply to nccl-tests logs only", arg));
