@@ -71,8 +71,30 @@ static std::string firstGpu(const std::vector<NcclRun>& runs) {
   return "";
 }
 
+// One fit is one machine: runs whose logs name different GPUs, or rccl-tests beside nccl-tests, are refused (the
+// prior and every calibrated rate would be one machine's, fitted to two). A run naming no GPU joins any.
+static void checkOneMachine(const std::vector<NcclRun>& runs) {
+  auto name = [](const NcclRun& r) { return r.source.empty() ? r.label : r.source; };
+  const NcclRun* named = nullptr;
+  for (const auto& r : runs) {
+    if (r.gpu.empty()) continue;
+    if (!named) named = &r;
+    else if (r.gpu != named->gpu)
+      throw InputError(fmt::format("{} ran on {} GPUs and {} on {}: one fit is one machine; fit each machine's logs "
+                                   "apart",
+                                   name(*named), named->gpu, name(r), r.gpu));
+  }
+  const auto rccl = std::find_if(runs.begin(), runs.end(), [](const NcclRun& r) { return r.rccl; });
+  const auto nccl = std::find_if(runs.begin(), runs.end(), [](const NcclRun& r) { return !r.rccl; });
+  if (rccl != runs.end() && nccl != runs.end())
+    throw InputError(fmt::format("{} is an rccl-tests log (AMD's RCCL) and {} an nccl-tests one: one fit is one "
+                                 "machine; fit each machine's logs apart",
+                                 name(*rccl), name(*nccl)));
+}
+
 NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
   checkMachineOptions(o);
+  checkOneMachine(runs);
   NcclMachine m;
   m.nicsPerNode = o.nics.value_or(0);
   m.nicGBps = o.nicGBps;
@@ -220,6 +242,11 @@ struct SetResult {
 SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double boundMax, EvidenceBuilder& ev) {
   auto fitRuns = loadRuns(s.fit, s.prior.given);
   auto predRuns = loadRuns(s.predict, s.prior.given);
+  {
+    auto all = fitRuns;
+    all.insert(all.end(), predRuns.begin(), predRuns.end());
+    checkOneMachine(all);  // the predicted runs are the fitted machine's too
+  }
   NcclFitOptions fo;
   fo.minBytes = minBytes;
   std::string priorNote;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -90,6 +91,7 @@ struct RunState : InfoFacts {
   int launcherNp = 0;
   bool headerSeen = false;
   bool cputime = false;  // the column header says cputime (nccl-tests -C 1)
+  bool rccl = false;     // rccl-tests (AMD's port) printed this run: its version line, its path, RCCL's own lines
   struct Row {
     std::vector<std::string> w;
     std::size_t line;
@@ -246,10 +248,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   std::string fileBinary, fileColl;  // the latest binary named on a command line (carries to the next run)
   std::map<std::string, std::string> fileEnv;
   int fileNp = 0;
-  bool fileRccl = false;  // rccl-tests (AMD's port) printed the file: its version line, its path, RCCL's own lines
+  bool nextRccl = false;  // an rccl-tests line after a run's rows: it belongs to the next run
   auto finish = [&] {
     if (cur.hasContent()) runs.push_back(std::move(cur));
     cur = RunState{};
+    cur.rccl = std::exchange(nextRccl, false);
   };
   auto startIfDone = [&](std::size_t i) {
     if (cur.hasContent()) finish();
@@ -260,10 +263,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     std::string l = stripPrefixes(ls[i]);
     std::string t = text::trim(l);
     if (text::startsWith(t, "```")) continue;
-    // rccl-tests' own lines ("rccl-tests: Version ...", "RCCL version : ..."), or a binary under a rccl-tests folder
+    // rccl-tests' own lines ("rccl-tests: Version ...", "RCCL version : ..."), or a binary under a rccl-tests folder:
+    // they come before a run's rows, so after rows they mark the next run (a file may hold both tools' runs)
     if (text::startsWith(t, "rccl-tests:") || text::startsWith(t, "RCCL version") ||
         (l.find("rccl-tests/") != std::string::npos && l.find("_perf") != std::string::npos))
-      fileRccl = true;
+      (cur.hasContent() ? nextRccl : cur.rccl) = true;
     bool isRank = false;
     if (text::startsWith(l, "# nccl-tests version")) {
       startIfDone(i);
@@ -545,7 +549,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       info["nccl_version"] = ncclVersion.empty() ? nlohmann::json(nullptr) : nlohmann::json(ncclVersion);
       info["nccl_versions"] = r.ncclVersions;
       info["binary"] = r.binary;
-      info["library"] = fileRccl ? "rccl" : "nccl";
+      info["library"] = r.rccl ? "rccl" : "nccl";
       info["coll"] = r.coll;
       info["coll_from"] = !r.coll.empty() && r.coll == userColl && r.binary == "(coll given by the user)" ? "user" : "log";
       info["gpu"] = r.gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gpu);

@@ -280,6 +280,20 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
          "from the logs' GPU, AMD Instinct MI300X: AMD Instinct (RCCL");
   noNvls(other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce",
          "the logs name no GPU: the Hopper defaults; rccl-tests logs: RCCL has no NVLS.");
+  // One fit is one machine: an H100 log beside an MI300X one (GPUs named) or beside the MI355X rccl-tests log (no GPU
+  // named) is refused, in fit and in validate, before any fitting.
+  const std::string h100 = pub + "h100-ndr-shahizat-2x8.log:coll=allreduce";
+  auto mixed = tool("nccl fit " + h100 + " " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
+  CHECK(mixed.rc == 2);
+  CHECK(mixed.text.find("h100-ndr-shahizat-2x8.log:coll=allreduce ran on NVIDIA H100 80GB HBM3 GPUs and ") !=
+        std::string::npos);
+  CHECK(mixed.text.find("mi300x-hisohara-2x8-allreduce.log:coll=allreduce on AMD Instinct MI300X: one fit is one "
+                        "machine; fit each machine's logs apart") != std::string::npos);
+  auto lib = tool("nccl validate --fit " + h100 + " --predict " + other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce"
+                  " -o " + (std::filesystem::temp_directory_path() / "fb_model_mixed").string());
+  CHECK(lib.rc == 2);
+  CHECK(lib.text.find("mi355x-hisohara-2x8-allreduce.log:coll=allreduce is an rccl-tests log (AMD's RCCL) and ") !=
+        std::string::npos);
 }
 
 TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs names the shared NVLink domain", "[tool][nccl]") {

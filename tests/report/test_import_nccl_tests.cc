@@ -421,6 +421,19 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
           "rccl");
+    // Per run: a file of an nccl-tests run and then an rccl-tests one (a comparison document) keeps each tool's;
+    // the rccl-tests line after the first run's rows belongs to the second run, whichever line starts it.
+    for (const std::string marker : {"rccl-tests: Version develop:5272cd1\n", "RCCL version : 2.22.3-HEAD:7d8d67c\n",
+                                     "mpirun -np 8 /opt/rccl-tests/build/all_reduce_perf -b 8 -e 1M\n"}) {
+      auto both = fb::parseNcclTestsRuns(exact + marker + exact, "x.log", h);
+      REQUIRE(both.size() == 2);
+      CHECK(both[0].info["library"] == "nccl");
+      CHECK(both[1].info["library"] == "rccl");
+      auto rcclFirst = fb::parseNcclTestsRuns(marker + exact + exact, "x.log", h);
+      REQUIRE(rcclFirst.size() == 2);
+      CHECK(rcclFirst[0].info["library"] == "rccl");
+      CHECK(rcclFirst[1].info["library"] == "nccl");
+    }
   }
   // Several runs, one elided: refused naming the run and how to read each alone; FILE#k checks run k only.
   {
