@@ -2,6 +2,7 @@
 // each, its rows as Samples (the lines around the table, prefixes and NCCL INFO: nccl_tests_lines.cc).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -164,20 +165,26 @@ std::optional<RowLayout> rowLayout(std::vector<std::string>& w) {
 // per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
 // ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
 // {"", ""} when the row does not parse.
+// Bytes of one element of an nccl-tests type column; 0 when the type is not one it prints.
+std::size_t elemBytes(const std::string& type) {
+  static const std::map<std::string, std::size_t> elem = {{"float", 4},  {"double", 8},  {"half", 2},   {"bfloat16", 2},
+                                                          {"int8", 1},   {"uint8", 1},   {"int32", 4},  {"uint32", 4},
+                                                          {"int", 4},    {"int64", 8},   {"uint64", 8}, {"f8e4m3", 1},
+                                                          {"f8e5m2", 1}};
+  auto e = elem.find(type);
+  return e == elem.end() ? 0 : e->second;
+}
+
 std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w) {
-  static const std::map<std::string, int> elem = {{"float", 4},  {"double", 8},  {"half", 2},   {"bfloat16", 2},
-                                                  {"int8", 1},   {"uint8", 1},   {"int32", 4},  {"uint32", 4},
-                                                  {"int", 4},    {"int64", 8},   {"uint64", 8}, {"f8e4m3", 1},
-                                                  {"f8e5m2", 1}};
   std::size_t bytes = 0, count = 0;
-  auto e = w.size() >= 4 ? elem.find(w[2]) : elem.end();
-  if (e == elem.end() || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
-  const std::size_t per = bytes / (count * static_cast<std::size_t>(e->second));
+  const std::size_t elem = w.size() >= 4 ? elemBytes(w[2]) : 0;
+  if (elem == 0 || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
+  const std::size_t per = bytes / (count * elem);
   const bool reduces = w[3] != "none";
   auto row = w;
   const auto lay = rowLayout(row);
   const bool rooted = lay && lay->root && w[4] != "-1";
-  const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], e->second,
+  const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], elem,
                                        per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
   if (rooted)
     return reduces ? std::pair{fmt::format("its rows ({}) fit reduce, which the model does not read", what), std::string()}
@@ -187,6 +194,16 @@ std::pair<std::string, std::string> collCandidates(const std::vector<std::string
                    : std::pair{fmt::format("its rows ({}) fit allgather or alltoall", what), std::string("allgather")};
   return reduces ? std::pair{fmt::format("its rows ({}) fit allreduce or sendrecv", what), std::string("allreduce")}
                  : std::pair{fmt::format("its rows ({}) fit allgather or alltoall on one rank", what), std::string("allgather")};
+}
+
+// Half a unit of a printed figure's last digit: how far the value it stands for may be from it ("1e+06", which
+// nccl-tests prints where a figure outgrows its column, stands for 0.5e6-1.5e6).
+double halfDigit(const std::string& s) {
+  const auto e = s.find_first_of("eE");
+  const std::string mant = s.substr(0, e);
+  const double scale = e == std::string::npos ? 1.0 : std::pow(10.0, std::atof(s.c_str() + e + 1));
+  const auto dot = mant.find('.');
+  return scale * 0.5 * std::pow(10.0, -(dot == std::string::npos ? 0.0 : static_cast<double>(mant.size() - dot - 1)));
 }
 
 // busbw / algbw is nccl-tests' bus factor: 2 (n - 1) / n for AllReduce, (n - 1) / n for AllGather, ReduceScatter and
@@ -201,10 +218,6 @@ struct BusFactorRanks {
 std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const std::vector<RunState::Row>& rows) {
   const double k = coll == "allreduce" ? 2 : (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") ? 1 : 0;
   if (k == 0) return std::nullopt;
-  auto half = [](const std::string& s) {  // half a unit of the last printed digit
-    auto dot = s.find('.');
-    return 0.5 * std::pow(10.0, -(dot == std::string::npos ? 0.0 : static_cast<double>(s.size() - dot - 1)));
-  };
   double rLo = -1e300, rHi = 1e300, bestAlg = 0;
   BusFactorRanks out;
   for (const auto& row : rows) {
@@ -215,7 +228,7 @@ std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const 
       const std::size_t b = lay->first + place * lay->stride;
       double alg = 0, bus = 0;
       if (!text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus)) continue;
-      const double da = half(w[b + 1]), db = half(w[b + 2]);
+      const double da = halfDigit(w[b + 1]), db = halfDigit(w[b + 2]);
       if (alg - da <= 0) continue;
       rLo = std::max(rLo, (bus - db) / (alg + da));
       rHi = std::min(rHi, (bus + db) / (alg - da));
@@ -477,6 +490,12 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       }
 
       NcclTestsRun run;
+      struct CountMismatch {
+        std::size_t line, count, expected;
+        std::string type;
+        int more = 0;
+      };
+      std::optional<CountMismatch> badCount;
       for (auto& pr : r.rows) {
         auto w = pr.w;
         const auto lay = rowLayout(w);
@@ -494,12 +513,34 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         if (!text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count))
           throw InputError(
               fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
+        // nccl-tests prints the per-call count: size / element, and / ranks for AllGather, ReduceScatter, AllToAll,
+        // Gather, Scatter and HyperCube.
+        // Another count is an edited row, or one pasted from another run; its size is kept where its time and algbw
+        // agree with it (checked below).
+        if (const std::size_t el = elemBytes(w[2]); el > 0 && nRanks > 0) {
+          const bool perRank = r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall" ||
+                               r.coll == "gather" || r.coll == "scatter" || r.coll == "hypercube";
+          const std::size_t per = perRank ? static_cast<std::size_t>(nRanks) : 1;
+          if (count * el * per != bytes && !badCount) badCount = CountMismatch{pr.line, count, bytes / el / per, w[2]};
+          else if (count * el * per != bytes) ++badCount->more;
+        }
         for (int place = 0; place < 2; ++place) {
           std::size_t b = first + place * lay->stride;
           double tm = 0, alg = 0, bus = 0;
           if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
             throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
                                          source, pr.line, w[b], w[b + 1], w[b + 2]));
+          // algbw is size / time in every nccl-tests collective: each figure exact to half its last printed digit.
+          {
+            const double dt = halfDigit(w[b]), da = halfDigit(w[b + 1]);
+            const double lo = static_cast<double>(bytes) / ((tm + dt) * 1e3);
+            const double hi = tm > dt ? static_cast<double>(bytes) / ((tm - dt) * 1e3) : 1e300;
+            if (alg + da < lo * (1 - 1e-9) || alg - da > hi * (1 + 1e-9))
+              throw InputError(fmt::format("{}: line {}: algbw {} is not size / time ({} B / {} us = {:.4g} GB/s): the "
+                                           "row contradicts itself (edited, or pasted from another run); correct or "
+                                           "delete the line",
+                                           source, pr.line, w[b + 1], bytes, w[b], static_cast<double>(bytes) / (tm * 1e3)));
+          }
           Sample s;
           s.coll = r.coll;
           s.impl = "nccl-tests";
@@ -542,6 +583,14 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         }
       }
       nlohmann::json info = nlohmann::json::object();
+      if (badCount) {
+        info["count_mismatch"] = fmt::format(
+            "line {}: count {} is not what nccl-tests prints for that size of {} {} on {} ranks ({}){}", badCount->line,
+            badCount->count, badCount->type, r.coll, nRanks, badCount->expected,
+            badCount->more > 0 ? fmt::format(", nor at {} more row{}", badCount->more, badCount->more == 1 ? "" : "s") : "");
+        printLine(programName(), ": warning: ", source, ": ", info["count_mismatch"].get<std::string>(),
+                  ": an edited row, or one from another run; read by its size, which its time and algbw agree with");
+      }
       info["run_index"] = ri + 1;
       info["runs_in_file"] = runs.size();
       info["first_row_line"] = r.rows.front().line;
@@ -559,9 +608,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       info["ranks_listed"] = listed;
       // Ranks on one GPU (the same host and bus id): NCCL_HOSTID tricks and oversubscribed test runs check function;
       // their times are no measurement of a path between GPUs.
+      // Only a full bus id (domain:bus:device) names one GPU: older nccl-tests print the bus number alone ("[0x10]"),
+      // which two A100s of a p4d share and every GB200 GPU has (each in its own PCI domain).
       std::map<std::pair<std::string, std::string>, std::vector<int>> onGpu;
       for (const auto& rl : r.rankLines)
-        if (!rl.busId.empty()) onGpu[{rl.host, rl.busId}].push_back(rl.rank);
+        if (rl.busId.find(':') != std::string::npos) onGpu[{rl.host, rl.busId}].push_back(rl.rank);
       for (const auto& [where, rs] : onGpu)
         if (rs.size() > 1) {
           const std::string shared = fmt::format("ranks {} share one GPU ({} [{}])", fmt::join(rs, ", "), where.first,

@@ -132,6 +132,7 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/b200-gke-2x8-allgather.log:coll=allgather", 1, "allgather", 16, 2, "NVIDIA B200"},
     {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
     {"public-nccl-tests-other/gb300-oci-2x4-allreduce.log:ranks=8,nodes=2", 1, "allreduce", 8, 2, "NVIDIA GB300"},
+    {"public-nccl-tests-other/gb200-oci-1x4-allreduce.log:coll=allreduce", 1, "allreduce", 4, 1, "NVIDIA Graphics Device"},
     {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 1, "allreduce", 1, 1, "NVIDIA H100 80GB HBM3"},
     // FILE:hints#k: run k alone (run 2's elided list needs the counts; run 1 reads without them)
     {"nccl-tests-formats/two-runs-second-elided.log:ranks=4,nodes=2#1", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
@@ -196,8 +197,9 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2814);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+  CHECK(rowsChecked == 2818);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
                                // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
+                               // + 4 GB200
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -417,10 +419,40 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
         "1048576 262144 float none 0 10.49 100.00 100.00 0 10.49 100.00 100.00 0\n";
     CHECK(fb::parseNcclTestsRuns(twoOnOne, "x.log").front().info["shared_gpu"] == "ranks 0, 1 share one GPU (lab [0000:02:00])");
     CHECK_FALSE(fb::parseNcclTestsRuns(exact, "x.log", h).front().info.contains("shared_gpu"));
+    // A bus number without its PCI domain names no one GPU: OCI's GB200 node prints [0x01] for all four (each GPU
+    // in its own domain), AWS's p4d [0x10] for two A100s; neither is a shared GPU. The GB200 log's 4 GiB row has a
+    // count with a digit lost (107374124 for 1073741824): kept, by its size, with a warning.
+    auto gb200 = fb::loadRunsAny(kData + "public-nccl-tests-other/gb200-oci-1x4-allreduce.log:coll=allreduce");
+    REQUIRE(gb200.size() == 1);
+    const auto& gi = gb200.front().runJson["nccl_tests"];
+    CHECK_FALSE(gi.contains("shared_gpu"));
+    CHECK(gi["count_mismatch"] == "line 13: count 107374124 is not what nccl-tests prints for that size of float "
+                                  "allreduce on 4 ranks (1073741824)");
+    CHECK(gb200.front().rows.front().bytes == 4294967296ull);
+    for (auto& run : fb::loadRunsAny(kData + "nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce")) {
+      CHECK_FALSE(run.runJson["nccl_tests"].contains("shared_gpu"));
+      CHECK_FALSE(run.runJson["nccl_tests"].contains("count_mismatch"));
+    }
+    // The count of AllGather is per rank: size / 4 / 8 on 8 ranks; size / 4 there is an edited row.
+    const std::string agPerRank = table("all_gather", "1048576 32768 float none -1 10.49 100.00 87.50 0 10.49 100.00 87.50 0");
+    CHECK_FALSE(fb::parseNcclTestsRuns(agPerRank, "x.log", h).front().info.contains("count_mismatch"));
+    const std::string agTotal = table("all_gather", "1048576 262144 float none -1 10.49 100.00 87.50 0 10.49 100.00 87.50 0");
+    CHECK(fb::parseNcclTestsRuns(agTotal, "x.log", h).front().info["count_mismatch"] ==
+          "line 4: count 262144 is not what nccl-tests prints for that size of float allgather on 8 ranks (32768)");
     // rccl-tests' version line marks the run as RCCL's.
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
           "rccl");
+    // A row whose algbw is not its size / time (each exact to half its last digit) contradicts itself: refused.
+    std::string slow = exact;
+    slow.replace(slow.find(" 10.49 100.00"), 13, " 12.49 100.00");
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(slow, "x.log", h),
+                      Catch::Contains("x.log: line 4: algbw 100.00 is not size / time (1048576 B / 12.49 us = 83.95 GB/s)"));
+    std::string edge = exact;  // 10.49 us is 10.485-10.495: at most 1048576 B / 10.485 us = 100.0072 GB/s
+    edge.replace(edge.find(" 10.49 100.00 175.00"), 20, " 10.49 100.01 175.02");  // 100.005-100.015 meets it
+    CHECK_NOTHROW(fb::parseNcclTestsRuns(edge, "x.log", h));
+    edge.replace(edge.find(" 10.49 100.01 175.02"), 20, " 10.49 100.02 175.03");  // 100.015 and up does not
+    CHECK_THROWS_WITH(fb::parseNcclTestsRuns(edge, "x.log", h), Catch::Contains("algbw 100.02 is not size / time"));
     // Per run: a file of an nccl-tests run and then an rccl-tests one (a comparison document) keeps each tool's;
     // the rccl-tests line after the first run's rows belongs to the second run, whichever line starts it.
     for (const std::string marker : {"rccl-tests: Version develop:5272cd1\n", "RCCL version : 2.22.3-HEAD:7d8d67c\n",
