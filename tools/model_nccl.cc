@@ -42,7 +42,7 @@ void addMachineOptions(CLI::App* c, MachineOpts& o) {
   c->add_option("--nvls-gbps", o.nvlsGBps, "prior NVLS AllReduce busbw of 8 GPUs in a node, GB/s (G GPUs get x 2(G-1)/(G+1) / (14/9)); 0 = no "
                  "NVSwitch multicast (default: by the logs' GPU, 0 before Hopper; else 480: 8 x H100, nccl-tests issue 212)");
   c->add_flag_callback("--pcie", [&o] { o.pcie = true; },
-                       "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies), not NVLink (default: by the logs' GPU)");
+                       "GPUs inside a node talk over PCIe (tuning.cc's PCI latencies, no NVLS), not NVLink (default: by the logs' GPU)");
   c->add_flag_callback("--nvlink", [&o] { o.pcie = false; },
                        "GPUs inside a node talk over NVLink (e.g. PCIe cards joined by NVLink bridges), whatever the GPU");
   c->add_flag("--collnet", o.collNet, "the fabric offers CollNet/SHARP");
@@ -116,6 +116,11 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   const bool rccl = std::any_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.rccl; });
   if (rccl) m.nvlsGBps = 0;  // RCCL has no NVLS, wherever it runs
   if (o.pcie) m.nvlink = !*o.pcie;
+  const bool pcieGiven = o.pcie && *o.pcie && !(fam && fam->pcie);  // --pcie on a GPU the table does not call PCIe
+  if (pcieGiven) {
+    m.nvlsGBps = 0;  // no NVLink, so no NVSwitch to multicast through
+    m.ringLineGBps = 0;  // and no NVLink rate to bound the ring
+  }
   if (o.ringGBps) m.ringIntraGBps = *o.ringGBps;
   if (o.nvlsGBps) m.nvlsGBps = *o.nvlsGBps;
   if (note) {
@@ -124,12 +129,27 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
                         : fmt::format("the logs' GPU, {}, is not in the GPU table: the Hopper defaults", gpu);
     if (rccl && !(fam && fam->nvlsGBps == 0)) *note += "; rccl-tests logs: RCCL has no NVLS";
     if (warp) *note += "; P2P across nodes: " + warp->source;
+    if (pcieGiven) *note += "; --pcie: no NVLS";
     if (o.ringGBps || o.nvlsGBps || o.pcie) *note += "; the options given replace these";
   }
   return m;
 }
 
+// The fit of the runs, marked where its node ring rate is a default that nothing here set: no GPU figure (a PCIe
+// card, an AMD GPU, an unnamed one), no --ring-gbps, and no single-node run to fit it from.
+static NcclFit calibrateRunsNvls(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo,
+                                 std::string* note);
 NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo, std::string* note) {
+  NcclFit fit = calibrateRunsNvls(o, runs, fo, note);
+  const std::string gpu = firstGpu(runs);
+  const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
+  fit.ringDefault = !o.ringGBps && !(fam && fam->ringGBps > 0) &&
+                    std::find(fit.freed.begin(), fit.freed.end(), "ringIntraGBps") == fit.freed.end();
+  return fit;
+}
+
+static NcclFit calibrateRunsNvls(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo,
+                                 std::string* note) {
   NcclMachine prior = priorOf(o, runs, note);
   NcclFit fit = ncclCalibrate(prior, runs, fo);
   // NVLS left open: no GPU named (or one the table lacks), no --nvls-gbps, and a run NVLS could serve. The Hopper
@@ -179,10 +199,11 @@ std::string pick(NcclAlgo a, NcclProto p) { return ncclAlgoInfo(a).name + "/" + 
 
 std::string machineLine(const NcclFit& f) {
   const auto& m = f.machine;
-  std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s, NVLS {:.0f} GB/s (8 GPUs), latency x{:.2f} intra / x{:.2f} net, "
+  std::string s = fmt::format("per-NIC {:.1f} GB/s (line {:.1f}), node ring {:.0f} GB/s{}, NVLS {:.0f} GB/s (8 GPUs), latency x{:.2f} intra / x{:.2f} net, "
                               "LL eff {:.2f}, LL128 eff {:.2f} ring / {:.2f} tree",
-                              m.nicGBps, m.nicLine(), m.ringIntraGBps, m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128,
-                              m.effTreeLL128);
+                              m.nicGBps, m.nicLine(), m.ringIntraGBps,
+                              f.ringDefault ? " (a default, not this node's: no 1 x G run to fit it; --ring-gbps gives it)" : "",
+                              m.nvlsGBps, m.latIntraScale, m.latNetScale, m.effLL, m.effLL128, m.effTreeLL128);
   if (std::find(f.freed.begin(), f.freed.end(), "latDirectScale") != f.freed.end())
     s += fmt::format(", intra-node latency x{:.2f} between GPUs of one process (P2P/direct pointer)", m.latDirectScale);
   std::string freed;

@@ -251,6 +251,7 @@ struct NcclFit {
   std::vector<std::string> freed;      // parameters the data moved (others stay at their prior)
   std::vector<NcclFitPoint> points;
   double medianAbsErrPct = 0, maxAbsErrPct = 0;
+  bool ringDefault = false;      // the node's ring rate is a default, neither the GPU's figure nor fitted nor given
 };
 struct NcclFitOptions {
   double minBytes = 1;           // sizes below are left out of the loss

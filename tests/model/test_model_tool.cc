@@ -256,6 +256,14 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
     CHECK(d.rc == 0);
     CHECK(d.text.find("the logs name no GPU") != std::string::npos);
     CHECK(d.text.find(": kept the prior (without is not closer by over 10 points)") != std::string::npos);
+    // --pcie: no NVLink, so no NVSwitch multicast either (it had kept the Hopper prior's 480 GB/s NVLS).
+    auto pcie = tool("nccl fit " + anon + ":coll=allreduce --pcie");
+    INFO(pcie.text);
+    CHECK(pcie.rc == 0);
+    CHECK(pcie.text.find("; --pcie: no NVLS") != std::string::npos);
+    CHECK(pcie.text.find("NVLS 0 GB/s") != std::string::npos);
+    CHECK(pcie.text.find("NVLS/") == std::string::npos);
+    CHECK(pcie.text.find("not known from the logs: fitted with it") == std::string::npos);
     std::filesystem::remove(anon);
   }
   // A fit without NVLS anywhere: the machine line's rate and every size's pick say so.
@@ -280,6 +288,16 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
          "from the logs' GPU, AMD Instinct MI300X: AMD Instinct (RCCL");
   noNvls(other + "mi355x-hisohara-2x8-allreduce.log:coll=allreduce",
          "the logs name no GPU: the Hopper defaults; rccl-tests logs: RCCL has no NVLS.");
+  // A node ring rate that nothing set (an AMD GPU has no figure in the table, a 2 x 8 run no single node to fit it
+  // from) is marked as a default on the machine line; --ring-gbps, or a GPU with a figure, is not.
+  const std::string mark = "node ring 365 GB/s (a default, not this node's: no 1 x G run to fit it; --ring-gbps gives it)";
+  auto amd = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
+  CHECK(amd.text.find(mark) != std::string::npos);
+  auto amdRing = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce --ring-gbps 300");
+  CHECK(amdRing.text.find("node ring 300 GB/s, ") != std::string::npos);
+  CHECK(amdRing.text.find("(a default, not this node's") == std::string::npos);
+  CHECK(tool("nccl fit " + pub + "h100-ndr-shahizat-2x8.log:coll=allreduce").text.find("(a default, not this node's") ==
+        std::string::npos);
   // One fit is one machine: an H100 log beside an MI300X one (GPUs named) or beside the MI355X rccl-tests log (no GPU
   // named) is refused, in fit and in validate, before any fitting.
   const std::string h100 = pub + "h100-ndr-shahizat-2x8.log:coll=allreduce";
