@@ -8,8 +8,8 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -161,10 +161,6 @@ std::optional<RowLayout> rowLayout(std::vector<std::string>& w) {
   return std::nullopt;
 }
 
-// Which collectives a run's rows fit when the log does not say (nccl-tests' count column is the
-// per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
-// ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
-// {"", ""} when the row does not parse.
 // Bytes of one element of an nccl-tests type column; 0 when the type is not one it prints.
 std::size_t elemBytes(const std::string& type) {
   static const std::map<std::string, std::size_t> elem = {{"float", 4},  {"double", 8},  {"half", 2},   {"bfloat16", 2},
@@ -175,6 +171,10 @@ std::size_t elemBytes(const std::string& type) {
   return e == elem.end() ? 0 : e->second;
 }
 
+// Which collectives a run's rows fit when the log does not say (nccl-tests' count column is the
+// per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
+// ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
+// {"", ""} when the row does not parse.
 std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w) {
   std::size_t bytes = 0, count = 0;
   const std::size_t elem = w.size() >= 4 ? elemBytes(w[2]) : 0;
@@ -514,9 +514,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           throw InputError(
               fmt::format("{}: line {}: size/count '{}' '{}' are not whole numbers", source, pr.line, w[0], w[1]));
         // nccl-tests prints the per-call count: size / element, and / ranks for AllGather, ReduceScatter, AllToAll,
-        // Gather, Scatter and HyperCube.
-        // Another count is an edited row, or one pasted from another run; its size is kept where its time and algbw
-        // agree with it (checked below).
+        // Gather, Scatter and HyperCube. Another count is an edited row, or one pasted from another run; its size is
+        // kept where its time and algbw agree with it (checked below).
         if (const std::size_t el = elemBytes(w[2]); el > 0 && nRanks > 0) {
           const bool perRank = r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall" ||
                                r.coll == "gather" || r.coll == "scatter" || r.coll == "hypercube";
