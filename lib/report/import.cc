@@ -1,5 +1,6 @@
 #include "report/import.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,13 +34,15 @@ InputKind sniffInput(const std::string& text) {
       auto h = l.find('#');
       if (h == std::string::npos) continue;
       auto w = text::words(l.substr(h + 1));
-      if (w.size() >= 3 && w[0] == "size" && w[1] == "count" && w[2] == "type") return true;
+      if (w.size() >= 3 && w[0] == "size" && w[1] == "count" && w[2] == "type" &&
+          std::find(w.begin(), w.end(), "algbw") != w.end())
+        return true;
     }
     return false;
   };
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
-      (columns && (text.find("out-of-place") != std::string::npos || columnLine())))
+      (columns && text.find("out-of-place") != std::string::npos) || columnLine())  // 2.0-era: no redop, no #wrong
     return InputKind::kNcclTests;
   if (text.find("#bytes") != std::string::npos &&
       (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||

@@ -75,6 +75,30 @@ std::string dtypeOf(const std::string& t) {
 }
 
 // One run of a file: what its header, rank lines and command lines say, its INFO facts, its rows.
+// The column header's shape: whether it names redop and root, how many columns each placement has (4; 8 with -I 1's
+// per-iteration columns) and whether the fourth is 'error' (nccl-tests 2.0-era: a max error, not a count of wrong
+// elements). 2.0-era tables print no redop for AllGather, a root and no redop for Broadcast, no root before 2.x;
+// an old AllToAll names a redop and leaves it blank in its rows.
+struct HeaderShape {
+  bool known = false, redop = true, root = true, maxError = false;
+  std::size_t stride = 4;
+};
+HeaderShape headerShape(const std::string& line) {
+  auto w = text::words(line);
+  HeaderShape h;
+  auto has = [&](const char* n) { return std::find(w.begin(), w.end(), n) != w.end(); };
+  std::vector<std::size_t> times;
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (w[i] == "time" || w[i] == "cputime") times.push_back(i);
+  if (!has("size") || !has("count") || !has("type") || times.empty()) return h;
+  h.known = true;
+  h.redop = has("redop");
+  h.root = has("root");
+  h.maxError = has("error") && !has("#wrong");
+  if (times.size() >= 2) h.stride = times[1] - times[0];
+  return h;
+}
+
 struct RunState : InfoFacts {
   std::string version, binary, coll, ncclLibrary;
   std::set<std::string> hosts;
@@ -92,6 +116,7 @@ struct RunState : InfoFacts {
   int launcherNp = 0;
   bool headerSeen = false;
   bool cputime = false;  // the column header says cputime (nccl-tests -C 1)
+  HeaderShape shape;     // what the column header names
   bool rccl = false;     // rccl-tests (AMD's port) printed this run: its version line, its path, RCCL's own lines
   struct Row {
     std::vector<std::string> w;
@@ -142,23 +167,37 @@ int launcherRanks(const std::string& l) {
   return np;
 }
 
-// Where a row's figures sit. size count type redop root, then time algbw busbw #wrong out of place and in place
-// (nccl-tests before root was printed, 2.0-2.x: no root); -I 1 (2.19+) adds i_min i_max i_p99 i_cv% after each
-// placement's four; -S 1 (report_timestamps) ends the row with a "YYYY-MM-DD HH:MM:SS" timestamp (dropped from w).
-// nullopt: no layout.
+// Where a row's figures sit, as its header names them: size count type [redop] [root], then time algbw busbw
+// #wrong (or error) out of place and in place; -I 1 (2.19+) adds i_min i_max i_p99 i_cv% after each placement's
+// four; -S 1 (report_timestamps) ends the row with a "YYYY-MM-DD HH:MM:SS" timestamp (dropped from w). Without a
+// known header: 13 words, 12 (no root) or 21 (-I 1). nullopt: no layout.
 struct RowLayout {
-  std::size_t first = 5, stride = 4;  // placement p's time is w[first + p * stride]
-  bool root = true;
+  std::size_t first = 5, stride = 4;       // placement p's time is w[first + p * stride]
+  std::optional<std::size_t> redop, root;  // where the row's redop and root are, where it has them
+  bool maxError = false;                   // the column after busbw is a max error (2.0-era), not #wrong
 };
-std::optional<RowLayout> rowLayout(std::vector<std::string>& w) {
+std::optional<RowLayout> rowLayout(std::vector<std::string>& w, const HeaderShape& h) {
   auto isDate = [](const std::string& x) {
     return x.size() == 10 && x[4] == '-' && x[7] == '-' && std::isdigit(static_cast<unsigned char>(x[0]));
   };
   if (w.size() >= 2 && isDate(w[w.size() - 2]) && w.back().size() == 8 && w.back()[2] == ':') w.resize(w.size() - 2);
-  if (w.size() == 13) return RowLayout{5, 4, true};
-  if (w.size() == 12) return RowLayout{4, 4, false};
-  if (w.size() == 21) return RowLayout{5, 8, true};
-  return std::nullopt;
+  auto byCount = [&]() -> std::optional<RowLayout> {
+    if (w.size() == 13) return RowLayout{5, 4, 3, 4};
+    if (w.size() == 12) return RowLayout{4, 4, 3, std::nullopt, true};
+    if (w.size() == 21) return RowLayout{5, 8, 3, 4};
+    return std::nullopt;
+  };
+  if (!h.known) return byCount();
+  RowLayout lay;
+  lay.stride = h.stride;
+  lay.maxError = h.maxError;
+  std::size_t p = 3;
+  double num = 0;
+  if (h.redop && p < w.size() && !text::toDouble(w[p], num)) lay.redop = p++;  // a blank redop leaves no word
+  if (h.root) lay.root = p++;
+  lay.first = p;
+  if (w.size() != p + 2 * h.stride) return byCount();  // a header that was cut or edited: the words' count decides
+  return lay;
 }
 
 // Bytes of one element of an nccl-tests type column; 0 when the type is not one it prints.
@@ -175,17 +214,20 @@ std::size_t elemBytes(const std::string& type) {
 // per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
 // ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
 // {"", ""} when the row does not parse.
-std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w) {
+std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w, const HeaderShape& h) {
   std::size_t bytes = 0, count = 0;
   const std::size_t elem = w.size() >= 4 ? elemBytes(w[2]) : 0;
   if (elem == 0 || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
   const std::size_t per = bytes / (count * elem);
-  const bool reduces = w[3] != "none";
   auto row = w;
-  const auto lay = rowLayout(row);
-  const bool rooted = lay && lay->root && w[4] != "-1";
-  const std::string what = fmt::format("redop {}, count = size / {}{}{}", w[3], elem,
-                                       per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[4] : "");
+  const auto lay = rowLayout(row, h);
+  if (!lay) return {};
+  // No redop printed (2.0-era AllGather and Broadcast, a blank one in an old AllToAll): nothing is reduced.
+  const std::string redop = lay->redop ? w[*lay->redop] : "";
+  const bool reduces = !redop.empty() && redop != "none";
+  const bool rooted = lay->root && w[*lay->root] != "-1";
+  const std::string what = fmt::format("{}, count = size / {}{}{}", redop.empty() ? "no redop" : "redop " + redop, elem,
+                                       per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[*lay->root] : "");
   if (rooted)
     return reduces ? std::pair{fmt::format("its rows ({}) fit reduce, which the model does not read", what), std::string()}
                    : std::pair{fmt::format("its rows ({}) fit broadcast", what), std::string("broadcast")};
@@ -215,14 +257,15 @@ struct BusFactorRanks {
   double limit = 0;       // the factor's bound (2 or 1): no n gives a ratio at or above it
   std::string size;
 };
-std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const std::vector<RunState::Row>& rows) {
+std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const std::vector<RunState::Row>& rows,
+                                                 const HeaderShape& h) {
   const double k = coll == "allreduce" ? 2 : (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") ? 1 : 0;
   if (k == 0) return std::nullopt;
   double rLo = -1e300, rHi = 1e300, bestAlg = 0;
   BusFactorRanks out;
   for (const auto& row : rows) {
     auto w = row.w;
-    const auto lay = rowLayout(w);
+    const auto lay = rowLayout(w, h);
     if (!lay) continue;
     for (int place = 0; place < 2; ++place) {
       const std::size_t b = lay->first + place * lay->stride;
@@ -274,6 +317,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   bool prevRank = false;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     std::string l = stripPrefixes(ls[i]);
+    // a '#' line indented (a Markdown list around the paste) reads as it would unindented
+    if (auto k = l.find_first_not_of(" \t"); k != std::string::npos && k > 0 && l[k] == '#') l.erase(0, k);
     std::string t = text::trim(l);
     if (text::startsWith(t, "```")) continue;
     // rccl-tests' own lines ("rccl-tests: Version ...", "RCCL version : ..."), or a binary under a rccl-tests folder:
@@ -339,10 +384,12 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       cur.elided = true;
       isRank = true;
     } else if (text::startsWith(l, "#") && (l.find("#wrong") != std::string::npos ||
-                                  (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos))) {
+                                  (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos) ||
+                                  headerShape(l).known)) {
       if (cur.hasContent()) startIfDone(i);
       cur.headerSeen = true;
       cur.cputime = l.find("cputime") != std::string::npos;
+      cur.shape = headerShape(l);
     } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
       readInfoLine(l, cur);
     } else if (text::startsWith(t, "NCCL version ")) {
@@ -407,7 +454,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       auto& r = runs[ri];
       if (r.coll.empty()) r.coll = userColl;
       if (r.coll.empty()) {
-        auto [fits, suggest] = collCandidates(r.rows.back().w);
+        auto [fits, suggest] = collCandidates(r.rows.back().w, r.shape);
         const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
                                              "line and names no *_perf binary{}",
                                              source, r.rows.front().line, fits.empty() ? "" : "; " + fits);
@@ -459,7 +506,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       if (!hints.proto.empty()) r.env["NCCL_PROTO"] = hints.proto;
       // busbw / algbw holds the rank count for AllReduce, AllGather, ReduceScatter and AllToAll: a count that
       // contradicts it (given, or from an incomplete list) would describe another machine with exit 0.
-      const auto factor = ranksFromBusFactor(r.coll, r.rows);
+      const auto factor = ranksFromBusFactor(r.coll, r.rows, r.shape);
       const std::string says =
           factor ? fmt::format("busbw/algbw {:.4f} at {} B says {} for {}", factor->ratio, factor->size, ranksText(*factor), r.coll)
                  : "";
@@ -498,7 +545,16 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       std::optional<CountMismatch> badCount;
       for (auto& pr : r.rows) {
         auto w = pr.w;
-        const auto lay = rowLayout(w);
+        const auto lay = rowLayout(w, r.shape);
+        if (!lay && r.shape.known) {
+          const std::size_t lead = 3 + (r.shape.redop ? 1 : 0) + (r.shape.root ? 1 : 0);
+          throw InputError(fmt::format("{}: line {}: expected {} columns as the column header names them (size count "
+                                       "type{}{}, then {} for each of out-of-place and in-place{}), got {}",
+                                       source, pr.line, lead + 2 * r.shape.stride, r.shape.redop ? " redop" : "",
+                                       r.shape.root ? " root" : "", r.shape.stride,
+                                       r.shape.redop ? fmt::format("; {} with a blank redop", lead - 1 + 2 * r.shape.stride) : "",
+                                       w.size()));
+        }
         if (!lay)
           throw InputError(fmt::format("{}: line {}: expected 13 columns (size count type redop root, then time algbw "
                                        "busbw #wrong out-of-place and in-place; 12 without root, 21 with -I 1's "
@@ -566,7 +622,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           std::size_t wrong = 0;
           s.wrong = w[b + 3] == "N/A" ? -1 : (text::toUnsigned(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
           double err = 0;
-          if (s.wrong == -2 && first == 4 && text::toDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
+          if (s.wrong == -2 && lay->maxError && text::toDouble(w[b + 3], err)) s.wrong = -1;  // max error, not a count
           if (s.wrong == -2)
             throw InputError(fmt::format("{}: line {}: #wrong '{}' is not a count", source, pr.line, w[b + 3]));
           s.extra = {{"tool", "nccl-tests" + (r.version.empty() ? std::string() : " " + r.version)},
@@ -575,7 +631,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                      {"printed_time_us", w[b]},
                      {"printed_algbw", w[b + 1]},
                      {"printed_busbw", w[b + 2]}};
-          if (first == 4) s.extra.push_back({"printed_error", w[b + 3]});
+          if (lay->maxError) s.extra.push_back({"printed_error", w[b + 3]});
           if (!ncclVersion.empty()) s.extra.push_back({"nccl_version", ncclVersion});
           if (!r.transports.empty()) s.extra.push_back({"transports", path});
           run.rows.push_back(std::move(s));

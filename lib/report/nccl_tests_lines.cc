@@ -123,7 +123,9 @@ std::string stripPrefixes(std::string l) {
         changed = true;
       }
     }
-    if (text::startsWith(l, "[")) {
+    // Open MPI --tag-output, also where a Markdown list indents the pasted lines
+    if (auto k = l.find_first_not_of(" \t"); k != std::string::npos && l[k] == '[') {
+      l.erase(0, k);
       auto close = l.find(']');
       if (close != std::string::npos && close < 16) {
         std::string in = l.substr(1, close - 1);

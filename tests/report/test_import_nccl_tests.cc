@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/text.h"
 #include "report/import.h"
 #include "report/nccl_tests_lines.h"
 
@@ -133,6 +134,10 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/mi300x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, "AMD Instinct MI300X"},
     {"public-nccl-tests-other/gb300-oci-2x4-allreduce.log:ranks=8,nodes=2", 1, "allreduce", 8, 2, "NVIDIA GB300"},
     {"public-nccl-tests-other/gb200-oci-1x4-allreduce.log:coll=allreduce", 1, "allreduce", 4, 1, "NVIDIA Graphics Device"},
+    // older tables: the layout from the column header (a blank redop; no redop or root); an indented --tag-output paste
+    {"public-nccl-tests-other/old-alltoall-blank-redop-a100-superbench.log:coll=alltoall", 1, "alltoall", 8, 1, "A100-SXM4-40GB"},
+    {"public-nccl-tests-other/old-allgather-no-redop-a100-superbench.log:coll=allgather", 1, "allgather", 8, 1, "A100-SXM4-40GB"},
+    {"public-nccl-tests-other/indented-tag-output-h100-eks.log:coll=allreduce,ranks=16,nodes=2", 1, "allreduce", 16, 2, nullptr},
     {"nccl-tests/h100x1-nccl-tests-allreduce-per-iter.log", 1, "allreduce", 1, 1, "NVIDIA H100 80GB HBM3"},
     // FILE:hints#k: run k alone (run 2's elided list needs the counts; run 1 reads without them)
     {"nccl-tests-formats/two-runs-second-elided.log:ranks=4,nodes=2#1", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
@@ -197,9 +202,9 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 2818);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+  CHECK(rowsChecked == 3018);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
                                // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
-                               // + 4 GB200
+                               // + 4 GB200 + 200 of the two superbench logs and the EKS one (34 + 34 + 32 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -429,6 +434,10 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(gi["count_mismatch"] == "line 13: count 107374124 is not what nccl-tests prints for that size of float "
                                   "allreduce on 4 ranks (1073741824)");
     CHECK(gb200.front().rows.front().bytes == 4294967296ull);
+    // The old AllToAll's blank redop: asked which collective, its rows fit allgather or alltoall (the time had been
+    // read as the redop, and reducescatter suggested).
+    CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests-other/old-alltoall-blank-redop-a100-superbench.log"),
+                      Catch::Contains("its rows (no redop, count = size / 4 / 8) fit allgather or alltoall"));
     for (auto& run : fb::loadRunsAny(kData + "nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce")) {
       CHECK_FALSE(run.runJson["nccl_tests"].contains("shared_gpu"));
       CHECK_FALSE(run.runJson["nccl_tests"].contains("count_mismatch"));
@@ -443,6 +452,36 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(fb::parseNcclTestsRuns(exact, "x.log", h).front().info["library"] == "nccl");
     CHECK(fb::parseNcclTestsRuns("rccl-tests: Version develop:5272cd1\n" + exact, "x.log", h).front().info["library"] ==
           "rccl");
+    // The layout comes from the column header: a 2.0-era Broadcast (a root, no redop, 'error' columns) reads, and
+    // names broadcast when asked which collective; a row that the header does not describe is refused saying so.
+    {
+      const std::string oldHead = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)\n"
+                                  "#       size         count    type    root     time   algbw   busbw  error     time   "
+                                  "algbw   busbw  error\n";
+      const std::string bc = oldHead + "1048576 262144 float 0 10.49 100.00 100.00 0e+00 10.49 100.00 100.00 0e+00\n";
+      fb::NcclTestsHints bh;
+      bh.ranks = 8;
+      CHECK_THROWS_WITH(fb::parseNcclTestsRuns(bc, "x.log", bh), Catch::Contains("(no redop, count = size / 4, root 0) fit "
+                                                                                 "broadcast") &&
+                                                                 Catch::Contains("x.log:coll=broadcast"));
+      bh.coll = "broadcast";
+      auto b = fb::parseNcclTestsRuns(bc, "x.log", bh);
+      REQUIRE(b.front().rows.size() == 2);
+      CHECK(b.front().rows[0].timeUs == Approx(10.49));
+      CHECK(b.front().rows[0].wrong == -1);  // a max error, not a count
+      const std::string shortRow = oldHead + "1048576 262144 float 10.49 100.00 100.00 0e+00 10.49 100.00 100.00 0e+00\n";
+      CHECK_THROWS_WITH(fb::parseNcclTestsRuns(shortRow, "x.log", bh),
+                        Catch::Contains("x.log: line 3: expected 12 columns as the column header names them (size count "
+                                        "type root, then 4 for each of out-of-place and in-place), got 11"));
+    }
+    // A paste indented by a Markdown list reads as the plain one.
+    {
+      std::string indented;
+      for (const auto& line : fb::text::lines(exact)) indented += "    " + line + "\n";
+      auto ind = fb::parseNcclTestsRuns(indented, "x.log", h);
+      REQUIRE(ind.size() == 1);
+      CHECK(ind.front().rows.at(0).timeUs == Approx(10.49));
+    }
     // A row whose algbw is not its size / time (each exact to half its last digit) contradicts itself: refused.
     std::string slow = exact;
     slow.replace(slow.find(" 10.49 100.00"), 13, " 12.49 100.00");
