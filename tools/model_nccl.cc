@@ -3,10 +3,12 @@
 #include "model_evidence.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -15,6 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "model/nccl.h"
 #include "report/import.h"
@@ -73,23 +77,43 @@ static std::string firstGpu(const std::vector<NcclRun>& runs) {
 
 // One fit is one machine: runs whose logs name different GPUs, or rccl-tests beside nccl-tests, are refused (the
 // prior and every calibrated rate would be one machine's, fitted to two). A run naming no GPU joins any.
+// A GPU's name as drivers spell it, folded: case, spaces and the vendor words older drivers leave out
+// ("A100-SXM4-40GB" and "NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-32GB" and "NVIDIA Tesla V100-SXM2-32GB").
+static std::string gpuKey(const std::string& gpu) {
+  std::string key;
+  for (const auto& w : text::words(gpu)) {
+    std::string lw;
+    for (char c : w) lw += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lw == "nvidia" || lw == "tesla" || lw == "geforce" || lw == "amd") continue;
+    key += (key.empty() ? "" : " ") + lw;
+  }
+  return key;
+}
+
 static void checkOneMachine(const std::vector<NcclRun>& runs) {
   auto name = [](const NcclRun& r) { return r.source.empty() ? r.label : r.source; };
-  const NcclRun* named = nullptr;
+  const NcclRun *named = nullptr, *unnamed = nullptr;
   for (const auto& r : runs) {
-    if (r.gpu.empty()) continue;
+    if (r.gpu.empty()) {
+      if (!unnamed) unnamed = &r;
+      continue;
+    }
     if (!named) named = &r;
-    else if (r.gpu != named->gpu)
+    else if (gpuKey(r.gpu) != gpuKey(named->gpu))
       throw InputError(fmt::format("{} ran on {} GPUs and {} on {}: one fit is one machine; fit each machine's logs "
                                    "apart",
                                    name(*named), named->gpu, name(r), r.gpu));
   }
   const auto rccl = std::find_if(runs.begin(), runs.end(), [](const NcclRun& r) { return r.rccl; });
-  const auto nccl = std::find_if(runs.begin(), runs.end(), [](const NcclRun& r) { return !r.rccl; });
-  if (rccl != runs.end() && nccl != runs.end())
-    throw InputError(fmt::format("{} is an rccl-tests log (AMD's RCCL) and {} an nccl-tests one: one fit is one "
-                                 "machine; fit each machine's logs apart",
-                                 name(*rccl), name(*nccl)));
+  const auto other = std::find_if(runs.begin(), runs.end(), [](const NcclRun& r) { return !r.rccl; });
+  if (rccl != runs.end() && other != runs.end())
+    throw InputError(fmt::format("{} is an rccl-tests log (AMD's RCCL) and {} {}: one fit is one machine; fit each "
+                                 "machine's logs apart",
+                                 name(*rccl), name(*other),
+                                 other->gpu.empty() ? "says nothing of rccl-tests" : "ran on " + other->gpu + " GPUs"));
+  if (named && unnamed)
+    printLine(programName(), ": warning: ", name(*unnamed), " names no GPU: taken to be the same machine as ",
+              name(*named), " (", named->gpu, ")");
 }
 
 NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std::string* note) {
@@ -231,7 +255,10 @@ std::string pointsTable(const std::vector<NcclFitPoint>& pts) {
   std::string s = "| size | measured us | model us | error % | model's NCCL pick | note |\n|---:|---:|---:|---:|---|---|\n";
   for (const auto& p : pts)
     s += fmt::format("| {} | {:.1f} | {:.1f} | {:+.1f} | {} | {} |\n", human(p.bytes), p.measuredUs, p.modelUs, p.errPct,
-                     pick(p.algo, p.proto), p.noisy ? "noisy: in/out-of-place differ > 20 %, outside the bound" : "");
+                     pick(p.algo, p.proto),
+                     p.noisy     ? "noisy: in/out-of-place differ > 20 %, outside the bound"
+                     : p.outlier ? "outlier: over twice a larger size's time, left out of the fit"
+                                 : "");
   return s;
 }
 
@@ -390,9 +417,14 @@ int cmdFit() {
                       "about the model; a sweep from 1 MiB up pins the latencies and protocols.\n",
                       used, human(fo.minBytes), fit.freed.size());
   std::string runsMd, faster;
+  std::string csv = "run,nodes,gpus_per_node,bytes,measured_us,model_us,err_pct,model_pick,noisy,outlier\n";
   for (auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);
     auto [med, mx] = ncclErrStats(pts, fo.minBytes);
+    for (const auto& p : pts)
+      csv += fmt::format("{},{},{},{},{:.3f},{:.3f},{:.2f},{},{},{}\n", r.label, r.nodes, r.gpusPerNode,
+                         static_cast<long long>(p.bytes), p.measuredUs, p.modelUs, p.errPct, pick(p.algo, p.proto),
+                         p.noisy ? 1 : 0, p.outlier ? 1 : 0);
     runsMd += fmt::format("## {} ({})\n\nFit residual at sizes >= {}: median {:.1f} %, max {:.1f} % (in-sample, not a validation).\n\n",
                           r.label, runShape(r), human(fo.minBytes), med, mx) +
               pointsTable(pts) + "\n";
@@ -402,7 +434,16 @@ int cmdFit() {
     for (const auto& p : pts)
       if (p.counts(fo.minBytes)) signedErr.push_back(p.errPct);
     std::sort(signedErr.begin(), signedErr.end());
-    if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50) {
+    // Only GPUs that NVLink can join across hosts (GB200/GB300, GH200 NVL32) or unnamed ones get the NVLink-domain
+    // advice; a named GPU without it gets the checks alone.
+    const bool nvlDomain = r.gpu.empty() || !ncclGpuPrior(r.gpu) ||
+                           std::regex_search(r.gpu, std::regex(R"(\bG[BH][23]?00\b)", std::regex::icase));
+    if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50 && !nvlDomain)
+      faster += fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % slower at "
+                            "the median size; check --nics, --nic-gbps and --collnet (SHARP in the switches), and the "
+                            "sizes the table marks noisy or outlier.\n",
+                            r.label, runShape(r), signedErr[signedErr.size() / 2]);
+    else if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50) {
       // The advice as an argument: the run's file, its coll= hint kept, the counts of one node, its #k.
       const auto arg = fb::splitInputArg(r.source.empty() ? r.label : r.source);
       const int n = r.nodes * r.gpusPerNode;
@@ -418,7 +459,10 @@ int cmdFit() {
   }
   md += (faster.empty() ? "" : "\n" + faster) + "\n" + runsMd;
   std::fputs(md.c_str(), stdout);
-  if (!g.out.empty()) writeOut(g.out, "nccl-fit.md", md);
+  if (!g.out.empty()) {
+    writeOut(g.out, "nccl-fit.md", md);
+    writeOut(g.out, "nccl-fit.csv", csv);
+  }
   return 0;
 }
 

@@ -243,9 +243,11 @@ struct NcclFitPoint {
   NcclAlgo algo = NcclAlgo::kRing;
   NcclProto proto = NcclProto::kSimple;
   bool noisy = false;            // the log's own in- and out-of-place times differ by > 20 %
+  bool outlier = false;          // over kNcclOutlierRatio x the time of a larger size of its run: not in the loss
   // Counted by the fit's loss and the error bound: a size from minBytes up, not noisy.
   bool counts(double minBytes) const { return bytes >= minBytes && !noisy; }
 };
+constexpr double kNcclOutlierRatio = 2;
 struct NcclFit {
   NcclMachine machine;           // calibrated (shape of the first run)
   std::vector<std::string> freed;      // parameters the data moved (others stay at their prior)

@@ -170,6 +170,11 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
     p.noisy = m.ranks() > 1 && row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
     pts.push_back(p);
   }
+  // A size that took over twice as long as a larger one in the same run is the log's own anomaly (a stalled
+  // size, a paste from another run): left out of the fit's loss, still shown and counted by the bound.
+  for (auto& p : pts)
+    for (const auto& q : pts)
+      if (q.bytes > p.bytes && p.measuredUs > kNcclOutlierRatio * q.measuredUs) p.outlier = true;
   return pts;
 }
 
@@ -296,7 +301,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     p2pNode |= r.nodes == 1 && r.gpusPerNode > 1 && (r.coll == "p2pring" || r.coll == "alltoall");  // P2P channels
     // NVLS runs AllReduce on nodes of 2+ GPUs, unless the run had NCCL_NVLS_ENABLE=0.
     const bool nvlsRun = r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;
-    allreduce |= nvlsRun;
+    // only a run NCCL could run over NVLS says anything of its rate (not one forced to Ring or Tree)
+    allreduce |= nvlsRun && (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, a machine without NVLS, or 3+ nodes. A 2-node default
     // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs; from 3 nodes a
@@ -329,21 +335,21 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   if (allreduce && prior.nvlsGBps > 0) ps.push_back({"nvlsGBps", &NcclMachine::nvlsGBps, 10, 1200, true});
   auto machineAt = [&](const std::vector<double>& x) {
     NcclMachine m = prior;
-    for (std::size_t i = 0; i < ps.size(); ++i) m.*(ps[i].field) = std::exp(x[i]);
+    for (std::size_t i = 0; i < ps.size(); ++i) m.*(ps[i].field) = std::clamp(std::exp(x[i]), ps[i].lo, ps[i].hi);
     return m;
   };
   auto loss = [&](const std::vector<double>& x) {
     NcclMachine m = machineAt(x);
     double s = 0;
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      double v = m.*(ps[i].field);
-      if (v < ps[i].lo) s += 100 * std::pow(std::log(ps[i].lo / v), 2);
-      if (v > ps[i].hi) s += 100 * std::pow(std::log(v / ps[i].hi), 2);
+      const double raw = std::exp(x[i]), v = m.*(ps[i].field);  // v: clamped to the bounds, raw: where the search is
+      if (raw < ps[i].lo) s += 100 * std::pow(std::log(ps[i].lo / raw), 2);
+      if (raw > ps[i].hi) s += 100 * std::pow(std::log(raw / ps[i].hi), 2);
       if (ps[i].prior) s += opt.priorWeight * std::pow(std::log(v / (prior.*(ps[i].field))), 2);
     }
     for (const auto& r : runs)
       for (const auto& p : ncclPredict(m, r))
-        if (p.counts(opt.minBytes)) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
+        if (p.counts(opt.minBytes) && !p.outlier) s += std::pow(std::log(p.modelUs / p.measuredUs), 2);
     return s;
   };
   std::vector<double> x0;

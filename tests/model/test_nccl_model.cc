@@ -610,7 +610,9 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
                        {"NVIDIA GH200 480GB", 0, 0, false},           {"NVIDIA L4", 0, 0, true},
                        {"NVIDIA A10G", 0, 0, true},                   {"Tesla T4", 0, 0, true},
                        {"NVIDIA RTX A6000", 0, 0, true},              {"NVIDIA H100 PCIe", 0, 0, true},
-                       {"NVIDIA GB200", 721.8, 480 * 721.8 / 370.8, false}};
+                       {"NVIDIA GB200", 721.8, 480 * 721.8 / 370.8, false},
+                       // AMD: Instinct over xGMI, Radeon a PCIe card (no xGMI)
+                       {"AMD Instinct MI300X", 0, 0, false},          {"AMD Radeon AI PRO R9700", 0, 0, true}};
   int wrong = 0;
   for (const auto& w : want) {
     auto p = ncclGpuPrior(w.name);
@@ -624,3 +626,32 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
   CHECK_FALSE(ncclGpuPrior("Some Accelerator 9000").has_value());
   CHECK_FALSE(ncclGpuPrior("").has_value());
 }
+
+TEST_CASE("nccl fit: a size over twice as slow as a larger one is an outlier, left out of the loss only", "[nccl]") {
+  // The log's own anomaly (ROCm/rccl issue 1490's 4 x 8 AllGather held 2-8 MiB at ~70 ms, 16 MiB at 1 ms).
+  NcclRun r;
+  r.label = "x";
+  r.coll = "allreduce";
+  r.nodes = 2;
+  r.gpusPerNode = 8;
+  r.rows = {{1 << 20, 100}, {2 << 20, 70000}, {4 << 20, 200}, {8 << 20, 390}, {16 << 20, 700}};
+  auto pts = ncclPredict(h100(2, 8), r);
+  REQUIRE(pts.size() == 5);
+  // 100 < 2 x 200; 70000 > 2 x 200; 200 < 2 x 390; 390 < 2 x 700
+  CHECK_FALSE(pts[0].outlier);
+  CHECK(pts[1].outlier);
+  CHECK_FALSE(pts[2].outlier);
+  CHECK_FALSE(pts[3].outlier);
+  CHECK_FALSE(pts[4].outlier);
+  CHECK(pts[1].counts(1 << 20));  // the bound still counts it
+  // The fit without the outlier's pull: the same as a fit of the run without that row.
+  NcclRun clean = r;
+  clean.rows.erase(clean.rows.begin() + 1);
+  NcclFitOptions fo;
+  fo.minBytes = 1 << 20;
+  auto a = ncclCalibrate(h100(2, 8), {r}, fo), b = ncclCalibrate(h100(2, 8), {clean}, fo);
+  REQUIRE(a.freed == b.freed);
+  CHECK(a.machine.latNetScale == Approx(b.machine.latNetScale));
+  CHECK(a.machine.effLL128 == Approx(b.machine.effLL128));
+}
+
