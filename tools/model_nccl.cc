@@ -238,7 +238,10 @@ std::string machineLine(const NcclFit& f) {
     s += fmt::format(", P2P {:.1f} GB/s a channel inside a node", m.p2pChGBps);
   if (std::find(f.freed.begin(), f.freed.end(), "a2aIntraGBps") != f.freed.end())
     s += fmt::format(", AllToAll inside a node {:.0f} GB/s", m.a2aIntra());
-  return s + " (calibrated: " + freed + "; the others stay at the prior)";
+  std::string bounds;
+  for (const auto& b : f.atBound) bounds += (bounds.empty() ? "" : ", ") + b;
+  return s + " (calibrated: " + freed + "; the others stay at the prior)" +
+         (bounds.empty() ? "" : "; left at a bound, where the data pushed them (the bound, not the data, sets the value): " + bounds);
 }
 
 std::string runShape(const NcclRun& r) {

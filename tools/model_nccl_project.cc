@@ -144,6 +144,18 @@ int cmdProject() {
       fit.machine.nvlsGBps > 0 && !forced.nvlsOff)
     md += fmt::format("NVLS: every fitted run ran without it (NCCL_NVLS_ENABLE=0 or 0 nvls channels), so NVLS and NVLSTree rows below use the prior "
                       "{:.0f} GB/s (8 GPUs), not a measured rate.\n", fit.machine.nvlsGBps);
+  else if (fit.machine.nvlsGBps > 0 && !forced.nvlsOff &&
+           std::none_of(fit.freed.begin(), fit.freed.end(), [](const std::string& p) { return p == "nvlsGBps"; }))
+    md += fmt::format("NVLS: no fitted run could show its rate (forced to another algorithm, or no AllReduce on 2+ GPUs "
+                      "a node), so NVLS and NVLSTree rows below use the prior {:.0f} GB/s (8 GPUs), not a measured rate.\n",
+                      fit.machine.nvlsGBps);
+  // The sizes the fit saw (from --min-bytes up): a projected size outside them is an extrapolation in size too.
+  double fitLo = 0, fitHi = 0;
+  for (const auto& p : fit.points)
+    if (p.counts(fo.minBytes)) {
+      fitLo = fitLo == 0 ? p.bytes : std::min(fitLo, p.bytes);
+      fitHi = std::max(fitHi, p.bytes);
+    }
   // What the fitted runs forced (forcedOf's parts, each once), and whether the projection follows it. NVLS off
   // has its own line above when every run had it; when only some did, it is named here.
   const bool allNvlsOff = std::all_of(runs.begin(), runs.end(), [](const NcclRun& r) { return r.nvlsOff; });
@@ -205,6 +217,10 @@ int cmdProject() {
             }
             double busbw = S * ncclBusFactor(c, N * G) / (best.timeUs * 1e3);
             auto b = bandOf(ev, ncclAlgoInfo(best.algo).name, c, S, N, G);
+            if (fitLo > 0 && (S < fitLo || S > fitHi))
+              b.beyond += (b.beyond.empty() ? "" : "; ") +
+                          (S < fitLo ? "below the fitted sizes (from " + human(fitLo) + ")"
+                                     : "above the fitted sizes (to " + human(fitHi) + ")");
             md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} | {}{} | {} |\n", N, human(S), best.timeUs, busbw, bandText(b),
                               pick(best.algo, best.proto), forced.any() ? " (forced)" : "", b.beyond.empty() ? "-" : b.beyond);
             csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{},{},{},\"{}\",\"{}\"\n", fab.name, N, G, c, static_cast<long long>(S),

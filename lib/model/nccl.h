@@ -254,6 +254,7 @@ struct NcclFit {
   std::vector<NcclFitPoint> points;
   double medianAbsErrPct = 0, maxAbsErrPct = 0;
   bool ringDefault = false;      // the node's ring rate is a default, neither the GPU's figure nor fitted nor given
+  std::vector<std::string> atBound;  // freed parameters the fit left at a bound ("effLL at its lower bound 0.1")
 };
 struct NcclFitOptions {
   double minBytes = 1;           // sizes below are left out of the loss

@@ -359,7 +359,15 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   fit.machine = machineAt(x);
   fit.machine.nodes = runs.front().nodes;
   fit.machine.gpusPerNode = runs.front().gpusPerNode;
-  for (auto& p : ps) fit.freed.push_back(p.name);
+  for (auto& p : ps) {
+    fit.freed.push_back(p.name);
+    // At a bound: the data pushed it there and no further, so its value is the bound's, not a measurement (an
+    // efficiency of 1, the protocol's whole payload share, is a physical limit, not such a bound).
+    const double v = fit.machine.*(p.field);
+    if (v <= p.lo * 1.01 || (v >= p.hi / 1.01 && p.hi != 1.0))
+      fit.atBound.push_back(fmt::format("{} at its {} bound {:g}", p.name, v <= p.lo * 1.01 ? "lower" : "upper",
+                                        v <= p.lo * 1.01 ? p.lo : p.hi));
+  }
   if (twoStage) fit.freed.push_back("ringIntraGBps (on the single-node runs)");
   for (const auto& r : runs) {
     auto pts = ncclPredict(fit.machine, r);

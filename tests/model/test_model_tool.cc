@@ -293,6 +293,9 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   const std::string mark = "node ring 365 GB/s (a default, not this node's: no 1 x G run to fit it; --ring-gbps gives it)";
   auto amd = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
   CHECK(amd.text.find(mark) != std::string::npos);
+  // Parameters the data pushed to a bound are named as such (here the intra-node latency scale and LL's share).
+  CHECK(amd.text.find("; left at a bound, where the data pushed them (the bound, not the data, sets the value): "
+                      "latIntraScale at its upper bound 10, effLL at its lower bound 0.1.") != std::string::npos);
   auto amdRing = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce --ring-gbps 300");
   CHECK(amdRing.text.find("node ring 300 GB/s, ") != std::string::npos);
   CHECK(amdRing.text.find("(a default, not this node's") == std::string::npos);
@@ -387,6 +390,20 @@ TEST_CASE("fabricbench-model nccl fit: -o writes the tables as .md and .csv; a R
   CHECK(ring.rc == 0);
   CHECK(ring.text.find("nvlsGBps") == std::string::npos);
   CHECK(ring.text.find("NVLS 480 GB/s") != std::string::npos);
+  // Projected from that fit: NVLS rows say they use the prior, and sizes outside the fitted 1 MiB .. 8 GiB say so.
+  auto prj = tool("nccl project --fit " + pub + "h100-ib400-gjaion-2x8-ring-minctas24.log --nodes 2 --sizes 64K,1G,16G -o " +
+                  out);
+  INFO(prj.text);
+  CHECK(prj.rc == 0);
+  CHECK(prj.text.find("NVLS: no fitted run could show its rate (forced to another algorithm, or no AllReduce on 2+ GPUs "
+                      "a node), so NVLS and NVLSTree rows below use the prior 480 GB/s") != std::string::npos);
+  CHECK(prj.text.find("| 2 | 64 KiB |") != std::string::npos);
+  CHECK(prj.text.find("; below the fitted sizes (from 1 MiB) |") != std::string::npos);
+  CHECK(prj.text.find("| above the fitted sizes (to 8 GiB) |") != std::string::npos);
+  CHECK(prj.text.find("| 2 | 1 GiB |") != std::string::npos);
+  CHECK(prj.text.find("fitted sizes (from 1 MiB) |\n| 2 | 1 GiB | 4325.0 | 465.5 | ±80 % | NVLSTree/Simple | - |") !=
+        std::string::npos);
+  std::filesystem::remove_all(out);
 }
 
 TEST_CASE("fabricbench-model nccl: runs with NVLS off say so, and project names the NVLS prior", "[tool][nccl]") {
