@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/spec.h"
 #include "model_common.h"
 #include "report/import.h"
 
@@ -110,8 +111,11 @@ Evidence readEvidence(const std::string& file, const std::string& option) {
   return parseEvidence(ss.str(), option + " " + file);
 }
 
-ErrorBand bandOf(const Evidence& ev, const std::string& name, const std::string& coll, double bytes, int nodes,
+ErrorBand bandOf(const Evidence& ev, const std::string& name, const std::string& collArg, double bytes, int nodes,
                  int gpusPerNode) {
+  // The evidence keeps each collective by its descriptor's name (sendrecv is p2pring's alias)
+  const auto kind = fb::parseCollKind(collArg);
+  const std::string coll = kind ? std::string(fb::collName(*kind)) : collArg;
   ErrorBand b;
   if (ev.empty()) {
     b.beyond = "no validation evidence";

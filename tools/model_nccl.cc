@@ -153,7 +153,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
                         : fmt::format("the logs' GPU, {}, is not in the GPU table: the Hopper defaults", gpu);
     if (rccl && !(fam && fam->nvlsGBps == 0)) *note += "; rccl-tests logs: RCCL has no NVLS";
     if (warp) *note += "; P2P across nodes: " + warp->source;
-    if (pcieGiven) *note += "; --pcie: no NVLS";
+    if (pcieGiven && !o.nvlsGBps) *note += "; --pcie: no NVLS";
     if (o.ringGBps || o.nvlsGBps || o.pcie) *note += "; the options given replace these";
   }
   return m;
@@ -168,7 +168,8 @@ NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, co
   const std::string gpu = firstGpu(runs);
   const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
   fit.ringDefault = !o.ringGBps && !(fam && fam->ringGBps > 0) &&
-                    std::find(fit.freed.begin(), fit.freed.end(), "ringIntraGBps") == fit.freed.end();
+                    std::none_of(fit.freed.begin(), fit.freed.end(),  // "ringIntraGBps (on the single-node runs)" too
+                                 [](const std::string& p) { return p.rfind("ringIntraGBps", 0) == 0; });
   return fit;
 }
 

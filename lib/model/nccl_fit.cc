@@ -170,11 +170,18 @@ std::vector<NcclFitPoint> ncclPredict(const NcclMachine& base, const NcclRun& r)
     p.noisy = m.ranks() > 1 && row.inPlaceUs > 0 && std::fabs(row.inPlaceUs - row.timeUs) / std::min(row.inPlaceUs, row.timeUs) > 0.2;
     pts.push_back(p);
   }
-  // A size that took over twice as long as a larger one in the same run is the log's own anomaly (a stalled
-  // size, a paste from another run): left out of the fit's loss, still shown and counted by the bound.
-  for (auto& p : pts)
+  // A size that took over twice as long as every larger size of its run (those not noisy) is the log's own anomaly (a
+  // stalled size, a paste from another run): left out of the fit's loss, still shown and counted by the bound. Every
+  // larger size, so that one too-fast large row does not make the sizes below it outliers.
+  for (auto& p : pts) {
+    bool larger = false, allFaster = true;
     for (const auto& q : pts)
-      if (q.bytes > p.bytes && p.measuredUs > kNcclOutlierRatio * q.measuredUs) p.outlier = true;
+      if (q.bytes > p.bytes && !q.noisy) {
+        larger = true;
+        allFaster = allFaster && p.measuredUs > kNcclOutlierRatio * q.measuredUs;
+      }
+    p.outlier = larger && allFaster;
+  }
   return pts;
 }
 
@@ -193,7 +200,8 @@ struct Param {
   const char* name;
   double NcclMachine::*field;
   double lo, hi;
-  bool prior;  // pulled towards the prior value
+  bool prior;               // pulled towards the prior value
+  bool hiIsLimit = false;   // hi is a physical limit (an efficiency of 1, the GPUs' NVLink rate), not a search bound
 };
 
 // Nelder-Mead on f over x (log-space parameters), a few restarts from the best point.
@@ -300,24 +308,24 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
     a2aNode |= r.nodes == 1 && r.gpusPerNode > 1 && r.coll == "alltoall";
     p2pNode |= r.nodes == 1 && r.gpusPerNode > 1 && (r.coll == "p2pring" || r.coll == "alltoall");  // P2P channels
     // NVLS runs AllReduce on nodes of 2+ GPUs, unless the run had NCCL_NVLS_ENABLE=0.
-    const bool nvlsRun = r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff;
-    // only a run NCCL could run over NVLS says anything of its rate (not one forced to Ring or Tree)
-    allreduce |= nvlsRun && (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    // ... and not forced to another algorithm: only such a run says anything of NVLS's rate
+    const bool nvlsRun = r.coll == "allreduce" && r.gpusPerNode > 1 && !r.nvlsOff &&
+                         (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    allreduce |= nvlsRun;
     // The NICs' rate shows only where NVLS cannot stand in for them: a run forced off NVLS/NVLSTree,
     // one GPU per node, a collective NVLS does not run, a machine without NVLS, or 3+ nodes. A 2-node default
     // AllReduce on NVSwitch nodes runs NVLSTree, capped by the node's NVLS rate, not the NICs; from 3 nodes a
     // node's tree edges double and the NICs bind again.
-    const bool nvlsPossible = nvlsRun && prior.nvlsGBps > 0 && r.nodes <= 2 &&
-                              (!r.force.algo || *r.force.algo == NcclAlgo::kNvls || *r.force.algo == NcclAlgo::kNvlsTree);
+    const bool nvlsPossible = nvlsRun && prior.nvlsGBps > 0 && r.nodes <= 2;
     nicSeen |= r.nodes > 1 && !nvlsPossible;
   }
   // LL and LL128 efficiencies at most 1: tuning.cc's factors are the protocols' payload shares.
   std::vector<Param> ps;
   if (midSizes || !multi) {
     if (separate) ps.push_back({"latIntraScale", &NcclMachine::latIntraScale, 0.2, 10, true});  // hops between processes
-    ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false},
-                         {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false},
-                         {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false}});
+    ps.insert(ps.end(), {{"effLL", &NcclMachine::effLL, 0.1, 1.0, false, true},
+                         {"effLL128", &NcclMachine::effLL128, 0.1, 1.0, false, true},
+                         {"effTreeLL128", &NcclMachine::effTreeLL128, 0.1, 1.0, false, true}});
     if (direct) ps.push_back({"latDirectScale", &NcclMachine::latDirectScale, 0.2, 10, true});
     if (multi && midMulti) ps.push_back({"latNetScale", &NcclMachine::latNetScale, 0.2, 10, true});
   }
@@ -328,7 +336,8 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   if (p2pNode) ps.push_back({"p2pChGBps", &NcclMachine::p2pChGBps, 2, 200, true});
   if (nicSeen) ps.push_back({"nicGBps", &NcclMachine::nicGBps, 0.5, 100, true});
   if (single && !twoStage)
-    ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, prior.ringLineGBps > 0 ? prior.ringLineGBps : 1000, true});
+    ps.push_back({"ringIntraGBps", &NcclMachine::ringIntraGBps, 10, prior.ringLineGBps > 0 ? prior.ringLineGBps : 1000, true,
+                  prior.ringLineGBps > 0});
   if (oneRank) ps.push_back({"launchUs", &NcclMachine::launchUs, 0.5, 200, false});
   if (oneRank) ps.push_back({"copyLatUs", &NcclMachine::copyLatUs, 0.05, 200, false});
   if (oneRank) ps.push_back({"copyGBps", &NcclMachine::copyGBps, 10, 20000, true});
@@ -361,10 +370,10 @@ NcclFit ncclCalibrate(const NcclMachine& priorIn, const std::vector<NcclRun>& ru
   fit.machine.gpusPerNode = runs.front().gpusPerNode;
   for (auto& p : ps) {
     fit.freed.push_back(p.name);
-    // At a bound: the data pushed it there and no further, so its value is the bound's, not a measurement (an
-    // efficiency of 1, the protocol's whole payload share, is a physical limit, not such a bound).
+    // At a bound: the data pushed it there and no further, so its value is the bound's, not a measurement (a
+    // physical limit such as an efficiency of 1 is no such bound).
     const double v = fit.machine.*(p.field);
-    if (v <= p.lo * 1.01 || (v >= p.hi / 1.01 && p.hi != 1.0))
+    if (v <= p.lo * 1.01 || (v >= p.hi / 1.01 && !p.hiIsLimit))
       fit.atBound.push_back(fmt::format("{} at its {} bound {:g}", p.name, v <= p.lo * 1.01 ? "lower" : "upper",
                                         v <= p.lo * 1.01 ? p.lo : p.hi));
   }

@@ -82,6 +82,7 @@ std::string dtypeOf(const std::string& t) {
 struct HeaderShape {
   bool known = false, redop = true, root = true, maxError = false;
   std::size_t stride = 4;
+  std::size_t placements = 2;  // how many 'time' columns the header names
 };
 HeaderShape headerShape(const std::string& line) {
   auto w = text::words(line);
@@ -96,6 +97,7 @@ HeaderShape headerShape(const std::string& line) {
   h.root = has("root");
   h.maxError = has("error") && !has("#wrong");
   if (times.size() >= 2) h.stride = times[1] - times[0];
+  h.placements = times.size();
   return h;
 }
 
@@ -210,34 +212,6 @@ std::size_t elemBytes(const std::string& type) {
   return e == elem.end() ? 0 : e->second;
 }
 
-// Which collectives a run's rows fit when the log does not say (nccl-tests' count column is the
-// per-call count: size / element for AllReduce and SendRecv, size / element / ranks for AllGather,
-// ReduceScatter and AllToAll; a root >= 0 is Broadcast or Reduce). Read off the largest row;
-// {"", ""} when the row does not parse.
-std::pair<std::string, std::string> collCandidates(const std::vector<std::string>& w, const HeaderShape& h) {
-  std::size_t bytes = 0, count = 0;
-  const std::size_t elem = w.size() >= 4 ? elemBytes(w[2]) : 0;
-  if (elem == 0 || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
-  const std::size_t per = bytes / (count * elem);
-  auto row = w;
-  const auto lay = rowLayout(row, h);
-  if (!lay) return {};
-  // No redop printed (2.0-era AllGather and Broadcast, a blank one in an old AllToAll): nothing is reduced.
-  const std::string redop = lay->redop ? w[*lay->redop] : "";
-  const bool reduces = !redop.empty() && redop != "none";
-  const bool rooted = lay->root && w[*lay->root] != "-1";
-  const std::string what = fmt::format("{}, count = size / {}{}{}", redop.empty() ? "no redop" : "redop " + redop, elem,
-                                       per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + w[*lay->root] : "");
-  if (rooted)
-    return reduces ? std::pair{fmt::format("its rows ({}) fit reduce, which the model does not read", what), std::string()}
-                   : std::pair{fmt::format("its rows ({}) fit broadcast", what), std::string("broadcast")};
-  if (per > 1)
-    return reduces ? std::pair{fmt::format("its rows ({}) fit reducescatter", what), std::string("reducescatter")}
-                   : std::pair{fmt::format("its rows ({}) fit allgather or alltoall", what), std::string("allgather")};
-  return reduces ? std::pair{fmt::format("its rows ({}) fit allreduce or sendrecv", what), std::string("allreduce")}
-                 : std::pair{fmt::format("its rows ({}) fit allgather or alltoall on one rank", what), std::string("allgather")};
-}
-
 // Half a unit of a printed figure's last digit: how far the value it stands for may be from it ("1e+06", which
 // nccl-tests prints where a figure outgrows its column, stands for 0.5e6-1.5e6).
 double halfDigit(const std::string& s) {
@@ -246,6 +220,56 @@ double halfDigit(const std::string& s) {
   const double scale = e == std::string::npos ? 1.0 : std::pow(10.0, std::atof(s.c_str() + e + 1));
   const auto dot = mant.find('.');
   return scale * 0.5 * std::pow(10.0, -(dot == std::string::npos ? 0.0 : static_cast<double>(mant.size() - dot - 1)));
+}
+
+// Which collectives a run's rows fit when the log does not say, read off its largest row: nccl-tests' count column is
+// the per-call count (size / element for AllReduce and SendRecv, / ranks too for AllGather, ReduceScatter and
+// AllToAll), a root >= 0 is Broadcast or Reduce, and busbw / algbw is 1 for SendRecv but above 1 for AllReduce past
+// 2 ranks. `suggest`: the :coll= values to offer, most likely first (none for Reduce); fits empty when the row does
+// not parse.
+struct CollGuess {
+  std::string fits;
+  std::vector<std::string> suggest;
+};
+CollGuess collCandidates(const std::vector<std::string>& w, const HeaderShape& h) {
+  std::size_t bytes = 0, count = 0;
+  const std::size_t elem = w.size() >= 4 ? elemBytes(w[2]) : 0;
+  if (elem == 0 || !text::toUnsigned(w[0], bytes) || !text::toUnsigned(w[1], count) || count == 0) return {};
+  const std::size_t per = bytes / (count * elem);
+  auto row = w;
+  const auto lay = rowLayout(row, h);
+  if (!lay) return {};
+  // No redop printed (2.0-era AllGather and Broadcast, a blank one in an old AllToAll): nothing is reduced.
+  const std::string redop = lay->redop ? row[*lay->redop] : "";
+  const bool reduces = !redop.empty() && redop != "none";
+  const bool blankRedop = h.known && h.redop && !lay->redop;  // only nccl-tests' old AllToAll left it blank
+  const bool rooted = lay->root && row[*lay->root] != "-1";
+  double alg = 0, bus = 0;
+  bool ratioOne = false, ratioAbove = false;
+  const std::size_t b = lay->first;
+  if (text::toDouble(row[b + 1], alg) && text::toDouble(row[b + 2], bus) && alg - halfDigit(row[b + 1]) > 0) {
+    const double da = halfDigit(row[b + 1]), db = halfDigit(row[b + 2]);
+    ratioAbove = (bus - db) / (alg + da) > 1;
+    ratioOne = !ratioAbove && (bus + db) / (alg - da) >= 1;
+  }
+  const std::string what =
+      fmt::format("{}, count = size / {}{}{}", blankRedop ? "a blank redop" : redop.empty() ? "no redop" : "redop " + redop,
+                  elem, per > 1 ? fmt::format(" / {}", per) : "", rooted ? ", root " + row[*lay->root] : "");
+  auto guess = [&](const std::string& fits, std::vector<std::string> suggest) {
+    return CollGuess{fmt::format("its rows ({}) fit {}", what, fits), std::move(suggest)};
+  };
+  if (rooted) return reduces ? guess("reduce, which the model does not read", {}) : guess("broadcast", {"broadcast"});
+  if (per > 1) {
+    if (reduces) return guess("reducescatter", {"reducescatter"});
+    if (blankRedop) return guess("alltoall (nccl-tests' older AllToAll left its redop blank)", {"alltoall"});
+    return guess("allgather or alltoall (busbw / algbw is (n - 1) / n for both)", {"allgather", "alltoall"});
+  }
+  if (reduces) {
+    if (ratioAbove) return guess("allreduce (busbw / algbw above 1)", {"allreduce"});
+    if (ratioOne) return guess("sendrecv (busbw / algbw 1; allreduce only on 2 ranks)", {"sendrecv", "allreduce"});
+    return guess("allreduce or sendrecv", {"allreduce", "sendrecv"});
+  }
+  return guess("allgather or alltoall on one rank", {"allgather", "alltoall"});
 }
 
 // busbw / algbw is nccl-tests' bus factor: 2 (n - 1) / n for AllReduce, (n - 1) / n for AllGather, ReduceScatter and
@@ -383,13 +407,14 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                (t == "..." || t == "…" || (text::startsWith(t, "#") && text::trim(t.substr(1)) == "..."))) {
       cur.elided = true;
       isRank = true;
-    } else if (text::startsWith(l, "#") && (l.find("#wrong") != std::string::npos ||
-                                  (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos) ||
-                                  headerShape(l).known)) {
+    } else if (const HeaderShape hs = text::startsWith(l, "#") ? headerShape(l) : HeaderShape{};
+               text::startsWith(l, "#") && (l.find("#wrong") != std::string::npos ||
+                                            (l.find("redop") != std::string::npos && l.find(" error") != std::string::npos) ||
+                                            hs.known)) {
       if (cur.hasContent()) startIfDone(i);
       cur.headerSeen = true;
       cur.cputime = l.find("cputime") != std::string::npos;
-      cur.shape = headerShape(l);
+      cur.shape = hs;
     } else if (l.find("NCCL INFO") != std::string::npos || l.find("NCCL WARN") != std::string::npos) {
       readInfoLine(l, cur);
     } else if (text::startsWith(t, "NCCL version ")) {
@@ -432,6 +457,16 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     }
   }
   finish();
+  // A run on an AMD GPU is RCCL's whatever its lines say; one that names no GPU and has no marker of its own joins the
+  // file's rccl-tests runs (a second table of one rccl-tests paste) unless the file also holds nccl-tests runs.
+  auto amd = [](const std::string& gpu) {
+    return gpu.find("AMD") != std::string::npos || gpu.find("Instinct") != std::string::npos ||
+           gpu.find("Radeon") != std::string::npos;
+  };
+  const bool anyRccl = std::any_of(runs.begin(), runs.end(), [&](const RunState& x) { return x.rccl || amd(x.gpu); });
+  const bool anyNvidia = std::any_of(runs.begin(), runs.end(), [&](const RunState& x) { return !x.gpu.empty() && !amd(x.gpu); });
+  for (auto& x : runs)
+    if (amd(x.gpu) || (anyRccl && !anyNvidia && x.gpu.empty())) x.rccl = true;
   if (runs.empty()) {
     bool info = text.find("NCCL INFO") != std::string::npos;
     throw InputError(fmt::format("{}: no nccl-tests result rows found{}", source,
@@ -454,13 +489,15 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       auto& r = runs[ri];
       if (r.coll.empty()) r.coll = userColl;
       if (r.coll.empty()) {
-        auto [fits, suggest] = collCandidates(r.rows.back().w, r.shape);
+        const auto g = collCandidates(r.rows.back().w, r.shape);
         const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
                                              "line and names no *_perf binary{}",
-                                             source, r.rows.front().line, fits.empty() ? "" : "; " + fits);
-        if (suggest.empty() && !fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
-        throw InputError(fmt::format("{}; add it to the file name: {}:coll={}", head, source,
-                                     suggest.empty() ? "allreduce" : suggest));
+                                             source, r.rows.front().line, g.fits.empty() ? "" : "; " + g.fits);
+        if (g.suggest.empty() && !g.fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
+        std::string args;
+        for (const auto& c : g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest)
+          args += (args.empty() ? "" : " or ") + fmt::format("{}:coll={}", source, c);
+        throw InputError(fmt::format("{}; add it to the file name: {}", head, args));
       }
       if (r.binary.empty()) r.binary = "(coll given by the user)";
       // Ranks and nodes.
@@ -546,6 +583,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       for (auto& pr : r.rows) {
         auto w = pr.w;
         const auto lay = rowLayout(w, r.shape);
+        if (!lay && r.shape.known && r.shape.placements == 1)
+          throw InputError(fmt::format("{}: line {}: the column header names one placement (time algbw busbw once: "
+                                       "nccl-tests/rccl-tests run with out-of-place or in-place alone); only tables "
+                                       "of both placements are read",
+                                       source, pr.line));
         if (!lay && r.shape.known) {
           const std::size_t lead = 3 + (r.shape.redop ? 1 : 0) + (r.shape.root ? 1 : 0);
           throw InputError(fmt::format("{}: line {}: expected {} columns as the column header names them (size count "
@@ -585,16 +627,18 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           if (!text::toDouble(w[b], tm) || !text::toDouble(w[b + 1], alg) || !text::toDouble(w[b + 2], bus) || tm <= 0)
             throw InputError(fmt::format("{}: line {}: time/algbw/busbw '{}' '{}' '{}' are not positive numbers",
                                          source, pr.line, w[b], w[b + 1], w[b + 2]));
-          // algbw is size / time in every nccl-tests collective: each figure exact to half its last printed digit.
+          // algbw is size / time (HyperCube: size (n - 1) / n / time), each figure exact to half its last printed digit.
           {
+            const double moved = static_cast<double>(bytes) *
+                                 (r.coll == "hypercube" && nRanks > 0 ? static_cast<double>(nRanks - 1) / nRanks : 1.0);
             const double dt = halfDigit(w[b]), da = halfDigit(w[b + 1]);
-            const double lo = static_cast<double>(bytes) / ((tm + dt) * 1e3);
-            const double hi = tm > dt ? static_cast<double>(bytes) / ((tm - dt) * 1e3) : 1e300;
+            const double lo = moved / ((tm + dt) * 1e3);
+            const double hi = tm > dt ? moved / ((tm - dt) * 1e3) : 1e300;
             if (alg + da < lo * (1 - 1e-9) || alg - da > hi * (1 + 1e-9))
               throw InputError(fmt::format("{}: line {}: algbw {} is not size / time ({} B / {} us = {:.4g} GB/s): the "
                                            "row contradicts itself (edited, or pasted from another run); correct or "
                                            "delete the line",
-                                           source, pr.line, w[b + 1], bytes, w[b], static_cast<double>(bytes) / (tm * 1e3)));
+                                           source, pr.line, w[b + 1], bytes, w[b], moved / (tm * 1e3)));
           }
           Sample s;
           s.coll = r.coll;

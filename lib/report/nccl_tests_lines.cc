@@ -142,6 +142,17 @@ std::string stripPrefixes(std::string l) {
     }
     if (!changed) break;
   }
+  // Open MPI --tag-output tags inside a line: ranks' output interleaved mid-row ("... -1[1,0]<stdout>:    85.70 ...")
+  for (std::size_t at; (at = l.find("]<std")) != std::string::npos;) {
+    const auto open = l.rfind('[', at);
+    const auto colon = l.find(':', at);
+    const std::string in = open == std::string::npos ? "" : l.substr(open + 1, at - open - 1);
+    const bool tag = !in.empty() && in.find(',') != std::string::npos &&
+                     std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; }) &&
+                     colon == at + 9 && (l.compare(at + 1, 8, "<stdout>") == 0 || l.compare(at + 1, 8, "<stderr>") == 0);
+    if (!tag) break;
+    l.replace(open, colon + 1 - open, " ");
+  }
   return l;
 }
 

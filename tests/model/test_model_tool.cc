@@ -216,11 +216,14 @@ TEST_CASE("fabricbench-model nccl: priors by the logs' GPU, and the collective r
   // No collective named: the rows say which ones fit (one line, exit 2).
   auto n = tool("nccl fit " + d + "a100-oke-2x8-allreduce.log");
   CHECK(n.rc == 2);
-  CHECK(n.text.find("its rows (redop sum, count = size / 4) fit allreduce or sendrecv") != std::string::npos);
+  CHECK(n.text.find("its rows (redop sum, count = size / 4) fit allreduce (busbw / algbw above 1); add it to the file "
+                    "name: ") != std::string::npos);
   auto b = tool("nccl fit " + d + "b200-gke-2x8-allgather.log");
   CHECK(b.rc == 2);
-  CHECK(b.text.find("(redop none, count = size / 4 / 16) fit allgather or alltoall") != std::string::npos);
-  CHECK(b.text.find("b200-gke-2x8-allgather.log:coll=allgather") != std::string::npos);
+  CHECK(b.text.find("(redop none, count = size / 4 / 16) fit allgather or alltoall (busbw / algbw is (n - 1) / n for "
+                    "both)") != std::string::npos);
+  CHECK(b.text.find("b200-gke-2x8-allgather.log:coll=allgather or ") != std::string::npos);  // both offered, neither guessed
+  CHECK(b.text.find("b200-gke-2x8-allgather.log:coll=alltoall") != std::string::npos);
   CHECK(lines(b.text) == 1);
   // Ranks 0, 7, 8, 15 listed (no '...'): refused until the counts are given; 3 sizes >= 1 GiB move the NICs only.
   auto e = tool("nccl fit " + d + "a100-oke-slurm-elided.log");
@@ -301,6 +304,26 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   CHECK(amdRing.text.find("(a default, not this node's") == std::string::npos);
   CHECK(tool("nccl fit " + pub + "h100-ndr-shahizat-2x8.log:coll=allreduce").text.find("(a default, not this node's") ==
         std::string::npos);
+  // A single-node run fits the ring (in a two-stage fit, "ringIntraGBps (on the single-node runs)"): no mark, even
+  // where no GPU is named.
+  {
+    std::string names;
+    for (const char* f : {"h100-voltagepark-1x8-all_reduce.log", "h100-voltagepark-4x8-all_reduce.log"}) {
+      std::ifstream in(pub + f);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      for (std::size_t at; (at = text.find("NVIDIA H100 80GB HBM3")) != std::string::npos;) text.erase(at, 21);
+      const std::string anon = std::filesystem::temp_directory_path() / (std::string("fb_anon2_") + f);
+      std::ofstream(anon) << text;
+      names += " " + anon;
+    }
+    auto two = tool("nccl fit" + names);
+    INFO(two.text);
+    CHECK(two.rc == 0);
+    CHECK(two.text.find("ringIntraGBps (on the single-node runs)") != std::string::npos);
+    CHECK(two.text.find("(a default, not this node's") == std::string::npos);
+  }
   // One fit is one machine: an H100 log beside an MI300X one (GPUs named) or beside the MI355X rccl-tests log (no GPU
   // named) is refused, in fit and in validate, before any fitting.
   const std::string h100 = pub + "h100-ndr-shahizat-2x8.log:coll=allreduce";
@@ -403,6 +426,13 @@ TEST_CASE("fabricbench-model nccl fit: -o writes the tables as .md and .csv; a R
   CHECK(prj.text.find("| 2 | 1 GiB |") != std::string::npos);
   CHECK(prj.text.find("fitted sizes (from 1 MiB) |\n| 2 | 1 GiB | 4325.0 | 465.5 | ±80 % | NVLSTree/Simple | - |") !=
         std::string::npos);
+  // sendrecv is the p2p ring's name in nccl-tests: the evidence's p2pring covers it.
+  auto sr = tool("nccl project --fit '" + pub + "h100-xxrjun-cluster01-N2-G1-cnode3-002_003.log#2' --coll sendrecv --nodes 2 "
+                 "--gpus 1 --sizes 4G -o " + out);
+  INFO(sr.text);
+  CHECK(sr.rc == 0);
+  CHECK(sr.text.find("| 2 | 4 GiB |") != std::string::npos);
+  CHECK(sr.text.find("not sendrecv") == std::string::npos);
   std::filesystem::remove_all(out);
 }
 

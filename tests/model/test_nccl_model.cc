@@ -612,7 +612,8 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
                        {"NVIDIA RTX A6000", 0, 0, true},              {"NVIDIA H100 PCIe", 0, 0, true},
                        {"NVIDIA GB200", 721.8, 480 * 721.8 / 370.8, false},
                        // AMD: Instinct over xGMI, Radeon a PCIe card (no xGMI)
-                       {"AMD Instinct MI300X", 0, 0, false},          {"AMD Radeon AI PRO R9700", 0, 0, true}};
+                       {"AMD Instinct MI300X", 0, 0, false},          {"AMD Radeon AI PRO R9700", 0, 0, true},
+                       {"AMD Radeon Instinct MI60", 0, 0, false}};
   int wrong = 0;
   for (const auto& w : want) {
     auto p = ncclGpuPrior(w.name);
@@ -644,6 +645,10 @@ TEST_CASE("nccl fit: a size over twice as slow as a larger one is an outlier, le
   CHECK_FALSE(pts[3].outlier);
   CHECK_FALSE(pts[4].outlier);
   CHECK(pts[1].counts(1 << 20));  // the bound still counts it
+  // One too-fast larger row makes no outliers of the sizes below it: each is compared with every larger size.
+  NcclRun fast = r;
+  fast.rows = {{1 << 20, 100}, {2 << 20, 180}, {4 << 20, 330}, {8 << 20, 20}, {16 << 20, 1200}};
+  for (const auto& p : ncclPredict(h100(2, 8), fast)) CHECK_FALSE(p.outlier);
   // The fit without the outlier's pull: the same as a fit of the run without that row.
   NcclRun clean = r;
   clean.rows.erase(clean.rows.begin() + 1);

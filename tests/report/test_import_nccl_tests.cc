@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/text.h"
 #include "report/import.h"
 #include "report/nccl_tests_lines.h"
@@ -434,10 +436,12 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK(gi["count_mismatch"] == "line 13: count 107374124 is not what nccl-tests prints for that size of float "
                                   "allreduce on 4 ranks (1073741824)");
     CHECK(gb200.front().rows.front().bytes == 4294967296ull);
-    // The old AllToAll's blank redop: asked which collective, its rows fit allgather or alltoall (the time had been
-    // read as the redop, and reducescatter suggested).
+    // The old AllToAll's blank redop: asked which collective, alltoall (the time had been read as the redop, and
+    // reducescatter suggested).
     CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests-other/old-alltoall-blank-redop-a100-superbench.log"),
-                      Catch::Contains("its rows (no redop, count = size / 4 / 8) fit allgather or alltoall"));
+                      Catch::Contains("its rows (a blank redop, count = size / 4 / 8) fit alltoall (nccl-tests' older "
+                                      "AllToAll left its redop blank); add it to the file name: ") &&
+                          Catch::EndsWith("old-alltoall-blank-redop-a100-superbench.log:coll=alltoall"));
     for (auto& run : fb::loadRunsAny(kData + "nccl-info/a100-p4d-efa-2x8-nccl2.9.9.log:coll=allreduce")) {
       CHECK_FALSE(run.runJson["nccl_tests"].contains("shared_gpu"));
       CHECK_FALSE(run.runJson["nccl_tests"].contains("count_mismatch"));
@@ -474,6 +478,34 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
                         Catch::Contains("x.log: line 3: expected 12 columns as the column header names them (size count "
                                         "type root, then 4 for each of out-of-place and in-place), got 11"));
     }
+    // HyperCube's algbw is size (n - 1) / n / time (nccl-tests' HyperCubeGetBw): 1048576 B in 40 us on 8 ranks is
+    // 22.94 GB/s, not 26.21.
+    {
+      fb::NcclTestsHints hc;
+      hc.ranks = 8;
+      auto hy = fb::parseNcclTestsRuns(table("hypercube", "1048576 32768 float none -1 40.00 22.94 22.94 0 40.00 22.94 22.94 0"),
+                                       "x.log", hc);
+      CHECK(hy.front().rows.at(0).timeUs == Approx(40.0));
+      CHECK_THROWS_WITH(fb::parseNcclTestsRuns(table("hypercube", "1048576 32768 float none -1 40.00 26.21 26.21 0 40.00 26.21 "
+                                                                  "26.21 0"),
+                                               "x.log", hc),
+                        Catch::Contains("algbw 26.21 is not size / time"));
+    }
+    // Open MPI tags inside a row (ranks' output interleaved) are dropped wherever they sit.
+    {
+      std::string tagged = exact;
+      tagged.replace(tagged.find(" -1 10.49"), 9, " -1[1,0]<stdout>: 10.49");
+      tagged.replace(tagged.find(" 0 10.49"), 8, " 0[1,0]<stdout>:    10.49");
+      CHECK(fb::parseNcclTestsRuns(tagged, "x.log", h).front().rows.at(1).timeUs == Approx(10.49));
+    }
+    // A table of one placement (rccl-tests -O 0, say) is refused saying so.
+    {
+      const std::string one = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n"
+                              "#  size  count type redop root time algbw busbw #wrong\n"
+                              "1048576 262144 float sum -1 10.49 100.00 175.00 0\n";
+      CHECK_THROWS_WITH(fb::parseNcclTestsRuns(one, "x.log", h),
+                        Catch::Contains("x.log: line 4: the column header names one placement"));
+    }
     // A paste indented by a Markdown list reads as the plain one.
     {
       std::string indented;
@@ -492,19 +524,34 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK_NOTHROW(fb::parseNcclTestsRuns(edge, "x.log", h));
     edge.replace(edge.find(" 10.49 100.01 175.02"), 20, " 10.49 100.02 175.03");  // 100.015 and up does not
     CHECK_THROWS_WITH(fb::parseNcclTestsRuns(edge, "x.log", h), Catch::Contains("algbw 100.02 is not size / time"));
-    // Per run: a file of an nccl-tests run and then an rccl-tests one (a comparison document) keeps each tool's;
-    // the rccl-tests line after the first run's rows belongs to the second run, whichever line starts it.
+    // Per run: a file of an nccl-tests run on NVIDIA GPUs and then an rccl-tests one (a comparison document) keeps
+    // each tool's; the rccl-tests line after the first run's rows belongs to the second run, whichever line starts it.
+    // A run that names no GPU and has no marker of its own joins the file's rccl-tests runs when no run names an
+    // NVIDIA GPU (a second table of one rccl-tests paste); a run on an AMD GPU is RCCL's with no marker at all.
+    auto named = [&](const std::string& gpu) {
+      std::string t = exact, ranks;
+      for (int k = 0; k < 8; ++k)
+        ranks += fmt::format("#  Rank {:2} Group  0 Pid {} on host device {:2} [0000:{:02x}:00] {}\n", k, 100 + k, k, k + 1, gpu);
+      t.insert(t.find("#  size"), ranks);
+      return t;
+    };
+    h.ranks = 8;
     for (const std::string marker : {"rccl-tests: Version develop:5272cd1\n", "RCCL version : 2.22.3-HEAD:7d8d67c\n",
                                      "mpirun -np 8 /opt/rccl-tests/build/all_reduce_perf -b 8 -e 1M\n"}) {
-      auto both = fb::parseNcclTestsRuns(exact + marker + exact, "x.log", h);
+      auto both = fb::parseNcclTestsRuns(named("NVIDIA H100 80GB HBM3") + marker + exact, "x.log", h);
       REQUIRE(both.size() == 2);
       CHECK(both[0].info["library"] == "nccl");
       CHECK(both[1].info["library"] == "rccl");
-      auto rcclFirst = fb::parseNcclTestsRuns(marker + exact + exact, "x.log", h);
+      auto rcclFirst = fb::parseNcclTestsRuns(marker + exact + named("NVIDIA H100 80GB HBM3"), "x.log", h);
       REQUIRE(rcclFirst.size() == 2);
       CHECK(rcclFirst[0].info["library"] == "rccl");
       CHECK(rcclFirst[1].info["library"] == "nccl");
+      auto oneTool = fb::parseNcclTestsRuns(marker + exact + exact, "x.log", h);
+      REQUIRE(oneTool.size() == 2);
+      CHECK(oneTool[1].info["library"] == "rccl");
     }
+    CHECK(fb::parseNcclTestsRuns(named("AMD Instinct MI300X"), "x.log", h).front().info["library"] == "rccl");
+    CHECK(fb::parseNcclTestsRuns(exact + exact, "x.log", h).front().info["library"] == "nccl");
   }
   // Several runs, one elided: refused naming the run and how to read each alone; FILE#k checks run k only.
   {
