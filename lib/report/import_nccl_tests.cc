@@ -551,7 +551,13 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         throw InputError(fmt::format("{}: no '#  Rank N ... on HOST' lines: the rank count is unknown{}; give it with "
                                      "{}:ranks=N,nodes=M{}",
                                      source, says.empty() ? "" : " (" + says + ")", source, pickTag));
-      if (factor && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9)) {
+      // nccl-tests before June 2020 (ec1b5e2) printed AllGather's and ReduceScatter's algbw and busbw both as
+      // size (n - 1) / n / time: busbw / algbw 1, which no rank count gives today's factor. Such a run is read by its
+      // times, its algbw checked against that older convention.
+      // (busbw / algbw 1 within the figures' precision, and today's factor contradicting the rank count).
+      const bool oldAgRs = (r.coll == "allgather" || r.coll == "reducescatter") && factor && factor->lo < 1e6 &&
+                           factor->hi > 1e6 && nRanks > 1 && nRanks < factor->lo - 1e-9;
+      if (factor && !oldAgRs && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9)) {
         // No whole count fits, or the ranks come from a complete list: the collective is the likelier mistake.
         const bool collWrong = factor->lo > std::floor(factor->hi + 1e-9) || (complete && hints.ranks <= 0);
         throw InputError(fmt::format("{}: {} rank{} ({}) contradict{} the log's figures: {}; {}", source, nRanks,
@@ -629,8 +635,9 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                          source, pr.line, w[b], w[b + 1], w[b + 2]));
           // algbw is size / time (HyperCube: size (n - 1) / n / time), each figure exact to half its last printed digit.
           {
-            const double moved = static_cast<double>(bytes) *
-                                 (r.coll == "hypercube" && nRanks > 0 ? static_cast<double>(nRanks - 1) / nRanks : 1.0);
+            const double moved = static_cast<double>(bytes) * ((r.coll == "hypercube" || oldAgRs) && nRanks > 0
+                                                                   ? static_cast<double>(nRanks - 1) / nRanks
+                                                                   : 1.0);
             const double dt = halfDigit(w[b]), da = halfDigit(w[b + 1]);
             const double lo = moved / ((tm + dt) * 1e3);
             const double hi = tm > dt ? moved / ((tm - dt) * 1e3) : 1e300;
@@ -656,7 +663,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
           s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);
           s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
-          if (alg <= 0) {
+          if (alg <= 0 || oldAgRs) {
             double f = 1;
             int n = nRanks;
             if (r.coll == "allreduce") f = 2.0 * (n - 1) / n;
@@ -682,6 +689,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         }
       }
       nlohmann::json info = nlohmann::json::object();
+      if (oldAgRs) info["algbw_convention"] = "nccl-tests before 2020-06: algbw = busbw = size (n - 1) / n / time";
       if (badCount) {
         info["count_mismatch"] = fmt::format(
             "line {}: count {} is not what nccl-tests prints for that size of {} {} on {} ranks ({}){}", badCount->line,

@@ -478,6 +478,28 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
                         Catch::Contains("x.log: line 3: expected 12 columns as the column header names them (size count "
                                         "type root, then 4 for each of out-of-place and in-place), got 11"));
     }
+    // nccl-tests before June 2020 printed AllGather's algbw and busbw both as size (n - 1) / n / time (ec1b5e2 changed
+    // it): 1048576 B in 40 us on 8 ranks, 22.94 and 22.94. Read by its times, with today's busbw (26.21 x 7/8).
+    {
+      const std::string old2020 = "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 1048576 step: 2(factor)\n"
+                                  "#  size  count type time algbw busbw error time algbw busbw error\n"
+                                  "1048576 32768 float 40.00 22.94 22.94 0e+00 40.00 22.94 22.94 0e+00\n";
+      fb::NcclTestsHints oh;
+      oh.ranks = 8;
+      oh.coll = "allgather";
+      auto o = fb::parseNcclTestsRuns(old2020, "x.log", oh);
+      REQUIRE(o.front().rows.size() == 2);
+      CHECK(o.front().rows[0].timeUs == Approx(40.0));
+      CHECK(o.front().rows[0].busBwGBps == Approx(1048576.0 / 40e3 * 7 / 8));
+      CHECK(o.front().info["algbw_convention"] == "nccl-tests before 2020-06: algbw = busbw = size (n - 1) / n / time");
+      // today's AllGather on 8 ranks: 26.21 / 22.94, no such note
+      auto n = fb::parseNcclTestsRuns(table("all_gather", "1048576 32768 float none -1 40.00 26.21 22.94 0 40.00 26.21 22.94 0"),
+                                      "x.log", h);
+      CHECK_FALSE(n.front().info.contains("algbw_convention"));
+      // an AllReduce given as allgather is still refused (busbw / algbw above 1)
+      CHECK_THROWS_WITH(fb::loadRunsAny(kData + "public-nccl-tests/h100-ndr-shahizat-2x8.log:coll=allgather"),
+                        Catch::Contains("is allgather the collective the log ran?"));
+    }
     // HyperCube's algbw is size (n - 1) / n / time (nccl-tests' HyperCubeGetBw): 1048576 B in 40 us on 8 ranks is
     // 22.94 GB/s, not 26.21.
     {
