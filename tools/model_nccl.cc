@@ -75,8 +75,6 @@ static std::string firstGpu(const std::vector<NcclRun>& runs) {
   return "";
 }
 
-// One fit is one machine: runs whose logs name different GPUs, or rccl-tests beside nccl-tests, are refused (the
-// prior and every calibrated rate would be one machine's, fitted to two). A run naming no GPU joins any.
 // A GPU's name as drivers spell it, folded: case, spaces and the vendor words older drivers leave out
 // ("A100-SXM4-40GB" and "NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-32GB" and "NVIDIA Tesla V100-SXM2-32GB").
 static std::string gpuKey(const std::string& gpu) {
@@ -90,6 +88,8 @@ static std::string gpuKey(const std::string& gpu) {
   return key;
 }
 
+// One fit is one machine: runs whose logs name different GPUs, or rccl-tests beside nccl-tests, are refused (the
+// prior and every calibrated rate would be one machine's, fitted to two). A run naming no GPU joins any, with a warning.
 static void checkOneMachine(const std::vector<NcclRun>& runs) {
   auto name = [](const NcclRun& r) { return r.source.empty() ? r.label : r.source; };
   const NcclRun *named = nullptr, *unnamed = nullptr;
@@ -159,20 +159,7 @@ NcclMachine priorOf(const MachineOpts& o, const std::vector<NcclRun>& runs, std:
   return m;
 }
 
-// The fit of the runs, marked where its node ring rate is a default that nothing here set: no GPU figure (a PCIe
-// card, an AMD GPU, an unnamed one), no --ring-gbps, and no single-node run to fit it from.
-static NcclFit calibrateRunsNvls(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo,
-                                 std::string* note);
-NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo, std::string* note) {
-  NcclFit fit = calibrateRunsNvls(o, runs, fo, note);
-  const std::string gpu = firstGpu(runs);
-  const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
-  fit.ringDefault = !o.ringGBps && !(fam && fam->ringGBps > 0) &&
-                    std::none_of(fit.freed.begin(), fit.freed.end(),  // "ringIntraGBps (on the single-node runs)" too
-                                 [](const std::string& p) { return p.rfind("ringIntraGBps", 0) == 0; });
-  return fit;
-}
-
+// The fit of the runs, made with and without NVLS where the logs leave it open (below).
 static NcclFit calibrateRunsNvls(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo,
                                  std::string* note) {
   NcclMachine prior = priorOf(o, runs, note);
@@ -206,6 +193,19 @@ static NcclFit calibrateRunsNvls(const MachineOpts& o, const std::vector<NcclRun
                                                            kNvlsMargin));
   return keepOther ? other : fit;
 }
+
+// The fit of the runs, marked where its node ring rate is a default that nothing here set: no GPU figure (a PCIe
+// card, an AMD GPU, an unnamed one), no --ring-gbps, and no single-node run to fit it from.
+NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, const NcclFitOptions& fo, std::string* note) {
+  NcclFit fit = calibrateRunsNvls(o, runs, fo, note);
+  const std::string gpu = firstGpu(runs);
+  const auto fam = gpu.empty() ? std::nullopt : ncclGpuPrior(gpu);
+  fit.ringDefault = !o.ringGBps && !(fam && fam->ringGBps > 0) &&
+                    std::none_of(fit.freed.begin(), fit.freed.end(),  // "ringIntraGBps (on the single-node runs)" too
+                                 [](const std::string& p) { return p.rfind("ringIntraGBps", 0) == 0; });
+  return fit;
+}
+
 
 std::vector<NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given) {
   std::vector<NcclRun> out;
@@ -438,27 +438,29 @@ int cmdFit() {
     for (const auto& p : pts)
       if (p.counts(fo.minBytes)) signedErr.push_back(p.errPct);
     std::sort(signedErr.begin(), signedErr.end());
-    // Only GPUs that NVLink can join across hosts (GB200/GB300, GH200 NVL32) or unnamed ones get the NVLink-domain
-    // advice; a named GPU without it gets the checks alone.
-    const bool nvlDomain = r.gpu.empty() || !ncclGpuPrior(r.gpu) ||
-                           std::regex_search(r.gpu, std::regex(R"(\bG[BH][23]?00\b)", std::regex::icase));
-    if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50 && !nvlDomain)
-      faster += fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % slower at "
-                            "the median size; check --nics, --nic-gbps and --collnet (SHARP in the switches), and the "
-                            "sizes the table marks noisy or outlier.\n",
-                            r.label, runShape(r), signedErr[signedErr.size() / 2]);
-    else if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50) {
-      // The advice as an argument: the run's file, its coll= hint kept, the counts of one node, its #k.
-      const auto arg = fb::splitInputArg(r.source.empty() ? r.label : r.source);
-      const int n = r.nodes * r.gpusPerNode;
-      const std::string advice = fmt::format("{}:{}ranks={},nodes=1{}", arg.file,
-                                             arg.hints.coll.empty() ? "" : "coll=" + arg.hints.coll + ",", n,
-                                             arg.hints.pick > 0 ? fmt::format("#{}", arg.hints.pick) : "");
-      faster += fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % slower at "
-                            "the median size. Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE) "
-                            "are one node to NCCL: give the run as 1 x {} GPUs ({}); otherwise check --nics, "
-                            "--nic-gbps and --collnet (SHARP in the switches).\n",
-                            r.label, runShape(r), signedErr[signedErr.size() / 2], n, advice);
+    if (r.nodes > 1 && !signedErr.empty() && signedErr[signedErr.size() / 2] > 50) {
+      const std::string head = fmt::format("Faster than its nodes' NICs: {} ({}): the calibrated model is still {:+.0f} % "
+                                           "slower at the median size",
+                                           r.label, runShape(r), signedErr[signedErr.size() / 2]);
+      // Only GPUs that NVLink can join across hosts (GB200/GB300, GH200 NVL32) or unnamed ones get the NVLink-domain
+      // advice; a named GPU without it gets the checks alone.
+      static const std::regex kNvlAcrossHosts(R"(\bG[BH][23]?00\b)", std::regex::icase);
+      const bool nvlDomain = r.gpu.empty() || !ncclGpuPrior(r.gpu) || std::regex_search(r.gpu, kNvlAcrossHosts);
+      if (!nvlDomain) {
+        faster += head + "; check --nics, --nic-gbps and --collnet (SHARP in the switches), and the sizes the table "
+                         "marks noisy or outlier.\n";
+      } else {
+        // The advice as an argument: the run's file, its coll= hint kept, the counts of one node, its #k.
+        const auto arg = fb::splitInputArg(r.source.empty() ? r.label : r.source);
+        const int n = r.nodes * r.gpusPerNode;
+        const std::string advice = fmt::format("{}:{}ranks={},nodes=1{}", arg.file,
+                                               arg.hints.coll.empty() ? "" : "coll=" + arg.hints.coll + ",", n,
+                                               arg.hints.pick > 0 ? fmt::format("#{}", arg.hints.pick) : "");
+        faster += head + fmt::format(". Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE) are "
+                                     "one node to NCCL: give the run as 1 x {} GPUs ({}); otherwise check --nics, "
+                                     "--nic-gbps and --collnet (SHARP in the switches).\n",
+                                     n, advice);
+      }
     }
   }
   md += (faster.empty() ? "" : "\n" + faster) + "\n" + runsMd;

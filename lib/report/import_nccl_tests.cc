@@ -74,7 +74,6 @@ std::string dtypeOf(const std::string& t) {
   return it == m.end() ? t : it->second;
 }
 
-// One run of a file: what its header, rank lines and command lines say, its INFO facts, its rows.
 // The column header's shape: whether it names redop and root, how many columns each placement has (4; 8 with -I 1's
 // per-iteration columns) and whether the fourth is 'error' (nccl-tests 2.0-era: a max error, not a count of wrong
 // elements). 2.0-era tables print no redop for AllGather, a root and no redop for Broadcast, no root before 2.x;
@@ -101,6 +100,7 @@ HeaderShape headerShape(const std::string& line) {
   return h;
 }
 
+// One run of a file: what its header, rank lines and command lines say, its INFO facts, its rows.
 struct RunState : InfoFacts {
   std::string version, binary, coll, ncclLibrary;
   std::set<std::string> hosts;
@@ -552,9 +552,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                      "{}:ranks=N,nodes=M{}",
                                      source, says.empty() ? "" : " (" + says + ")", source, pickTag));
       // nccl-tests before June 2020 (ec1b5e2) printed AllGather's and ReduceScatter's algbw and busbw both as
-      // size (n - 1) / n / time: busbw / algbw 1, which no rank count gives today's factor. Such a run is read by its
-      // times, its algbw checked against that older convention.
-      // (busbw / algbw 1 within the figures' precision, and today's factor contradicting the rank count).
+      // size (n - 1) / n / time: busbw / algbw 1 within the figures' precision, which no rank count gives today's
+      // factor. Such a run is read by its times, its algbw checked against that older convention.
       const bool oldAgRs = (r.coll == "allgather" || r.coll == "reducescatter") && factor && factor->lo < 1e6 &&
                            factor->hi > 1e6 && nRanks > 1 && nRanks < factor->lo - 1e-9;
       if (factor && !oldAgRs && (nRanks < factor->lo - 1e-9 || nRanks > factor->hi + 1e-9)) {

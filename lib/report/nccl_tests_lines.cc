@@ -106,6 +106,15 @@ bool stripTimestamp(std::string& l) {
   return true;
 }
 
+// Open MPI --tag-output's "[job,rank]": digits and commas between the brackets at l[open], at least one comma.
+namespace {
+bool isRankTag(const std::string& l, std::size_t open, std::size_t close) {
+  const std::string in = l.substr(open + 1, close - open - 1);
+  return !in.empty() && in.find(',') != std::string::npos &&
+         std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
+}
+}  // namespace
+
 // srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order.
 std::string stripPrefixes(std::string l) {
   for (int round = 0; round < 4; ++round) {
@@ -128,10 +137,7 @@ std::string stripPrefixes(std::string l) {
       l.erase(0, k);
       auto close = l.find(']');
       if (close != std::string::npos && close < 16) {
-        std::string in = l.substr(1, close - 1);
-        bool tag = !in.empty() && in.find(',') != std::string::npos &&
-                   std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; });
-        if (tag) {
+        if (isRankTag(l, 0, close)) {
           std::size_t j = close + 1;
           if (text::startsWith(l.substr(j), "<stdout>") || text::startsWith(l.substr(j), "<stderr>")) j += 8;
           if (j < l.size() && l[j] == ':') ++j;
@@ -145,13 +151,10 @@ std::string stripPrefixes(std::string l) {
   // Open MPI --tag-output tags inside a line: ranks' output interleaved mid-row ("... -1[1,0]<stdout>:    85.70 ...")
   for (std::size_t at; (at = l.find("]<std")) != std::string::npos;) {
     const auto open = l.rfind('[', at);
-    const auto colon = l.find(':', at);
-    const std::string in = open == std::string::npos ? "" : l.substr(open + 1, at - open - 1);
-    const bool tag = !in.empty() && in.find(',') != std::string::npos &&
-                     std::all_of(in.begin(), in.end(), [](char c) { return isDigit(c) || c == ','; }) &&
-                     colon == at + 9 && (l.compare(at + 1, 8, "<stdout>") == 0 || l.compare(at + 1, 8, "<stderr>") == 0);
+    const bool tag = open != std::string::npos && isRankTag(l, open, at) && l.size() > at + 9 && l[at + 9] == ':' &&
+                     (l.compare(at + 1, 8, "<stdout>") == 0 || l.compare(at + 1, 8, "<stderr>") == 0);
     if (!tag) break;
-    l.replace(open, colon + 1 - open, " ");
+    l.replace(open, at + 10 - open, " ");
   }
   return l;
 }
