@@ -24,6 +24,16 @@ namespace {
 
 using fbtest::slurp;
 
+// A copy of the log at `src` with every `from` replaced by `to` (a GPU name removed or swapped), written to a temporary
+// file named `name`; its path.
+std::string editedCopy(const std::string& src, const std::string& from, const std::string& to, const std::string& name) {
+  std::string text = slurp(src);
+  for (std::size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
+  const std::string out = std::filesystem::temp_directory_path() / name;
+  std::ofstream(out) << text;
+  return out;
+}
+
 }  // namespace
 
 // ---- importers on the real nccl-tests 2.19.6 logs from the 2xH200 host ----
@@ -247,13 +257,8 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   // NVIDIA's DGX H100 sample has NVLS; with its GPU names gone the ring alone fits it closer (3.6 against 7.2 %),
   // but not by the margin: the prior stays.
   {
-    std::ifstream in(pub + "h100-nvidia-dgxc-1x8.log");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    for (std::size_t at; (at = text.find("NVIDIA H100 80GB HBM3")) != std::string::npos;) text.erase(at, 21);
-    const std::string anon = std::filesystem::temp_directory_path() / ("fb_anon_" + std::to_string(::getpid()) + ".log");
-    std::ofstream(anon) << text;
+    const std::string anon = editedCopy(pub + "h100-nvidia-dgxc-1x8.log", "NVIDIA H100 80GB HBM3", "",
+                                        "fb_anon_" + std::to_string(::getpid()) + ".log");
     auto d = tool("nccl fit " + anon + ":coll=allreduce");
     INFO(d.text);
     CHECK(d.rc == 0);
@@ -309,14 +314,7 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   {
     std::string names;
     for (const char* f : {"h100-voltagepark-1x8-all_reduce.log", "h100-voltagepark-4x8-all_reduce.log"}) {
-      std::ifstream in(pub + f);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::string text = ss.str();
-      for (std::size_t at; (at = text.find("NVIDIA H100 80GB HBM3")) != std::string::npos;) text.erase(at, 21);
-      const std::string anon = std::filesystem::temp_directory_path() / (std::string("fb_anon2_") + f);
-      std::ofstream(anon) << text;
-      names += " " + anon;
+      names += " " + editedCopy(pub + f, "NVIDIA H100 80GB HBM3", "", std::string("fb_anon2_") + f);
     }
     auto two = tool("nccl fit" + names);
     INFO(two.text);
@@ -372,13 +370,8 @@ TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs nam
   CHECK(tool("nccl fit " + log).rc == 2);
   // The same log with an H100 named (no NVLink across hosts): the checks alone, no NVLink-domain advice.
   {
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    for (std::size_t at; (at = text.find("NVIDIA GB300")) != std::string::npos;) text.replace(at, 12, "NVIDIA H100 80GB HBM3");
-    const std::string h = std::filesystem::temp_directory_path() / ("fb_h100nvl_" + std::to_string(::getpid()) + ".log");
-    std::ofstream(h) << text;
+    const std::string h = editedCopy(log, "NVIDIA GB300", "NVIDIA H100 80GB HBM3",
+                                     "fb_h100nvl_" + std::to_string(::getpid()) + ".log");
     auto named = tool("nccl fit " + h + ":ranks=8,nodes=2");
     INFO(named.text);
     CHECK(named.rc == 0);
