@@ -12,6 +12,7 @@
 
 #include "collectives/spec.h"
 #include "core/text.h"
+#include "report/nccl_tests_lines.h"
 
 namespace fb::model {
 namespace {
@@ -135,7 +136,7 @@ const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
        {"AMD Radeon (PCIe card, no xGMI links)", 0, 0, true,
         "no NVLS: RCCL has no NVLink SHARP; PCIe hop latencies; the node's ring rate stays at the default (give "
         "--ring-gbps, or fit a 1 x G run)"}},
-      {R"(\bMI[0-9]{2,3}[A-Z]*\b|\bAMD\b|\bInstinct\b)",
+      {nccltests::kAmdGpuPattern,  // after Radeon's row: the AMD GPUs left are Instinct
        {"AMD Instinct (RCCL over xGMI/Infinity Fabric)", 0, 0, false,
         "no NVLS: RCCL has no NVLink SHARP (NVIDIA's NVSwitch multicast); the node's ring rate stays at the default "
         "(give --ring-gbps, or fit a 1 x G run)"}},

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "report/nccl_tests_lines.h"
 #include "report/result_sink.h"
 
 namespace fb {
@@ -30,14 +31,8 @@ InputKind sniffInput(const std::string& text) {
   // nccl-tests' column line ("#  size  count  type  redop  root  time ..."): vendors' excerpts (AWS's p5 sample
   // output) start there, without the "out-of-place  in-place" line above it.
   auto columnLine = [&] {
-    for (const auto& l : text::split(text, '\n')) {  // after any srun/mpirun prefix
-      auto h = l.find('#');
-      if (h == std::string::npos) continue;
-      auto w = text::words(l.substr(h + 1));
-      if (w.size() >= 3 && w[0] == "size" && w[1] == "count" && w[2] == "type" &&
-          std::find(w.begin(), w.end(), "algbw") != w.end())
-        return true;
-    }
+    for (const auto& l : text::split(text, '\n'))  // after any srun/mpirun prefix
+      if (auto h = l.find('#'); h != std::string::npos && nccltests::headerShape(l.substr(h)).known) return true;
     return false;
   };
   if (text.find("# nccl-tests version") != std::string::npos ||

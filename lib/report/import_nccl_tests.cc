@@ -65,39 +65,27 @@ std::string collFromUser(const std::string& s) {
   return collOfToken(l);
 }
 
-std::string dtypeOf(const std::string& t) {
-  static const std::map<std::string, std::string> m = {
-      {"float", "float32"}, {"half", "float16"},  {"double", "float64"}, {"bfloat16", "bfloat16"},
-      {"int8", "int8"},     {"uint8", "uint8"},   {"int32", "int32"},    {"uint32", "uint32"},
-      {"int64", "int64"},   {"uint64", "uint64"}, {"f8e4m3", "fp8e4m3"}, {"f8e5m2", "fp8e5m2"}};
-  auto it = m.find(t);
-  return it == m.end() ? t : it->second;
+// nccl-tests' type column: its name, the suite's name for it and its bytes.
+struct NcclTestsType {
+  const char* name;
+  const char* dtype;
+  std::size_t bytes;
+};
+const NcclTestsType* ncclTestsType(const std::string& t) {
+  static const NcclTestsType table[] = {
+      {"float", "float32", 4}, {"half", "float16", 2},  {"double", "float64", 8}, {"bfloat16", "bfloat16", 2},
+      {"int8", "int8", 1},     {"uint8", "uint8", 1},   {"int32", "int32", 4},    {"uint32", "uint32", 4},
+      {"int", "int32", 4},     {"int64", "int64", 8},   {"uint64", "uint64", 8},  {"f8e4m3", "fp8e4m3", 1},
+      {"f8e5m2", "fp8e5m2", 1}};
+  for (const auto& e : table)
+    if (t == e.name) return &e;
+  return nullptr;
 }
 
-// The column header's shape: whether it names redop and root, how many columns each placement has (4; 8 with -I 1's
-// per-iteration columns) and whether the fourth is 'error' (nccl-tests 2.0-era: a max error, not a count of wrong
-// elements). 2.0-era tables print no redop for AllGather, a root and no redop for Broadcast, no root before 2.x;
-// an old AllToAll names a redop and leaves it blank in its rows.
-struct HeaderShape {
-  bool known = false, redop = true, root = true, maxError = false;
-  std::size_t stride = 4;
-  std::size_t placements = 2;  // how many 'time' columns the header names
-};
-HeaderShape headerShape(const std::string& line) {
-  auto w = text::words(line);
-  HeaderShape h;
-  auto has = [&](const char* n) { return std::find(w.begin(), w.end(), n) != w.end(); };
-  std::vector<std::size_t> times;
-  for (std::size_t i = 0; i < w.size(); ++i)
-    if (w[i] == "time" || w[i] == "cputime") times.push_back(i);
-  if (!has("size") || !has("count") || !has("type") || times.empty()) return h;
-  h.known = true;
-  h.redop = has("redop");
-  h.root = has("root");
-  h.maxError = has("error") && !has("#wrong");
-  if (times.size() >= 2) h.stride = times[1] - times[0];
-  h.placements = times.size();
-  return h;
+// The suite's name for an nccl-tests type (an unknown one as printed).
+std::string dtypeOf(const std::string& t) {
+  const NcclTestsType* e = ncclTestsType(t);
+  return e ? e->dtype : t;
 }
 
 // One run of a file: what its header, rank lines and command lines say, its INFO facts, its rows.
@@ -204,12 +192,8 @@ std::optional<RowLayout> rowLayout(std::vector<std::string>& w, const HeaderShap
 
 // Bytes of one element of an nccl-tests type column; 0 when the type is not one it prints.
 std::size_t elemBytes(const std::string& type) {
-  static const std::map<std::string, std::size_t> elem = {{"float", 4},  {"double", 8},  {"half", 2},   {"bfloat16", 2},
-                                                          {"int8", 1},   {"uint8", 1},   {"int32", 4},  {"uint32", 4},
-                                                          {"int", 4},    {"int64", 8},   {"uint64", 8}, {"f8e4m3", 1},
-                                                          {"f8e5m2", 1}};
-  auto e = elem.find(type);
-  return e == elem.end() ? 0 : e->second;
+  const NcclTestsType* e = ncclTestsType(type);
+  return e ? e->bytes : 0;
 }
 
 // Half a unit of a printed figure's last digit: how far the value it stands for may be from it ("1e+06", which
@@ -459,10 +443,7 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
   finish();
   // A run on an AMD GPU is RCCL's whatever its lines say; one that names no GPU and has no marker of its own joins the
   // file's rccl-tests runs (a second table of one rccl-tests paste) unless the file also holds nccl-tests runs.
-  auto amd = [](const std::string& gpu) {
-    return gpu.find("AMD") != std::string::npos || gpu.find("Instinct") != std::string::npos ||
-           gpu.find("Radeon") != std::string::npos;
-  };
+  const auto amd = isAmdGpuName;
   const bool anyRccl = std::any_of(runs.begin(), runs.end(), [&](const RunState& x) { return x.rccl || amd(x.gpu); });
   const bool anyNvidia = std::any_of(runs.begin(), runs.end(), [&](const RunState& x) { return !x.gpu.empty() && !amd(x.gpu); });
   for (auto& x : runs)

@@ -4,12 +4,37 @@
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
+#include <regex>
 
 #include "core/text.h"
 
 namespace fb::nccltests {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+const char* const kAmdGpuPattern = R"(\bMI[0-9]{2,3}[A-Z]*\b|\bAMD\b|\bInstinct\b|\bRadeon\b)";
+
+HeaderShape headerShape(const std::string& line) {
+  auto w = text::words(line);
+  HeaderShape h;
+  auto has = [&](const char* n) { return std::find(w.begin(), w.end(), n) != w.end(); };
+  std::vector<std::size_t> times;
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (w[i] == "time" || w[i] == "cputime") times.push_back(i);
+  if (!has("size") || !has("count") || !has("type") || times.empty()) return h;
+  h.known = true;
+  h.redop = has("redop");
+  h.root = has("root");
+  h.maxError = has("error") && !has("#wrong");
+  if (times.size() >= 2) h.stride = times[1] - times[0];
+  h.placements = times.size();
+  return h;
+}
+
+bool isAmdGpuName(const std::string& gpu) {
+  static const std::regex re(kAmdGpuPattern, std::regex::icase);
+  return std::regex_search(gpu, re);
+}
 
 namespace {
 // The count written just before `label` in an INFO line ("32 coll channels" -> 32); -1 when absent.

@@ -1,6 +1,7 @@
 // Reading the lines around nccl-tests' result table (lib/report/import_nccl_tests.cc): the launchers' and
 // loggers' line prefixes, and the facts an NCCL INFO/WARN line gives about its run.
 #pragma once
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -8,6 +9,23 @@
 namespace fb::nccltests {
 
 bool isDigit(char c);
+
+// An AMD GPU's name as a "#  Rank" line prints it ("AMD Instinct MI300X", "Radeon RX 7900", "MI250X"), matched
+// case-blind: its run is RCCL's. The model's GPU families (lib/model/nccl.cc) use the same pattern.
+extern const char* const kAmdGpuPattern;
+bool isAmdGpuName(const std::string& gpu);
+
+// The column header's shape: whether it names redop and root, how many columns each placement has (4; 8 with -I 1's
+// per-iteration columns) and whether the fourth is 'error' (nccl-tests 2.0-era: a max error, not a count of wrong
+// elements). 2.0-era tables print no redop for AllGather, a root and no redop for Broadcast, no root before 2.x;
+// an old AllToAll names a redop and leaves it blank in its rows.
+struct HeaderShape {
+  bool known = false, redop = true, root = true, maxError = false;
+  std::size_t stride = 4;
+  std::size_t placements = 2;  // how many 'time' columns the header names
+};
+// Its words "size", "count", "type" and a "time" (known), else a default shape with known false.
+HeaderShape headerShape(const std::string& line);
 
 // srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order, removed.
 std::string stripPrefixes(std::string l);

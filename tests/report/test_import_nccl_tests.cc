@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kData = std::string(FB_TEST_DATA_ROOT) + "/";
 
-std::string slurpFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string extra(const fb::Sample& s, const std::string& k) {
   for (auto& [key, v] : s.extra)
     if (key == k) return v;
@@ -573,6 +566,7 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
       CHECK(oneTool[1].info["library"] == "rccl");
     }
     CHECK(fb::parseNcclTestsRuns(named("AMD Instinct MI300X"), "x.log", h).front().info["library"] == "rccl");
+    CHECK(fb::parseNcclTestsRuns(named("MI250X"), "x.log", h).front().info["library"] == "rccl");  // no "AMD" in it
     CHECK(fb::parseNcclTestsRuns(exact + exact, "x.log", h).front().info["library"] == "nccl");
   }
   // Several runs, one elided: refused naming the run and how to read each alone; FILE#k checks run k only.
@@ -620,6 +614,18 @@ TEST_CASE("nccl_tests_lines: one NCCL INFO line at a time, and the launchers' pr
            "n013:101855:101885 [0] NCCL INFO AllReduce: opCount 0 ... algorithm Ring protocol Simple"})
     readInfoLine(l, f);
   int wrong = 0;
+  // One AMD matcher for the reader and the model's GPU families; case-blind, whole words.
+  for (const char* amd : {"AMD Instinct MI300X", "MI250X", "Radeon RX 7900 XTX", "AMD Radeon PRO W7900", "instinct mi100"})
+    wrong += !isAmdGpuName(amd);
+  for (const char* other : {"NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB", "NVIDIA A100-SXM4-80GB", "", "MIG 1g.10gb"})
+    wrong += isAmdGpuName(other);
+  // The column header's shape: 2.x with -I 1's per-iteration columns, 2.0-era AllGather (no redop, a max error).
+  const HeaderShape i1 = headerShape("#       size         count      type   redop    root     time   algbw   busbw "
+                                     "#wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong");
+  wrong += !i1.known || !i1.redop || !i1.root || i1.maxError || i1.stride != 8 || i1.placements != 2;
+  const HeaderShape old = headerShape("#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error");
+  wrong += !old.known || old.redop || old.root || !old.maxError || old.stride != 4 || old.placements != 2;
+  wrong += headerShape("#  Rank  0 Group  0 Pid 100 on host device  0 [0x01] NVIDIA H100").known;
   wrong += f.ncclVersions != std::vector<std::string>{"2.26.2+cuda12.8"};
   wrong += f.env.size() != 1 || f.env["NCCL_ALGO"] != "RING";
   wrong += f.channels != 16;  // the coll channels line; a later "nChannels 1" does not replace it
