@@ -7,6 +7,18 @@
 #   fb-noplug  the same with NCCL_PROFILER_PLUGIN pointing nowhere (no plugin loaded)
 #   nt         nccl-tests -I 1 as step 60 runs it (a singleton)
 #   nt-plug    nccl-tests -I 1 with our plugin loaded
+#   fb-R, nt-R fb and nt with address-space randomisation off (setarch -R, inherited through mpirun): is a
+#              process's level (4.4-7.9 us, moving round to round) its memory layout?
+#   fb-rep1    fb with --repeat 1: the per-op batch after one timed batch instead of three (a warmer loop?)
+#   nt-mpi     nccl-tests built with MPI=1 (MPI_Init in its process, as fabricbench has) under mpirun -np 1
+#   nt-malloc  nt with glibc's malloc never trimming or mmapping (GLIBC_TUNABLES): MPI libraries' malloc settings?
+#   fb-c1, nt-c1  fb and nt with CUDA_DEVICE_MAX_CONNECTIONS=1 (every stream on one hardware queue): do the two
+#              per-process modes (and the gap) follow which queue and copy engine a process's stream lands on?
+#   nt-cpu     nt with -C 1: the time column is the host's enqueue time per operation (no final sync), beside
+#              the per-iteration p50 of the same loop: host-bound where the two agree, GPU-bound where it is less
+#   fb-noucx   fb with Open MPI's ob1 PML and UCX's memory hooks off (UCM replaces malloc when it loads)
+# VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
+# seconds after which no further round starts (160).
 # Writes $OUT/diag.tgz; summarise with: python3 scripts/instruments/perop_ab_sum.py DIR (DIR: the untarred diag/).
 set -u
 source .gpu-node/activate.sh
@@ -18,8 +30,17 @@ ntb=$!
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_HOST_COMPILER=$CUDAHOSTCXX > /tmp/cfg.log 2>&1 || { tail -20 /tmp/cfg.log; exit 1; }
 cmake --build build-gpu -j16 --target fabricbench fabricbench_nccl_profiler > /tmp/build.log 2>&1 || { grep -E "error|FAILED" /tmp/build.log | head; exit 1; }
 wait $ntb || { tail -20 /tmp/nt-build.log; exit 1; }
+if [[ " ${VARIANTS:-} " == *" nt-mpi "* ]]; then
+  mpiinc=$(mpicc --showme:incdirs | tr ' ' ':'); mpilib=$(mpicc --showme:libdirs | tr ' ' ':')
+  CPATH=$mpiinc${CPATH:+:$CPATH} LIBRARY_PATH=$mpilib${LIBRARY_PATH:+:$LIBRARY_PATH} \
+  make -C .nccl-tests/src -j8 MPI=1 MPI_HOME=${mpiinc%%:*}/.. NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90 \
+    BUILDDIR=$PWD/.nccl-tests/build-mpi $PWD/.nccl-tests/build-mpi/all_reduce_perf > /tmp/nt-mpi-build.log 2>&1 ||
+    { tail -5 /tmp/nt-mpi-build.log; which mpirun mpicc; echo "nt-mpi not built: variant dropped"; VARIANTS=${VARIANTS/nt-mpi/}; }
+fi
 echo "built $((SECONDS-t0))s"
 D=$OUT/diag; mkdir -p $D
+{ echo "randomize_va_space $(cat /proc/sys/kernel/randomize_va_space)"; echo "thp $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+  setarch -R true && echo "setarch -R works"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader; } > $D/host.txt 2>&1
 plugin=$(ls $PWD/build-gpu/lib/gpu/nccl/libfabricbench-nccl-profiler.so)
 NT=.nccl-tests/build/all_reduce_perf
 nt=(-b 8 -e 1M -f 2 -n 40 -w 10 -g 1 -I 1)
@@ -32,11 +53,21 @@ run() {
     fb-noplug) taskset -c 3 env NCCL_PROFILER_PLUGIN=/nonexistent/none.so "${M[@]}" -x NCCL_PROFILER_PLUGIN "${fb[@]}" --run-id fb-noplug-r$2 > $D/fb-noplug-r$2.log 2>&1 ;;
     nt) taskset -c 3 $NT "${nt[@]}" -J $D/nt-r$2.json > $D/nt-r$2.log 2>&1 ;;
     nt-plug) taskset -c 3 env NCCL_PROFILER_PLUGIN=$plugin $NT "${nt[@]}" -J $D/nt-plug-r$2.json > $D/nt-plug-r$2.log 2>&1 ;;
+    fb-R) taskset -c 3 setarch -R "${M[@]}" "${fb[@]}" --run-id fb-R-r$2 > $D/fb-R-r$2.log 2>&1 ;;
+    nt-R) taskset -c 3 setarch -R $NT "${nt[@]}" -J $D/nt-R-r$2.json > $D/nt-R-r$2.log 2>&1 ;;
+    nt-mpi) taskset -c 3 "${M[@]}" .nccl-tests/build-mpi/all_reduce_perf "${nt[@]}" -J $D/nt-mpi-r$2.json > $D/nt-mpi-r$2.log 2>&1 ;;
+    nt-malloc) taskset -c 3 env GLIBC_TUNABLES=glibc.malloc.trim_threshold=1099511627776:glibc.malloc.mmap_max=0 $NT "${nt[@]}" -J $D/nt-malloc-r$2.json > $D/nt-malloc-r$2.log 2>&1 ;;
+    fb-noucx) taskset -c 3 "${M[@]}" --mca pml ob1 -x UCX_MEM_MALLOC_HOOKS=no -x UCX_MEM_EVENTS=no "${fb[@]}" --run-id fb-noucx-r$2 > $D/fb-noucx-r$2.log 2>&1 ;;
+    fb-c1) taskset -c 3 "${M[@]}" -x CUDA_DEVICE_MAX_CONNECTIONS=1 "${fb[@]}" --run-id fb-c1-r$2 > $D/fb-c1-r$2.log 2>&1 ;;
+    nt-c1) taskset -c 3 env CUDA_DEVICE_MAX_CONNECTIONS=1 $NT "${nt[@]}" -J $D/nt-c1-r$2.json > $D/nt-c1-r$2.log 2>&1 ;;
+    nt-cpu) taskset -c 3 $NT "${nt[@]}" -C 1 -J $D/nt-cpu-r$2.json > $D/nt-cpu-r$2.log 2>&1 ;;
+    fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac
 }
-for r in $(seq 1 12); do
-  [ $((SECONDS-t0)) -gt 160 ] && break
-  for v in $(printf "fb\nfb-noplug\nnt\nnt-plug\n" | shuf); do run $v $r; echo "$r $v" >> $D/order.txt; done
+VARIANTS=${VARIANTS:-fb fb-noplug nt nt-plug}
+for r in $(seq 1 ${ROUNDS:-12}); do
+  [ $((SECONDS-t0)) -gt ${BUDGET_S:-160} ] && break
+  for v in $(printf "%s\n" $VARIANTS | shuf); do run $v $r; echo "$r $v" >> $D/order.txt; done
   echo "round $r done $((SECONDS-t0))s"
 done
 find $D -name plots -type d -prune -exec rm -rf {} +

@@ -27,7 +27,11 @@ for k in keys:
     med = {x: statistics.median(data[x][k].values()) for x in vars_ if k in data[x]}
     print(f"{k[0]:>8} {k[1]:>12} | " + " | ".join(f"{med.get(x, float('nan')):5.2f}" for x in vars_))
 print()
-for a, b in (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")):
+PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug"), ("fb-R", "nt-R"), ("fb-R", "fb"),
+         ("nt-R", "nt"), ("fb-rep1", "fb"), ("fb-rep1", "nt"),
+         ("nt-mpi", "nt"), ("nt-malloc", "nt"), ("fb-noucx", "fb"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
+         ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"))
+for a, b in PAIRS:
     if a not in data or b not in data:
         continue
     for pl in ("in", "out"):
@@ -38,16 +42,53 @@ for a, b in (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-pl
             print(f"{a} - {b} {'in place' if pl == 'in' else 'out of place'}: median {statistics.median(ds):+.2f} us, "
                   f"{a} higher in {sum(d > 0 for d in ds)} of {len(ds)} (size, round) pairs")
 print()
-for a in ("fb", "fb-noplug"):
-    if a not in data or "nt" not in data:
+for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
+             ("fb-noucx", "nt"), ("fb-c1", "nt-c1")):
+    if a not in data or b not in data:
         continue
     ok, bad = 0, []
     for k in keys:
         if k not in data[a]:
             continue
-        x, y = statistics.median(data[a][k].values()), statistics.median(data["nt"][k].values())
+        if k not in data[b]:
+            continue
+        x, y = statistics.median(data[a][k].values()), statistics.median(data[b][k].values())
         if abs(x - y) <= max(0.5, 0.02 * y):
             ok += 1
         else:
             bad.append(f"{k[0]} B {k[1]}: {x - y:+.2f}")
-    print(f"{a} vs nt: {ok} of {ok + len(bad)} sizes within 2 % or 0.5 us; outside: " + ", ".join(bad))
+    print(f"{a} vs {b}: {ok} of {ok + len(bad)} sizes within 2 % or 0.5 us; outside: " + ", ".join(bad))
+print()
+# Process-to-process spread, out of place: each round's level (median p50 over sizes) and how far a size's p50
+# moves from one round to the next (median |change| over sizes and consecutive rounds).
+for x in vars_:
+    outs = [k for k in data[x] if k[1] == "out"]
+    rounds = sorted(set(r for k in outs for r in data[x][k]))
+    levels = [statistics.median(data[x][k][r] for k in outs if r in data[x][k]) for r in rounds]
+    moves = [abs(data[x][k][r2] - data[x][k][r1]) for k in outs for r1, r2 in zip(rounds, rounds[1:])
+             if r1 in data[x][k] and r2 in data[x][k]]
+    if levels and moves:
+        print(f"{x} out of place: round levels {min(levels):.2f}-{max(levels):.2f} us "
+              f"(median {statistics.median(levels):.2f}), median round-to-round move {statistics.median(moves):.2f} us")
+print()
+# Each process runs in one of two modes (out-of-place levels about 2 us apart, in both tools, picked at random per
+# process): split the processes' levels by 2-means and compare the variants inside each mode.
+lv = {}
+for x in vars_:
+    outs = [k for k in data[x] if k[1] == "out"]
+    for r in sorted(set(r for k in outs for r in data[x][k])):
+        lv[(x, r)] = statistics.median(data[x][k][r] for k in outs if r in data[x][k])
+if len(lv) >= 2:
+    lo, hi = min(lv.values()), max(lv.values())
+    for _ in range(50):
+        cut = (lo + hi) / 2
+        f, s = [v for v in lv.values() if v <= cut], [v for v in lv.values() if v > cut]
+        if not f or not s:
+            break
+        lo, hi = statistics.mean(f), statistics.mean(s)
+    print(f"modes: fast about {lo:.2f} us, slow about {hi:.2f} us (split at {cut:.2f})")
+    for x in vars_:
+        f = [v for (y, r), v in lv.items() if y == x and v <= cut]
+        s = [v for (y, r), v in lv.items() if y == x and v > cut]
+        med = lambda a: f"{statistics.median(a):.2f}" if a else "-"
+        print(f"{x}: fast {len(f)} processes, median level {med(f)} us; slow {len(s)}, median level {med(s)} us")
