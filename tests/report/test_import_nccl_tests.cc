@@ -103,6 +103,14 @@ const Expect kExpect[] = {
      "NVIDIA H100 80GB HBM3"},
     {"public-nccl-tests/h100-xxrjun-cluster01-smoke-N2-G1-cnode3-002_003.log", 2, "allreduce,p2pring", 2, 2,
      "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N10-G1.log", 5, "allreduce,allgather,reducescatter,alltoall,p2pring",
+     10, 10, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N10-G2.log", 5, "allreduce,allgather,reducescatter,alltoall,p2pring",
+     20, 10, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N10-G4.log", 5, "allreduce,allgather,reducescatter,alltoall,p2pring",
+     40, 10, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-xxrjun-cluster01-N10-G8.log", 5, "allreduce,allgather,reducescatter,alltoall,p2pring",
+     80, 10, "NVIDIA H100 80GB HBM3"},
     // vendors' sample output (AWS: data rows only, from the column line; NVIDIA DGX Cloud), a student's 1 x 8 and
     // 4 x 8 (Voltage Park), a user's GCP A3 Mega: tests/data/public-nccl-tests/README.md sets I-L
     {"public-nccl-tests/h100-aws-p5-2x8-readme.log:coll=allreduce,ranks=16,nodes=2", 1, "allreduce", 16, 2, nullptr},
@@ -197,9 +205,10 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 3018);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+  CHECK(rowsChecked == 3418);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
                                // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
-                               // + 4 GB200 + 200 of the two superbench logs and the EKS one (34 + 34 + 32 lines)
+                               // + 4 GB200 + 200 of the two superbench logs and the EKS one (34 + 34 + 32 lines) + 400
+                               // of set F's four 10-node logs (4 x 50 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
