@@ -16,6 +16,8 @@
 #              per-process modes (and the gap) follow which queue and copy engine a process's stream lands on?
 #   nt-cpu     nt with -C 1: the time column is the host's enqueue time per operation (no final sync), beside
 #              the per-iteration p50 of the same loop: host-bound where the two agree, GPU-bound where it is less
+#   nt-env     nt with the NCCL environment fabricbench sets in its process (NCCL_DEBUG=INFO, its subsystems, a
+#              debug file; lib/gpu/nccl/path_profile.cc enableNcclLogging)
 #   fb-noucx   fb with Open MPI's ob1 PML and UCX's memory hooks off (UCM replaces malloc when it loads)
 # VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
 # seconds after which no further round starts (160).
@@ -61,6 +63,8 @@ run() {
     fb-c1) taskset -c 3 "${M[@]}" -x CUDA_DEVICE_MAX_CONNECTIONS=1 "${fb[@]}" --run-id fb-c1-r$2 > $D/fb-c1-r$2.log 2>&1 ;;
     nt-c1) taskset -c 3 env CUDA_DEVICE_MAX_CONNECTIONS=1 $NT "${nt[@]}" -J $D/nt-c1-r$2.json > $D/nt-c1-r$2.log 2>&1 ;;
     nt-cpu) taskset -c 3 $NT "${nt[@]}" -C 1 -J $D/nt-cpu-r$2.json > $D/nt-cpu-r$2.log 2>&1 ;;
+    nt-env) taskset -c 3 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,NET,P2P,SHM NCCL_DEBUG_FILE=/tmp/ntenv.%h.%p.log \
+      $NT "${nt[@]}" -J $D/nt-env-r$2.json > $D/nt-env-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac
 }

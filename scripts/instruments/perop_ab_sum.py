@@ -30,7 +30,7 @@ print()
 PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug"), ("fb-R", "nt-R"), ("fb-R", "fb"),
          ("nt-R", "nt"), ("fb-rep1", "fb"), ("fb-rep1", "nt"),
          ("nt-mpi", "nt"), ("nt-malloc", "nt"), ("fb-noucx", "fb"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
-         ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"))
+         ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -43,7 +43,7 @@ for a, b in PAIRS:
                   f"{a} higher in {sum(d > 0 for d in ds)} of {len(ds)} (size, round) pairs")
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
-             ("fb-noucx", "nt"), ("fb-c1", "nt-c1")):
+             ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
