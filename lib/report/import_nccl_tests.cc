@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "collectives/spec.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "report/import.h"
@@ -53,15 +54,12 @@ std::string collOfToken(std::string tok, std::string* binary = nullptr) {
   return "";
 }
 
+// A collective named beside a file (FILE:coll=...): the descriptors' names and aliases (lib/collectives), nccl-tests'
+// reduce, gather and scatter (no descriptor: read, never run), or a binary's name.
 std::string collFromUser(const std::string& s) {
-  static const std::map<std::string, std::string> alias = {
-      {"allreduce", "allreduce"},         {"all_reduce", "allreduce"},     {"allgather", "allgather"},
-      {"all_gather", "allgather"},        {"reducescatter", "reducescatter"}, {"reduce_scatter", "reducescatter"},
-      {"alltoall", "alltoall"},           {"all_to_all", "alltoall"},      {"broadcast", "broadcast"},
-      {"sendrecv", "p2pring"},            {"p2pring", "p2pring"},          {"reduce", "reduce"},
-      {"gather", "gather"},               {"scatter", "scatter"}};
   std::string l = text::lower(s);
-  if (auto it = alias.find(l); it != alias.end()) return it->second;
+  if (auto k = parseCollKind(l)) return std::string(collName(*k));
+  if (l == "reduce" || l == "gather" || l == "scatter") return l;
   return collOfToken(l);
 }
 

@@ -599,6 +599,12 @@ TEST_CASE("formats: collective sources, prefixes, NAME_SUFFIX, several runs, eli
     CHECK_THROWS_WITH(fb::loadRunsAny(two + "#4294967297"), Catch::Contains("#k counts runs from 1"));
     CHECK_THROWS_WITH(fb::loadRunsAny(two + "#0"), Catch::Contains("#k counts runs from 1"));
   }
+  // a collective named beside the file: the descriptors' names and aliases, any case
+  for (const char* name : {"allreduce", "all_reduce", "ALL_REDUCE", "AllReduce"}) {
+    auto r = fb::loadRunsAny(kData + "public-nccl-tests/h100-ib400-gjaion-2x8.log:coll=" + name);
+    REQUIRE(r.size() == 1);
+    CHECK(r.front().runJson["nccl_tests"]["coll"] == "allreduce");
+  }
   // bad suffixes
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:coll=frobnicate"), fb::InputError);
   CHECK_THROWS_AS(fb::loadRunsAny(kData + "public-nccl-tests/dgxh100-cnh-2x2.log:ranks=0"), fb::InputError);
