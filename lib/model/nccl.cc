@@ -197,18 +197,33 @@ int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
   return ch;
 }
 
+int ncclNetP2pChannels(const NcclMachine& m) {
+  int P = 1;
+  while (P < (m.channels > 0 ? m.channels : 2 * static_cast<int>(std::ceil(m.nics())))) P *= 2;
+  return P;
+}
+
+int ncclNetPeerChannels(const NcclMachine& m) {
+  const int P = ncclNetP2pChannels(m), n = std::max(1, m.ranks());
+  int k = std::min(2, P);
+  if (m.nodes < 2 || (m.ncclVersion > 0 && m.ncclVersion < 22000)) return k;  // NCCL_NCHANNELS_PER_NET_PEER 2
+  if (m.ncclVersion > 0 && m.ncclVersion < 22900) {
+    while (k * n > 4 * P && k > 1) k /= 2;  // 2.20-2.28: ranks x channels against 4 x the comm's p2p channels
+  } else {
+    while (k * ((n + 7) / 8) > P && k > 1) k /= 2;  // 2.29 on (unknown: the newest): a batch's 8 peers at a time
+  }
+  return k;
+}
+
 double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double bytes) {
   const int N = m.nodes, G = m.gpusPerNode, n = m.ranks();
   if (N < 2 || !(m.p2pWarpGBps > 0) || !(bytes > 0)) return 0;
   const bool a2a = coll == "alltoall";
-  // The comm's p2p channels: a known coll count's power of two up, else NCCL's 2 per NIC (paths.cc); 2 an op
-  // (the network peer's count the NIC term takes), halved while a batch group's peers overflow them (paths.cc
-  // 2.29 ncclTopoComputeP2pChannels), fewer for a small op (enqueue.cc addP2pToPlan: parts of 64-128 KiB, the
-  // network chunk 128 KiB).
-  int P = 1, logP = 0;
-  while (P < (m.channels > 0 ? m.channels : 2 * static_cast<int>(std::ceil(m.nics())))) P *= 2, ++logP;
-  int perPeer = std::min(2, P), nMin;
-  while (perPeer * ((n + 7) / 8) > P && perPeer > 1) perPeer /= 2;
+  // The comm's p2p channels and a network peer's (ncclNetPeerChannels), fewer for a small op (enqueue.cc
+  // addP2pToPlan: parts of 64-128 KiB, the network chunk 128 KiB).
+  const int P = ncclNetP2pChannels(m), perPeer = ncclNetPeerChannels(m);
+  int logP = 0, nMin;
+  while ((1 << logP) < P) ++logP;
   for (nMin = perPeer; nMin * n > P && nMin > 1;) nMin /= 2;
   const double step = 128 * 1024, opBytes = a2a ? bytes / n : bytes;
   int c = static_cast<int>(std::min<double>(nMin, std::max(1.0, std::ceil(opBytes / (step / 2)))));
@@ -317,10 +332,10 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
       lat = L.base[pi] + log2i(N) * he / 3.5 + n * 2.8;
       break;
     case NcclAlgo::kP2p: {
-      // 2 channels to each remote peer (src/graph/paths.cc: NCCL_NCHANNELS_PER_NET_PEER 2 in 2.18-2.28; 2.29 opens
-      // up to 4, ceil(GPU-NIC GB/s / 14), which set F's 2.29.2 SendRecv rate contradicts: doc/model.md): AllToAll's
-      // n - G remote peers per GPU put 2 (n - G) G / R channels on a NIC, SendRecv's one peer 2.
-      const double pNic = m.nicRate(coll == "alltoall" ? 2.0 * (n - G) * G / R : 2.0);
+      // k channels to each remote peer (ncclNetPeerChannels: 2, halved as ranks grow from NCCL 2.20): AllToAll's
+      // n - G remote peers per GPU put k (n - G) G / R channels on a NIC, SendRecv's one peer k.
+      const double k = ncclNetPeerChannels(m);
+      const double pNic = m.nicRate(coll == "alltoall" ? k * (n - G) * G / R : k);
       if (N == 1) {
         // One node: the channels a send runs on (AllToAll: every peer's S/n together, at most the comm's), each at
         // p2pChGBps, up to the node's link rate.

@@ -365,6 +365,37 @@ TEST_CASE("nccl NICs: the rate of the channels on a NIC", "[nccl]") {
   CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, e, 1e9)->busbwGBps == Approx(192));
 }
 
+TEST_CASE("nccl P2P channels per network peer by NCCL release (paths.cc), and SendRecv's NIC rate", "[nccl]") {
+  // Hand-computed. The comm's p2p channels P: 2 per NIC (one per GPU here) rounded up to a power of two.
+  auto at = [](int N, int G, int version) {
+    auto m = h100(N, G);
+    m.ncclVersion = version;
+    return m;
+  };
+  CHECK(ncclNetP2pChannels(at(10, 1, 0)) == 2);
+  CHECK(ncclNetP2pChannels(at(10, 8, 0)) == 16);
+  // 2.29 (and unknown): start at 2, halve while 2 x ceil(ranks / 8) > P.
+  CHECK(ncclNetPeerChannels(at(2, 1, 22902)) == 2);   // 2 x 1 <= 2
+  CHECK(ncclNetPeerChannels(at(10, 1, 22902)) == 1);  // 2 x 2 > 2
+  CHECK(ncclNetPeerChannels(at(10, 1, 0)) == 1);
+  CHECK(ncclNetPeerChannels(at(2, 8, 22902)) == 2);   // 2 x 2 <= 16
+  CHECK(ncclNetPeerChannels(at(8, 8, 22902)) == 2);   // 2 x 8 <= 16
+  CHECK(ncclNetPeerChannels(at(9, 8, 22902)) == 1);   // 2 x 9 > 16
+  CHECK(ncclNetPeerChannels(at(10, 8, 22902)) == 1);  // 2 x 10 > 16
+  // 2.20-2.28: halve while 2 x ranks > 4 x P.
+  CHECK(ncclNetPeerChannels(at(4, 1, 22807)) == 2);   // 8 <= 8
+  CHECK(ncclNetPeerChannels(at(5, 1, 22807)) == 1);   // 10 > 8
+  CHECK(ncclNetPeerChannels(at(8, 8, 22807)) == 1);   // 2 x 64 > 4 x 16, then 64 <= 64
+  CHECK(ncclNetPeerChannels(at(2, 8, 22807)) == 2);   // 2 x 16 <= 64
+  // 2.18-2.19: NCCL_NCHANNELS_PER_NET_PEER's 2 whatever the ranks; one node: 2.
+  CHECK(ncclNetPeerChannels(at(10, 1, 21904)) == 2);
+  CHECK(ncclNetPeerChannels(at(1, 8, 22902)) == 2);
+  // SendRecv across nodes: one peer's k channels on its NIC, min(line 50, 48 x k / 2): 48 on 2 x 1, 24 on 10 x 1.
+  CHECK(ncclCost("p2pring", NcclAlgo::kP2p, NcclProto::kSimple, at(2, 1, 22902), 1e9)->busbwGBps == Approx(48));
+  CHECK(ncclCost("p2pring", NcclAlgo::kP2p, NcclProto::kSimple, at(10, 1, 22902), 1e9)->busbwGBps == Approx(24));
+  CHECK(ncclCost("p2pring", NcclAlgo::kP2p, NcclProto::kSimple, at(10, 1, 21904), 1e9)->busbwGBps == Approx(48));
+}
+
 TEST_CASE("nccl choice: the cheapest pair, forced algorithm and protocol, channels", "[nccl]") {
   auto m = h100(2, 8);
   auto small = ncclChoose("allreduce", m, 8);
