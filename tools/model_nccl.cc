@@ -206,7 +206,6 @@ NcclFit calibrateRuns(const MachineOpts& o, const std::vector<NcclRun>& runs, co
   return fit;
 }
 
-
 std::vector<NcclRun> loadRuns(const std::vector<std::string>& files, const std::string& given) {
   std::vector<NcclRun> out;
   for (const auto& f : files) {

@@ -23,6 +23,13 @@ int log2i(int n) {
   return n >= 1 ? k : 0;
 }
 
+// The smallest power of two at or above n (1 for n <= 1): NCCL rounds its p2p channel counts so (paths.cc).
+int pow2Up(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
 // Hopper per-channel maxima by node count, 1 / 2 / more (tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws; the same rows from 2.18 to 2.29).
 constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128[3] = {36.7, 36.7, 29.0}, kPerChTree[3] = {38.7, 41.4, 36.0};
@@ -176,10 +183,7 @@ double ncclNvlsBusbw(const NcclMachine& m) {
 int ncclP2pCommChannels(const NcclMachine& m) {
   // A known coll channel count gives the comm's p2p channels: its power of two up (paths.cc
   // ncclTopoComputeP2pChannels; the INFO lines: 24 coll -> 32 p2p on Snellius and our H200s, 16 -> 16, 8 -> 8).
-  int P = std::max(1, m.p2pChannels);
-  if (m.channels > 0)
-    for (P = 1; P < m.channels;) P *= 2;
-  return P;
+  return m.channels > 0 ? pow2Up(m.channels) : std::max(1, m.p2pChannels);
 }
 
 int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
@@ -198,9 +202,7 @@ int ncclP2pSendChannels(const NcclMachine& m, double bytes) {
 }
 
 int ncclNetP2pChannels(const NcclMachine& m) {
-  int P = 1;
-  while (P < (m.channels > 0 ? m.channels : 2 * static_cast<int>(std::ceil(m.nics())))) P *= 2;
-  return P;
+  return m.channels > 0 ? ncclP2pCommChannels(m) : pow2Up(2 * static_cast<int>(std::ceil(m.nics())));
 }
 
 int ncclNetPeerChannels(const NcclMachine& m) {
@@ -222,8 +224,8 @@ double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double by
   // The comm's p2p channels and a network peer's (ncclNetPeerChannels), fewer for a small op (enqueue.cc
   // addP2pToPlan: parts of 64-128 KiB, the network chunk 128 KiB).
   const int P = ncclNetP2pChannels(m), perPeer = ncclNetPeerChannels(m);
-  int logP = 0, nMin;
-  while ((1 << logP) < P) ++logP;
+  const int logP = log2i(P);
+  int nMin;
   for (nMin = perPeer; nMin * n > P && nMin > 1;) nMin /= 2;
   const double step = 128 * 1024, opBytes = a2a ? bytes / n : bytes;
   int c = static_cast<int>(std::min<double>(nMin, std::max(1.0, std::ceil(opBytes / (step / 2)))));

@@ -641,12 +641,9 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           // The tool prints algbw/busbw with 2 decimals; recompute from the time so tiny sizes keep a value.
           s.algBwGBps = static_cast<double>(bytes) / (tm * 1e3);
           s.busBwGBps = alg > 0 ? s.algBwGBps * (bus / alg) : bus;
-          if (alg <= 0 || oldAgRs) {
-            double f = 1;
-            int n = nRanks;
-            if (r.coll == "allreduce") f = 2.0 * (n - 1) / n;
-            else if (r.coll == "allgather" || r.coll == "reducescatter" || r.coll == "alltoall") f = double(n - 1) / n;
-            s.busBwGBps = s.algBwGBps * f;
+          if (alg <= 0 || oldAgRs) {  // the descriptors' bus factor; 1 for nccl-tests' reduce, gather, scatter
+            const auto kind = parseCollKind(r.coll);
+            s.busBwGBps = s.algBwGBps * (kind ? busBwFactor(*kind, nRanks) : 1.0);
           }
           std::size_t wrong = 0;
           s.wrong = w[b + 3] == "N/A" ? -1 : (text::toUnsigned(w[b + 3], wrong) ? static_cast<std::int64_t>(wrong) : -2);
