@@ -297,8 +297,14 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   NcclLat L = info.lat;
   // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
   if (a == NcclAlgo::kTree && m.ncclVersion >= 21900 && m.ncclVersion < 22300) L.nvl[2] = L.pci[2] = L.net[2] = 28;
-  const double hi = (m.nvlink ? L.nvl[pi] : L.pci[pi]) * (m.directP2p ? m.latDirectScale : m.latIntraScale),
-               he = L.net[pi] * m.latNetScale;
+  // tuning.cc: a multi-node ring's intra-node step costs at least the network overhead (1 us a step on Intel and
+  // other CPUs, x3 for Simple; 2 on AMD, whose CPU no log names); from 2.23, with one GPU a node every network hop
+  // takes the Tree's latency ("with ppn=1 latencies are fully exposed").
+  const double intraHop = a == NcclAlgo::kRing && N > 1 ? std::max(m.nvlink ? L.nvl[pi] : L.pci[pi], p == NcclProto::kSimple ? 3.0 : 1.0)
+                                                        : (m.nvlink ? L.nvl[pi] : L.pci[pi]);
+  const bool exposed = G == 1 && (m.ncclVersion == 0 || m.ncclVersion >= 22300);
+  const double hi = intraHop * (m.directP2p ? m.latDirectScale : m.latIntraScale),
+               he = (exposed ? ncclAlgoInfo(NcclAlgo::kTree).lat.net[pi] : L.net[pi]) * m.latNetScale;
   const bool ar = coll == "allreduce";
   double bw = 0, lat = 0;
   switch (a) {

@@ -36,7 +36,9 @@
 // peer does not.
 // Tree bandwidth times tuning.cc's treeCorrectionFactor (0.4-1.0 by protocol and size up to 128 MiB).
 // Latencies by release where tuning.cc changed them: Tree Simple 28 us a hop in NCCL 2.19-2.22 (4/4/14
-// before and after); 2.18's other differences (NVLS, base latencies) are not modelled.
+// before and after); from 2.23 every network hop of a run with one GPU a node takes the Tree's latency; 2.18's
+// other differences (NVLS, base latencies) are not modelled. A multi-node ring's intra-node step costs at least
+// tuning.cc's network overhead (1 us, x3 for Simple; Intel and other CPUs, as no log names an AMD one).
 #pragma once
 #include <algorithm>
 #include <optional>

@@ -301,9 +301,9 @@ TEST_CASE("fabricbench-model nccl: logs that leave NVLS open are fitted with and
   const std::string mark = "node ring 365 GB/s (a default, not this node's: no 1 x G run to fit it; --ring-gbps gives it)";
   auto amd = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce");
   CHECK(amd.text.find(mark) != std::string::npos);
-  // Parameters the data pushed to a bound are named as such (here the intra-node latency scale and LL's share).
+  // Parameters the data pushed to a bound are named as such (here the network latency scale).
   CHECK(amd.text.find("; left at a bound, where the data pushed them (the bound, not the data, sets the value): "
-                      "latIntraScale at its upper bound 10, effLL at its lower bound 0.1.") != std::string::npos);
+                      "latNetScale at its upper bound 10.") != std::string::npos);
   auto amdRing = tool("nccl fit " + other + "mi300x-hisohara-2x8-allreduce.log:coll=allreduce --ring-gbps 300");
   CHECK(amdRing.text.find("node ring 300 GB/s, ") != std::string::npos);
   CHECK(amdRing.text.find("(a default, not this node's") == std::string::npos);

@@ -43,8 +43,9 @@ TEST_CASE("nccl ring: tuning.cc latency and the NICs' bandwidth", "[nccl]") {
   const double S = 1 << 30, f = 2.0 * 15 / 16;
   // Simple: 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us; bandwidth min(360, 8 x 48 = 384) = 360
   CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kSimple, m, S) == Approx(131.6 + S * f / 360e3));
-  // LL: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us; 360 x 0.5 = 180 (NCCL >= 2.21), capped at llMaxBw 39 on 2 nodes
-  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(28.8 + S * f / 39e3));
+  // LL: 6.6 + 28 x 1.0 (the network overhead, above LL's 0.6 us NVLink hop) + 2 x 2.7 = 40 us; 360 x 0.5 = 180
+  // (NCCL >= 2.21), capped at llMaxBw 39 on 2 nodes
+  CHECK(t("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, S) == Approx(40 + S * f / 39e3));
   // one node: 180 capped at 141 (Hopper); before 2.21 360 / 4 = 90
   CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(1, 8), S)->busbwGBps == Approx(141));
   auto old = h100(1, 8);
@@ -596,6 +597,27 @@ TEST_CASE("nccl fit of our own 1 x H200 nccl-tests log (one rank: a device copy)
   auto [med, mx] = ncclErrStats(pts, 1 << 20);
   INFO("median " << med << " max " << mx);
   CHECK(med < 10);
+}
+
+TEST_CASE("nccl: tuning.cc's network overhead a ring step and exposed network hops at one GPU a node", "[nccl]") {
+  // Ring LL AllReduce on one node (1 x 8): 14 NVLink hops at LL's own 0.6 us + base 6.6 = 15 us; on two (2 x 8, in
+  // "nccl ring" above) a step inside the node costs the network overhead instead, 1 us (Intel) for LL. Over PCIe
+  // (1.0 us for LL, 5.7 for Simple) the overhead (1, x3 = 3) changes nothing: 2 x 8 Simple 8.4 + 28 x 5.7 + 2 x 14.
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, h100(1, 8), 1e6)->latUs == Approx(15));
+  auto pcie = h100(2, 8);
+  pcie.nvlink = false;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kSimple, pcie, 1e6)->latUs == Approx(8.4 + 28 * 5.7 + 28));
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, pcie, 1e6)->latUs == Approx(6.6 + 28 * 1.0 + 2 * 2.7));
+  // The Tree keeps its own hops (no overhead rule there): 2 x 8 Tree LL 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us.
+  CHECK(ncclCost("allreduce", NcclAlgo::kTree, NcclProto::kLL, h100(2, 8), 1e6)->latUs == Approx(25.2));
+  // 4 x 1 Ring LL128 AllReduce, 6 network steps: from NCCL 2.23 each takes the Tree's LL128 network latency, 8.5 us:
+  // 14 + 6 x 8.5 = 65 us; 2.22 the ring's 4.0: 14 + 24 = 38 us. LL: 6.6 + 6 x 5.0 = 36.6 (2.22: 6.6 + 6 x 2.7 = 22.8).
+  auto m = h100(4, 1);
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, 1e6)->latUs == Approx(65));
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, 1e6)->latUs == Approx(36.6));
+  m.ncclVersion = 22203;
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL128, m, 1e6)->latUs == Approx(38));
+  CHECK(ncclCost("allreduce", NcclAlgo::kRing, NcclProto::kLL, m, 1e6)->latUs == Approx(22.8));
 }
 
 TEST_CASE("nccl: intra-node hops between GPUs of one process (P2P/direct pointer) calibrated apart", "[nccl]") {
