@@ -254,9 +254,11 @@ CollGuess collCandidates(const std::vector<std::string>& w, const HeaderShape& h
   return guess("allgather or alltoall on one rank", {"allgather", "alltoall"});
 }
 
-// busbw / algbw is nccl-tests' bus factor: 2 (n - 1) / n for AllReduce, (n - 1) / n for AllGather, ReduceScatter and
-// AllToAll (1 for the others, which says nothing of n). The rank counts every row's printed figures allow, each
-// figure exact to half its last printed digit; nullopt when the factor says nothing or no row is precise enough.
+// busbw / algbw is nccl-tests' bus factor, k (n - 1) / n from the collective descriptors (k = 2 for AllReduce, 1 for
+// AllGather, ReduceScatter and AllToAll; a factor that does not move with n, as SendRecv's and Broadcast's, and
+// nccl-tests' reduce, gather and scatter, which have no descriptor, say nothing of n). The rank counts every row's
+// printed figures allow, each figure exact to half its last printed digit; nullopt when the factor says nothing or
+// no row is precise enough.
 struct BusFactorRanks {
   double lo = 0, hi = 0;  // n in [lo, hi]
   double ratio = 0;       // at the row with the largest algbw (for the message)
@@ -265,8 +267,11 @@ struct BusFactorRanks {
 };
 std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const std::vector<RunState::Row>& rows,
                                                  const HeaderShape& h) {
-  const double k = coll == "allreduce" ? 2 : (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") ? 1 : 0;
-  if (k == 0) return std::nullopt;
+  const auto kind = parseCollKind(coll);
+  if (!kind) return std::nullopt;
+  // k from two rank counts; the factor must be k (n - 1) / n (3 ranks agreeing with 2) for n to follow from it.
+  const double k = busBwFactor(*kind, 2) * 2, k3 = busBwFactor(*kind, 3) * 3 / 2;
+  if (!(k > 0) || std::fabs(k - k3) > 1e-9 * k) return std::nullopt;
   double rLo = -1e300, rHi = 1e300, bestAlg = 0;
   BusFactorRanks out;
   for (const auto& row : rows) {
