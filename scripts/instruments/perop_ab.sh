@@ -19,6 +19,9 @@
 #   nt-env     nt with the NCCL environment fabricbench sets in its process (NCCL_DEBUG=INFO, its subsystems, a
 #              debug file; lib/gpu/nccl/path_profile.cc enableNcclLogging)
 #   fb-noucx   fb with Open MPI's ob1 PML and UCX's memory hooks off (UCM replaces malloc when it loads)
+#   nt-c0      nt with -c 0 (no data check): from 64 KiB out of place nccl-tests' lower quartile rose by ~1 us
+#              where fabricbench's did not (session 21); is it the check's setup around each size?
+#   fb-reuse   fb with --reuse-buffers (one buffer, as nccl-tests does not): does moving the buffers cost fb?
 # VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
 # seconds after which no further round starts (160).
 # Writes $OUT/diag.tgz; summarise with: python3 scripts/instruments/perop_ab_sum.py DIR (DIR: the untarred diag/).
@@ -65,6 +68,8 @@ run() {
     nt-cpu) taskset -c 3 $NT "${nt[@]}" -C 1 -J $D/nt-cpu-r$2.json > $D/nt-cpu-r$2.log 2>&1 ;;
     nt-env) taskset -c 3 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,NET,P2P,SHM NCCL_DEBUG_FILE=/tmp/ntenv.%h.%p.log \
       $NT "${nt[@]}" -J $D/nt-env-r$2.json > $D/nt-env-r$2.log 2>&1 ;;
+    nt-c0) taskset -c 3 $NT "${nt[@]}" -c 0 -J $D/nt-c0-r$2.json > $D/nt-c0-r$2.log 2>&1 ;;
+    fb-reuse) taskset -c 3 "${M[@]}" "${fb[@]}" --reuse-buffers --run-id fb-reuse-r$2 > $D/fb-reuse-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac
 }

@@ -30,7 +30,8 @@ print()
 PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug"), ("fb-R", "nt-R"), ("fb-R", "fb"),
          ("nt-R", "nt"), ("fb-rep1", "fb"), ("fb-rep1", "nt"),
          ("nt-mpi", "nt"), ("nt-malloc", "nt"), ("fb-noucx", "fb"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
-         ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"))
+         ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"),
+         ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -43,7 +44,7 @@ for a, b in PAIRS:
                   f"{a} higher in {sum(d > 0 for d in ds)} of {len(ds)} (size, round) pairs")
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
-             ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env")):
+             ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
@@ -92,3 +93,33 @@ if len(lv) >= 2:
         s = [v for (y, r), v in lv.items() if y == x and v > cut]
         med = lambda a: f"{statistics.median(a):.2f}" if a else "-"
         print(f"{x}: fast {len(f)} processes, median level {med(f)} us; slow {len(s)}, median level {med(s)} us")
+
+# Every operation of every round pooled, out of place: the lower quartile (a process's loop without its jitter) and the
+# share of operations above 1.4 x it (session 21: nccl-tests' quartile rose from 64 KiB, and it had 2-4 x fb's spikes).
+ops = {}  # variant -> bytes -> [us]
+for p in sorted(glob.glob(f"{D}/nt*-r*.json")):
+    var = os.path.basename(p)[: -len(".json")].rsplit("-r", 1)[0]
+    for r in json.load(open(p)).get("results", []):
+        t = r.get("out_of_place_per_iter", {}).get("times_us")
+        if t:
+            ops.setdefault(var, {}).setdefault(int(r["size"]), []).extend(t)
+for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
+    var = os.path.basename(os.path.dirname(run)).rsplit("-r", 1)[0]
+    for row in json.load(open(run)).get("rows", []):
+        if row.get("per_op_us") and row.get("placement") == "out" and row.get("coll") == "allreduce":
+            ops.setdefault(var, {}).setdefault(int(row["size_bytes"]), []).extend(row["per_op_us"])
+if ops:
+    print()
+    print("out of place, all operations pooled: lower quartile us / % above 1.4 x it")
+    vs = sorted(ops)
+    print("    size | " + " | ".join(f"{x:>14}" for x in vs))
+    for b in sorted({b for x in vs for b in ops[x]}):
+        cells = []
+        for x in vs:
+            t = sorted(ops[x].get(b, []))
+            if not t:
+                cells.append(f"{'-':>14}")
+                continue
+            q = t[len(t) // 4]
+            cells.append(f"{q:6.2f} / {100 * sum(y > 1.4 * q for y in t) / len(t):4.1f}%")
+        print(f"{b:>8} | " + " | ".join(cells))
