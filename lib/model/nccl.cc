@@ -33,6 +33,8 @@ int pow2Up(int n) {
 // Hopper per-channel maxima by node count, 1 / 2 / more (tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws; the same rows from 2.18 to 2.29).
 constexpr double kPerChRingLL128 = 36.7, kPerChTreeLL128[3] = {36.7, 36.7, 29.0}, kPerChTree[3] = {38.7, 41.4, 36.0};
+// tuning.cc getNetOverhead, us a ring step: 1 on Intel and other CPUs (2 on AMD, whose CPU no log names).
+constexpr double kNetOverheadUs = 1;
 int nodeIndex(int N) { return N <= 2 ? std::max(N, 1) - 1 : 2; }
 
 // The most double-binary-tree edges at one node over both trees (each edge carries S/2 each way).
@@ -297,11 +299,11 @@ std::optional<NcclCost> ncclCost(const std::string& coll, NcclAlgo a, NcclProto 
   NcclLat L = info.lat;
   // NCCL 2.19-2.22 (tuning.cc of those releases): Tree Simple at 28 us a hop over NVLink, PCI and the network.
   if (a == NcclAlgo::kTree && m.ncclVersion >= 21900 && m.ncclVersion < 22300) L.nvl[2] = L.pci[2] = L.net[2] = 28;
-  // tuning.cc: a multi-node ring's intra-node step costs at least the network overhead (1 us a step on Intel and
-  // other CPUs, x3 for Simple; 2 on AMD, whose CPU no log names); from 2.23, with one GPU a node every network hop
-  // takes the Tree's latency ("with ppn=1 latencies are fully exposed").
-  const double intraHop = a == NcclAlgo::kRing && N > 1 ? std::max(m.nvlink ? L.nvl[pi] : L.pci[pi], p == NcclProto::kSimple ? 3.0 : 1.0)
-                                                        : (m.nvlink ? L.nvl[pi] : L.pci[pi]);
+  // tuning.cc: a multi-node ring's intra-node step costs at least the network overhead (getNetOverhead, x3 for
+  // Simple); from 2.23, with one GPU a node every network hop takes the Tree's latency ("with ppn=1 latencies are
+  // fully exposed").
+  double intraHop = m.nvlink ? L.nvl[pi] : L.pci[pi];
+  if (a == NcclAlgo::kRing && N > 1) intraHop = std::max(intraHop, kNetOverheadUs * (p == NcclProto::kSimple ? 3 : 1));
   const bool exposed = G == 1 && (m.ncclVersion == 0 || m.ncclVersion >= 22300);
   const double hi = intraHop * (m.directP2p ? m.latDirectScale : m.latIntraScale),
                he = (exposed ? ncclAlgoInfo(NcclAlgo::kTree).lat.net[pi] : L.net[pi]) * m.latNetScale;

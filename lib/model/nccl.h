@@ -100,9 +100,9 @@ int ncclP2pCommChannels(const NcclMachine& m);
 double ncclP2pWarpBusbw(const std::string& coll, const NcclMachine& m, double bytes);
 // P2P channels across nodes (src/graph/paths.cc): the comm's (a known coll count's power of two up, else 2 per
 // NIC), and a network peer's: 2 (NCCL_NCHANNELS_PER_NET_PEER) until NCCL 2.19; from 2.20 halved while 2 x ranks
-// passes 4 x the comm's; from 2.29 while a batch's 8 peers at that count pass it (2.30: its maxP2pPeers setting, the
-// rank count unless set, for the ranks; 2.29 starts a peer at up to 4,
-// ceil(GPU-NIC GB/s / 14), which set F's 2-node SendRecv rates do not show: the model starts at 2). NVIDIA/nccl
+// passes 4 x the comm's; from 2.29 while a batch's 8 peers at that count pass it (2.30 counts its maxP2pPeers
+// setting instead of the ranks, the rank count unless set; 2.29 starts a peer at up to 4, ceil(GPU-NIC GB/s / 14),
+// which set F's 2-node SendRecv rates do not show: the model starts at 2). NVIDIA/nccl
 // issue 1272: sendrecv_perf halves at 8 nodes from NCCL 2.20 and recovers with NCCL_NCHANNELS_PER_NET_PEER=4.
 int ncclNetP2pChannels(const NcclMachine& m);
 int ncclNetPeerChannels(const NcclMachine& m);

@@ -8,10 +8,15 @@ spec = importlib.util.spec_from_file_location("v", os.path.join(os.path.dirname(
 v = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(v)
 data = {}  # variant -> (bytes, placement) -> {round: p50}
+pooled = {}  # variant -> bytes -> every out-of-place operation's time (us), all rounds
 for p in sorted(glob.glob(f"{D}/nt*-r*.json")):
     var, rnd = os.path.basename(p)[: -len(".json")].rsplit("-r", 1)
     for (coll, b, pl), val in v.nccl_tests_json(p, "p50_us").items():
         data.setdefault(var, {}).setdefault((b, pl), {})[int(rnd)] = val
+    for r in json.load(open(p)).get("results", []):  # the per-iteration times vs_nccl_tests.py does not return
+        t = r.get("out_of_place_per_iter", {}).get("times_us")
+        if t:
+            pooled.setdefault(var, {}).setdefault(int(r["size"]), []).extend(t)
 for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
     var, rnd = os.path.basename(os.path.dirname(run)).rsplit("-r", 1)
     doc = json.load(open(run))
@@ -20,6 +25,8 @@ for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
         if ops and row.get("coll") == "allreduce":
             s = sorted(ops)
             data.setdefault(var, {}).setdefault((int(row["size_bytes"]), row["placement"]), {})[int(rnd)] = s[len(s) // 2]
+            if row["placement"] == "out":
+                pooled.setdefault(var, {}).setdefault(int(row["size_bytes"]), []).extend(ops)
 vars_ = sorted(data)
 keys = sorted(data.get("nt", {}), key=lambda k: (k[1], k[0]))
 print("size placement | " + " | ".join(vars_))
@@ -96,27 +103,15 @@ if len(lv) >= 2:
 
 # Every operation of every round pooled, out of place: the lower quartile (a process's loop without its jitter) and the
 # share of operations above 1.4 x it (session 21: nccl-tests' quartile rose from 64 KiB, and it had 2-4 x fb's spikes).
-ops = {}  # variant -> bytes -> [us]
-for p in sorted(glob.glob(f"{D}/nt*-r*.json")):
-    var = os.path.basename(p)[: -len(".json")].rsplit("-r", 1)[0]
-    for r in json.load(open(p)).get("results", []):
-        t = r.get("out_of_place_per_iter", {}).get("times_us")
-        if t:
-            ops.setdefault(var, {}).setdefault(int(r["size"]), []).extend(t)
-for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
-    var = os.path.basename(os.path.dirname(run)).rsplit("-r", 1)[0]
-    for row in json.load(open(run)).get("rows", []):
-        if row.get("per_op_us") and row.get("placement") == "out" and row.get("coll") == "allreduce":
-            ops.setdefault(var, {}).setdefault(int(row["size_bytes"]), []).extend(row["per_op_us"])
-if ops:
+if pooled:
     print()
     print("out of place, all operations pooled: lower quartile us / % above 1.4 x it")
-    vs = sorted(ops)
+    vs = sorted(pooled)
     print("    size | " + " | ".join(f"{x:>14}" for x in vs))
-    for b in sorted({b for x in vs for b in ops[x]}):
+    for b in sorted({b for x in vs for b in pooled[x]}):
         cells = []
         for x in vs:
-            t = sorted(ops[x].get(b, []))
+            t = sorted(pooled[x].get(b, []))
             if not t:
                 cells.append(f"{'-':>14}")
                 continue
