@@ -22,6 +22,10 @@
 #   nt-c0      nt with -c 0 (no data check): from 64 KiB out of place nccl-tests' lower quartile rose by ~1 us
 #              where fabricbench's did not (session 21); is it the check's setup around each size?
 #   fb-reuse   fb with --reuse-buffers (one buffer, as nccl-tests does not): does moving the buffers cost fb?
+#   fb-pin     fb with taskset -c 3 inside mpirun as well (in case mpirun widens the CPU set it inherits)
+#   nt-free    nt on every core (no taskset): do its own threads, sharing CPU 3 with the loop, slow it?
+# THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
+# allowed CPUs, and the process's context switches (threads.txt).
 # VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
 # seconds after which no further round starts (160).
 # Writes $OUT/diag.tgz; summarise with: python3 scripts/instruments/perop_ab_sum.py DIR (DIR: the untarred diag/).
@@ -70,10 +74,20 @@ run() {
       $NT "${nt[@]}" -J $D/nt-env-r$2.json > $D/nt-env-r$2.log 2>&1 ;;
     nt-c0) taskset -c 3 $NT "${nt[@]}" -c 0 -J $D/nt-c0-r$2.json > $D/nt-c0-r$2.log 2>&1 ;;
     fb-reuse) taskset -c 3 "${M[@]}" "${fb[@]}" --reuse-buffers --run-id fb-reuse-r$2 > $D/fb-reuse-r$2.log 2>&1 ;;
+    fb-pin) "${M[@]}" taskset -c 3 "${fb[@]}" --run-id fb-pin-r$2 > $D/fb-pin-r$2.log 2>&1 ;;
+    nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac
 }
 VARIANTS=${VARIANTS:-fb fb-noplug nt nt-plug}
+if [ -n "${THREADS:-}" ]; then
+  { echo "== mpirun child's allowed CPUs under taskset -c 3 mpirun --bind-to none:"
+    taskset -c 3 "${M[@]}" grep Cpus_allowed_list /proc/self/status
+    echo "== fb"; taskset -c 3 python3 scripts/instruments/threads.py fabricbench "${M[@]}" "${fb[@]}" --run-id thr-fb
+    echo "== nt"; taskset -c 3 python3 scripts/instruments/threads.py all_reduce_perf $NT "${nt[@]}"
+  } > $D/threads.txt 2>&1
+  rm -rf $D/thr-fb
+fi
 for r in $(seq 1 ${ROUNDS:-12}); do
   [ $((SECONDS-t0)) -gt ${BUDGET_S:-160} ] && break
   for v in $(printf "%s\n" $VARIANTS | shuf); do run $v $r; echo "$r $v" >> $D/order.txt; done

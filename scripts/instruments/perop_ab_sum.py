@@ -51,7 +51,8 @@ for a, b in PAIRS:
                   f"{a} higher in {sum(d > 0 for d in ds)} of {len(ds)} (size, round) pairs")
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
-             ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt")):
+             ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt"),
+             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
