@@ -25,7 +25,7 @@
 #   fb-pin     fb with taskset -c 3 inside mpirun as well (in case mpirun widens the CPU set it inherits)
 #   nt-free    nt on every core (no taskset): do its own threads, sharing CPU 3 with the loop, slow it?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
-# allowed CPUs, and the process's context switches (threads.txt).
+# allowed CPUs, and the process's context switches (threads.txt). STRACE=1: the same two under strace -f -c.
 # VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
 # seconds after which no further round starts (160).
 # Writes $OUT/diag.tgz; summarise with: python3 scripts/instruments/perop_ab_sum.py DIR (DIR: the untarred diag/).
@@ -87,6 +87,17 @@ if [ -n "${THREADS:-}" ]; then
     echo "== nt"; taskset -c 3 python3 scripts/instruments/threads.py all_reduce_perf $NT "${nt[@]}"
   } > $D/threads.txt 2>&1
   rm -rf $D/thr-fb
+fi
+# STRACE=1: one fb and one nt under strace -f -c (system calls by count and time, every thread): where does each
+# process block between its loops?
+if [ -n "${STRACE:-}" ]; then
+  if command -v strace > /dev/null; then
+    taskset -c 3 "${M[@]}" strace -f -c -o $D/strace-fb.txt "${fb[@]}" --run-id str-fb > /dev/null 2>&1
+    taskset -c 3 strace -f -c -o $D/strace-nt.txt $NT "${nt[@]}" > /dev/null 2>&1
+    rm -rf $D/str-fb
+  else
+    echo "no strace on this host" > $D/strace-fb.txt
+  fi
 fi
 for r in $(seq 1 ${ROUNDS:-12}); do
   [ $((SECONDS-t0)) -gt ${BUDGET_S:-160} ] && break
