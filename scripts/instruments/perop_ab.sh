@@ -22,6 +22,7 @@
 #   nt-c0      nt with -c 0 (no data check): from 64 KiB out of place nccl-tests' lower quartile rose by ~1 us
 #              where fabricbench's did not (session 21); is it the check's setup around each size?
 #   fb-reuse   fb with --reuse-buffers (one buffer, as nccl-tests does not): does moving the buffers cost fb?
+#   nt-rest    nt with scripts/instruments/rest.c preloaded: its thread sleeps REST_US (2000) before each size's loop
 #   fb-pin     fb with taskset -c 3 inside mpirun as well (in case mpirun widens the CPU set it inherits)
 #   nt-free    nt on every core (no taskset): do its own threads, sharing CPU 3 with the loop, slow it?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
@@ -46,6 +47,7 @@ if [[ " ${VARIANTS:-} " == *" nt-mpi "* ]]; then
     BUILDDIR=$PWD/.nccl-tests/build-mpi $PWD/.nccl-tests/build-mpi/all_reduce_perf > /tmp/nt-mpi-build.log 2>&1 ||
     { tail -5 /tmp/nt-mpi-build.log; which mpirun mpicc; echo "nt-mpi not built: variant dropped"; VARIANTS=${VARIANTS/nt-mpi/}; }
 fi
+[[ " ${VARIANTS:-} " == *" nt-rest "* ]] && { cc -O2 -shared -fPIC -o /tmp/rest.so scripts/instruments/rest.c -ldl || exit 1; }
 echo "built $((SECONDS-t0))s"
 D=$OUT/diag; mkdir -p $D
 { echo "randomize_va_space $(cat /proc/sys/kernel/randomize_va_space)"; echo "thp $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
@@ -75,6 +77,7 @@ run() {
     nt-c0) taskset -c 3 $NT "${nt[@]}" -c 0 -J $D/nt-c0-r$2.json > $D/nt-c0-r$2.log 2>&1 ;;
     fb-reuse) taskset -c 3 "${M[@]}" "${fb[@]}" --reuse-buffers --run-id fb-reuse-r$2 > $D/fb-reuse-r$2.log 2>&1 ;;
     fb-pin) "${M[@]}" taskset -c 3 "${fb[@]}" --run-id fb-pin-r$2 > $D/fb-pin-r$2.log 2>&1 ;;
+    nt-rest) taskset -c 3 env LD_PRELOAD=/tmp/rest.so $NT "${nt[@]}" -J $D/nt-rest-r$2.json > $D/nt-rest-r$2.log 2>&1 ;;
     nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac

@@ -38,7 +38,8 @@ PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")
          ("nt-R", "nt"), ("fb-rep1", "fb"), ("fb-rep1", "nt"),
          ("nt-mpi", "nt"), ("nt-malloc", "nt"), ("fb-noucx", "fb"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
          ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"),
-         ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"))
+         ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"),
+         ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -52,7 +53,7 @@ for a, b in PAIRS:
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
              ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt"),
-             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb")):
+             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
