@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "report/result_sink.h"
 
 namespace fb::shutdown {
 namespace {
@@ -196,6 +197,8 @@ void installSignalThread() {
       h = g_handler;
     }
     if (h) h(sig);
+    // The main thread may be writing a result file meanwhile: its named temporary goes with the process.
+    dropTemporariesForExit();
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(128 + sig);

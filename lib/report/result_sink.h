@@ -72,6 +72,9 @@ void writeFileAtomic(const std::string& path, const std::string& content);
 // For a signal handler that must finish before the launcher's SIGKILL: on a busy disk one
 // fsync can take longer than mpirun's 1 s.
 void setDurableWrites(bool on);
+// For an abrupt exit (the signal thread's _Exit): remove writeFileAtomic's named temporaries not yet renamed and
+// hold them so that no further one is named before the process ends. Returns how many it removed.
+int dropTemporariesForExit();
 
 // ---- additions (report helper) ----
 

@@ -1,5 +1,10 @@
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +32,27 @@ TEST_CASE("json: writeFileAtomic replaces the file and leaves no temp file", "[j
   CHECK(fbtest::slurp(p) == "second, longer content");
   CHECK(entries(dir.path) == std::vector<std::string>{"x.json"});
   CHECK_THROWS(fb::writeFileAtomic(dir.str("no/such/dir/x.json"), "x"));
+}
+
+TEST_CASE("json: after dropTemporariesForExit no result file is named or replaced", "[json]") {
+  // In a child (the drop holds its lock until the process ends): a write that starts after the drop, as the main
+  // thread's next row after a SIGTERM, neither replaces the file nor leaves a temporary when the process ends.
+  fbtest::TempDir dir;
+  std::string p = dir.str("report.md");
+  fb::writeFileAtomic(p, "before");
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    fb::dropTemporariesForExit();
+    std::thread([p] { fb::writeFileAtomic(p, "after"); }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(fbtest::slurp(p) == "before");
+  CHECK(entries(dir.path) == std::vector<std::string>{"report.md"});
 }
 
 TEST_CASE("json: run.json is valid at begin, after each row and at end", "[json]") {
