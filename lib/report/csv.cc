@@ -361,11 +361,10 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   auto nextName = [&] { return fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++); };
   std::string tmpName;
   // An unnamed file (O_TMPFILE) gets its name only once written and synced, just before the
-  // rename: a rank killed meanwhile (SIGKILL from the launcher) leaves nothing behind. A named
-  // temporary from the start stayed as a stray file in 1 of 30 fault trials (SIGTERM mid-row, np 3).
-  // File systems without O_TMPFILE get the named temporary.
-  // A SIGTERM mid-write once left the named temporary between link and rename (1 of 30 fault trials, np 4):
-  // every named temporary is recorded under g_tmpMu, which the signal thread's exit takes and keeps.
+  // rename: a rank killed meanwhile (SIGKILL from the launcher) leaves nothing behind. File systems
+  // without O_TMPFILE get a named temporary from the start. Either is named, recorded and renamed
+  // under g_tmpMu, which the signal thread's exit takes and keeps (dropTemporariesForExit): a SIGTERM
+  // between link and rename left one as a stray file in 1 of 30 fault trials (np 4).
   int fd = ::openat(dirFd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
   const bool unnamed = fd >= 0;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
