@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -332,14 +333,16 @@ std::atomic<bool> g_durable{true};
 // writeFileAtomic's temporaries that have a name and are not yet renamed, by folder descriptor and name. A
 // writer names one (links it, or creates it where there is no O_TMPFILE) and renames it under g_tmpMu, so
 // dropTemporariesForExit, which takes the lock and keeps it, sees every named one and lets no new one be named.
-std::mutex g_tmpMu;
+std::timed_mutex g_tmpMu;
 std::map<std::pair<int, std::string>, int> g_tmpNamed;  // (folder fd, name) -> count
 }  // namespace
 
 void setDurableWrites(bool on) { g_durable = on; }
 
 int dropTemporariesForExit() {
-  g_tmpMu.lock();  // never unlocked: the process is ending
+  // Never unlocked: the process is ending. A writer stuck in a link or rename (a hung file system) holds it: then
+  // leave without the clean-up rather than not at all.
+  if (!g_tmpMu.try_lock_for(std::chrono::milliseconds(200))) return 0;
   int n = 0;
   for (const auto& [key, count] : g_tmpNamed)
     if (count > 0 && ::unlinkat(key.first, key.second.c_str(), 0) == 0) ++n;
@@ -369,7 +372,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   const bool unnamed = fd >= 0;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
     tmpName = nextName();
-    std::lock_guard<std::mutex> lk(g_tmpMu);
+    std::lock_guard<std::timed_mutex> lk(g_tmpMu);
     fd = ::openat(dirFd, tmpName.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) ++g_tmpNamed[{dirFd, tmpName}];
     if (fd < 0 && errno != EEXIST) break;
@@ -389,7 +392,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   auto fail = [&](const std::string& what, int e, bool open) {
     if (open) ::close(fd);
     if (named) {
-      std::lock_guard<std::mutex> lk(g_tmpMu);
+      std::lock_guard<std::timed_mutex> lk(g_tmpMu);
       ::unlinkat(dirFd, tmpName.c_str(), 0);
       forget();
     }
@@ -411,7 +414,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
     const std::string self = "/proc/self/fd/" + std::to_string(fd);
     int e = 0;
     {
-      std::lock_guard<std::mutex> lk(g_tmpMu);
+      std::lock_guard<std::timed_mutex> lk(g_tmpMu);
       if (::linkat(AT_FDCWD, self.c_str(), dirFd, tmpName.c_str(), AT_SYMLINK_FOLLOW) == 0) {
         ++g_tmpNamed[{dirFd, tmpName}];
         named = true;
@@ -423,7 +426,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   }
   if (::close(fd) != 0) fail("close " + tmp, errno, false);
   {
-    std::unique_lock<std::mutex> lk(g_tmpMu);
+    std::unique_lock<std::timed_mutex> lk(g_tmpMu);
     if (::renameat(dirFd, tmpName.c_str(), AT_FDCWD, path.c_str()) != 0) {
       const int e = errno;
       lk.unlock();

@@ -73,7 +73,8 @@ void writeFileAtomic(const std::string& path, const std::string& content);
 // fsync can take longer than mpirun's 1 s.
 void setDurableWrites(bool on);
 // For an abrupt exit (the signal thread's _Exit): remove writeFileAtomic's named temporaries not yet renamed and
-// hold them so that no further one is named before the process ends. Returns how many it removed.
+// hold them so that no further one is named before the process ends (gives up after 200 ms if a writer is stuck in
+// a link or rename). Returns how many it removed.
 int dropTemporariesForExit();
 
 // ---- additions (report helper) ----
