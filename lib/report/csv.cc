@@ -11,8 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -334,20 +334,17 @@ std::atomic<bool> g_durable{true};
 // writer names one (links it, or creates it where there is no O_TMPFILE) and renames it under g_tmpMu, so
 // dropTemporariesForExit, which takes the lock and keeps it, sees every named one and lets no new one be named.
 std::timed_mutex g_tmpMu;
-std::map<std::pair<int, std::string>, int> g_tmpNamed;  // (folder fd, name) -> count
+std::set<std::pair<int, std::string>> g_tmpNamed;  // (folder fd, name); names are unique (pid, counter)
 }  // namespace
 
 void setDurableWrites(bool on) { g_durable = on; }
 
-int dropTemporariesForExit() {
+void dropTemporariesForExit() {
   // Never unlocked: the process is ending. A writer stuck in a link or rename (a hung file system) holds it: then
   // leave without the clean-up rather than not at all.
-  if (!g_tmpMu.try_lock_for(std::chrono::milliseconds(200))) return 0;
-  int n = 0;
-  for (const auto& [key, count] : g_tmpNamed)
-    if (count > 0 && ::unlinkat(key.first, key.second.c_str(), 0) == 0) ++n;
+  if (!g_tmpMu.try_lock_for(std::chrono::milliseconds(200))) return;
+  for (const auto& [dirFd, name] : g_tmpNamed) ::unlinkat(dirFd, name.c_str(), 0);
   g_tmpNamed.clear();
-  return n;
 }
 
 void writeFileAtomic(const std::string& path, const std::string& content) {
@@ -374,7 +371,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
     tmpName = nextName();
     std::lock_guard<std::timed_mutex> lk(g_tmpMu);
     fd = ::openat(dirFd, tmpName.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) ++g_tmpNamed[{dirFd, tmpName}];
+    if (fd >= 0) g_tmpNamed.insert({dirFd, tmpName});
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
@@ -385,16 +382,12 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
   if (unnamed) tmpName = nextName();  // the name it is linked under before the rename
   const std::string tmp = (dir / tmpName).string();
   bool named = !unnamed;
-  auto forget = [&] {  // with g_tmpMu held
-    auto it = g_tmpNamed.find({dirFd, tmpName});
-    if (it != g_tmpNamed.end() && --it->second <= 0) g_tmpNamed.erase(it);
-  };
   auto fail = [&](const std::string& what, int e, bool open) {
     if (open) ::close(fd);
     if (named) {
       std::lock_guard<std::timed_mutex> lk(g_tmpMu);
       ::unlinkat(dirFd, tmpName.c_str(), 0);
-      forget();
+      g_tmpNamed.erase({dirFd, tmpName});
     }
     ::close(dirFd);
     throw IoError(what + ": " + std::strerror(e));
@@ -416,7 +409,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
     {
       std::lock_guard<std::timed_mutex> lk(g_tmpMu);
       if (::linkat(AT_FDCWD, self.c_str(), dirFd, tmpName.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-        ++g_tmpNamed[{dirFd, tmpName}];
+        g_tmpNamed.insert({dirFd, tmpName});
         named = true;
       } else {
         e = errno;
@@ -432,7 +425,7 @@ void writeFileAtomic(const std::string& path, const std::string& content) {
       lk.unlock();
       fail("rename " + tmp + " -> " + path, e, false);
     }
-    forget();
+    g_tmpNamed.erase({dirFd, tmpName});
   }
   if (g_durable) ::fsync(dirFd);  // make the rename durable; best effort
   ::close(dirFd);

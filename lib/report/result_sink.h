@@ -74,8 +74,8 @@ void writeFileAtomic(const std::string& path, const std::string& content);
 void setDurableWrites(bool on);
 // For an abrupt exit (the signal thread's _Exit): remove writeFileAtomic's named temporaries not yet renamed and
 // hold them so that no further one is named before the process ends (gives up after 200 ms if a writer is stuck in
-// a link or rename). Returns how many it removed.
-int dropTemporariesForExit();
+// a link or rename).
+void dropTemporariesForExit();
 
 // ---- additions (report helper) ----
 
