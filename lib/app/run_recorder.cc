@@ -94,6 +94,7 @@ void RunRecorder::add(const Sample& s, const std::string& backend, const std::st
       csv->add(s);
       json->add(s);
       md->add(s);
+      checkpointedRows = -1;  // run.json says "running" again
     } catch (const std::exception& e) {
       stopWriting(e.what(), rows - 1);
     }
@@ -122,6 +123,7 @@ void RunRecorder::checkpoint(RunSummary sum, std::chrono::milliseconds wait) {
     try {
       json->end(sum);
       md->end(sum);
+      checkpointedRows = rows;
     } catch (const std::exception&) {
     }
   }
@@ -140,6 +142,9 @@ void RunRecorder::end(RunSummary sum) {
 
 void RunRecorder::endSoon(RunSummary sum, std::chrono::milliseconds wait) {
   bool locked = mu.try_lock_for(wait);
+  // The SIGCONT checkpoint already wrote these rows as interrupted: no second write. Open MPI's orted
+  // sends SIGKILL right after SIGTERM, and a write cut between its link and rename left a temporary.
+  if (locked && checkpointedRows == rows) dropFiles();
   endLocked(std::move(sum));
   if (locked) mu.unlock();
 }

@@ -85,6 +85,7 @@ struct RunRecorder {
   bool begun = false, ended = false;
   std::string writeError;
   std::int64_t rows = 0, badRows = 0, wrongTotal = 0;
+  std::int64_t checkpointedRows = -1;  // rows when a checkpoint last wrote the files; -1 once a row is written since
   std::vector<std::string> notes;
   std::vector<NamedSample> named;  // for Google Benchmark's JSON/CSV (rank 0, only when asked for)
   bool keepNamed = false;
@@ -120,7 +121,8 @@ struct RunRecorder {
   bool stopRequested();
   void end(RunSummary sum);
   // For the signal thread: waits at most `wait` for a row being written, then ends anyway (each
-  // file is replaced atomically, so two writers never leave a torn file).
+  // file is replaced atomically, so two writers never leave a torn file). Files that a checkpoint
+  // wrote with the same rows are left as they are (see the definition).
   void endSoon(RunSummary sum, std::chrono::milliseconds wait);
 
   // SIGCONT: rank 0 checkpoints as interrupted; SIGTERM/SIGINT/SIGHUP: rank 0 ends the files with

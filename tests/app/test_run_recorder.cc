@@ -149,3 +149,34 @@ TEST_CASE("run recorder: every rank learns rank 0's claim", "[run_recorder]") {
   });
   CHECK(refused == std::vector<int>{1, 1, 1});
 }
+
+TEST_CASE("run recorder: a SIGTERM after a SIGCONT checkpoint rewrites the files only if a row came since",
+          "[run_recorder]") {
+  // Open MPI's orted: SIGCONT, a second later SIGTERM and at once SIGKILL. The checkpoint's files stand
+  // when no row finished since; a row since makes the end write them again.
+  for (bool rowSince : {false, true}) {
+    Scratch tmp;
+    fb::RunMeta meta;
+    meta.runId = "r";
+    fb::RunRecorder rec;
+    rec.beginFiles(tmp.dir.string(), meta);
+    rec.add(row(65536), "verbs");
+    fb::RunSummary cont;
+    cont.ok = false;
+    cont.status = "interrupted (SIGCONT)";
+    rec.checkpoint(cont, std::chrono::milliseconds(300));
+    CHECK(nlohmann::json::parse(slurp(tmp.dir / "run.json"))["summary"]["status"] == "interrupted (SIGCONT)");
+    const auto written = fs::last_write_time(tmp.dir / "run.json");
+    if (rowSince) rec.add(row(131072), "verbs");
+    fb::RunSummary term;
+    term.ok = false;
+    term.status = "interrupted (SIGTERM)";
+    rec.endSoon(term, std::chrono::milliseconds(300));
+    auto j = nlohmann::json::parse(slurp(tmp.dir / "run.json"));
+    CHECK(j["summary"]["status"] == (rowSince ? "interrupted (SIGTERM)" : "interrupted (SIGCONT)"));
+    CHECK(fb::readCsv((tmp.dir / "table.csv").string()).size() == (rowSince ? 2u : 1u));
+    CHECK(slurp(tmp.dir / "report.md").find(rowSince ? "SIGTERM" : "SIGCONT") != std::string::npos);
+    if (!rowSince) CHECK(fs::last_write_time(tmp.dir / "run.json") == written);  // not written again
+    CHECK(rec.ended);
+  }
+}
