@@ -25,6 +25,8 @@
 #   nt-rest    nt with scripts/instruments/rest.c preloaded: its thread sleeps REST_US (2000) before each size's loop
 #   fb-pin     fb with taskset -c 3 inside mpirun as well (in case mpirun widens the CPU set it inherits)
 #   nt-free    nt on every core (no taskset): do its own threads, sharing CPU 3 with the loop, slow it?
+#   fb-shm     fb writing its result files on /dev/shm (tmpfs: fsync returns at once): do the rows' fsyncs, where
+#              fb's main thread blocks between its loops, make its loops faster than nccl-tests' (see nt-rest)?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
 # allowed CPUs, and the process's context switches (threads.txt). STRACE=1: the same two under strace -f -c.
 # VARIANTS="fb nt ..." picks the variants (default the first four), ROUNDS the most rounds (12), BUDGET_S the
@@ -55,8 +57,9 @@ D=$OUT/diag; mkdir -p $D
 plugin=$(ls $PWD/build-gpu/lib/gpu/nccl/libfabricbench-nccl-profiler.so)
 NT=.nccl-tests/build/all_reduce_perf
 nt=(-b 8 -e 1M -f 2 -n 40 -w 10 -g 1 -I 1)
-fb=(build-gpu/benchmarks/fabricbench --transport nccl --collective allreduce -b 8 -e 1M -f 2 -n 40 -w 10 --placement both
-    --allow-single-rank --timer rank --per-op --results-dir $D)
+fb0=(build-gpu/benchmarks/fabricbench --transport nccl --collective allreduce -b 8 -e 1M -f 2 -n 40 -w 10 --placement both
+    --allow-single-rank --timer rank --per-op)
+fb=("${fb0[@]}" --results-dir $D)
 M=(mpirun -np 1 --bind-to none -x NCCL_NVLS_ENABLE=0)
 run() {
   case $1 in
@@ -78,6 +81,8 @@ run() {
     fb-reuse) taskset -c 3 "${M[@]}" "${fb[@]}" --reuse-buffers --run-id fb-reuse-r$2 > $D/fb-reuse-r$2.log 2>&1 ;;
     fb-pin) "${M[@]}" taskset -c 3 "${fb[@]}" --run-id fb-pin-r$2 > $D/fb-pin-r$2.log 2>&1 ;;
     nt-rest) taskset -c 3 env LD_PRELOAD=/tmp/rest.so $NT "${nt[@]}" -J $D/nt-rest-r$2.json > $D/nt-rest-r$2.log 2>&1 ;;
+    fb-shm) taskset -c 3 "${M[@]}" "${fb0[@]}" --results-dir /dev/shm/fbab --run-id fb-shm-r$2 > $D/fb-shm-r$2.log 2>&1
+      mv /dev/shm/fbab/fb-shm-r$2 $D/ ;;
     nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac

@@ -39,7 +39,8 @@ PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")
          ("nt-mpi", "nt"), ("nt-malloc", "nt"), ("fb-noucx", "fb"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
          ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"),
          ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"),
-         ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"))
+         ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"),
+         ("fb-shm", "fb"), ("fb-shm", "nt"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
