@@ -250,6 +250,7 @@ std::string runShape(const NcclRun& r) {
   if (r.force.proto) s += ", NCCL_PROTO=" + ncclProtoName(*r.force.proto);
   if (r.nvlsOff) s += ", NVLS off";  // NCCL_NVLS_ENABLE=0, or the INFO's 0 nvls channels
   if (r.channels > 0) s += fmt::format(", {} channels", r.channels);
+  for (const auto& u : r.unmodelled) s += ", " + u + " (not modelled)";
   return s;
 }
 
@@ -449,16 +450,22 @@ int cmdFit() {
         faster += head + "; check --nics, --nic-gbps and --collnet (SHARP in the switches), and the sizes the table "
                          "marks noisy or outlier.\n";
       } else {
-        // The advice as an argument: the run's file, its coll= hint kept, the counts of one node, its #k.
+        // The advice as an argument: the run's file, its coll= hint kept, the domains' counts, its #k. A domain
+        // holds at most 72 GPUs (an NVL72 rack; 32 in a GH200 NVL32): the fewest domains of whole hosts that fit.
+        static const std::regex kGh200(R"(\bGH200\b)", std::regex::icase);
+        const int domainGpus = std::regex_search(r.gpu, kGh200) ? 32 : 72;
+        const int hostsPerDomain = std::max(1, domainGpus / std::max(1, r.gpusPerNode));
+        int domains = (r.nodes + hostsPerDomain - 1) / hostsPerDomain;
+        while (r.nodes % domains != 0) ++domains;
         const auto arg = fb::splitInputArg(r.source.empty() ? r.label : r.source);
         const int n = r.nodes * r.gpusPerNode;
-        const std::string advice = fmt::format("{}:{}ranks={},nodes=1{}", arg.file,
-                                               arg.hints.coll.empty() ? "" : "coll=" + arg.hints.coll + ",", n,
+        const std::string advice = fmt::format("{}:{}ranks={},nodes={}{}", arg.file,
+                                               arg.hints.coll.empty() ? "" : "coll=" + arg.hints.coll + ",", n, domains,
                                                arg.hints.pick > 0 ? fmt::format("#{}", arg.hints.pick) : "");
-        faster += head + fmt::format(". Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE) are "
-                                     "one node to NCCL: give the run as 1 x {} GPUs ({}); otherwise check --nics, "
-                                     "--nic-gbps and --collnet (SHARP in the switches).\n",
-                                     n, advice);
+        faster += head + fmt::format(". Nodes that share one NVLink domain (GB200/GB300 NVL72, NCCL_MNNVL_ENABLE; at "
+                                     "most {} GPUs) are one node to NCCL: give the run as {} x {} GPUs ({}); otherwise "
+                                     "check --nics, --nic-gbps and --collnet (SHARP in the switches).\n",
+                                     domainGpus, domains, n / domains, advice);
       }
     }
   }

@@ -141,6 +141,13 @@ const std::vector<NcclGpuFamily>& ncclGpuFamilies() {
       {R"(\b(H100|H200|H20)\b)",
        {"Hopper (18 NVLink 4 links)", 365, 480, false,
         "the Hopper defaults: ring 365 (NVIDIA/nccl issue 1455), NVLS 480 (nccl-tests issue 212)", 18 * 25.0}},
+      // ROCm's name for a GPU it has no product name for, Instinct parts and Radeon cards alike (gfx950 and gfx1201
+      // both print it): the class is unknown, so neither row's hop latencies are claimed for it.
+      {R"(\bAMD Radeon Graphics\b)",
+       {"AMD GPU of unknown class ('AMD Radeon Graphics' is ROCm's generic name, printed for Instinct and Radeon "
+        "parts alike)", 0, 0, false,
+        "no NVLS: RCCL has no NVLink SHARP; taken as Instinct over xGMI (give --pcie for a PCIe card); the node's "
+        "ring rate stays at the default (give --ring-gbps, or fit a 1 x G run)"}},
       {R"(\bRadeon\b(?!\s+Instinct))",  // "Radeon Instinct MI50/MI60" are Instinct GPUs with Infinity Fabric links
        {"AMD Radeon (PCIe card, no xGMI links)", 0, 0, true,
         "no NVLS: RCCL has no NVLink SHARP; PCIe hop latencies; the node's ring rate stays at the default (give "

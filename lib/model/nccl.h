@@ -231,6 +231,7 @@ struct NcclRun {
   bool directP2p = false;        // INFO "via P2P/direct pointer", or without INFO one thread driving several GPUs
   bool nvlsOff = false;          // NCCL_NVLS_ENABLE=0 in the run's environment: no NVLS or NVLSTree
   bool rccl = false;             // an rccl-tests log: RCCL, which has no NVLS or NVLSTree
+  std::vector<std::string> unmodelled;  // the run's NCCL_* settings that change its paths, which the model lacks
   std::string gpu;               // the GPU's name from the log ('#  Rank' lines) or the run's fingerprint; "" unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known

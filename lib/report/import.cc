@@ -35,9 +35,15 @@ InputKind sniffInput(const std::string& text) {
       if (auto h = l.find('#'); h != std::string::npos && nccltests::headerShape(l.substr(h)).known) return true;
     return false;
   };
+  auto headerlessRow = [&] {  // result rows pasted without the header (NVIDIA/nccl-tests issue 294)
+    for (const auto& l : text::split(text, '\n'))
+      if (nccltests::isHeaderlessRow(text::words(nccltests::stripPrefixes(l)))) return true;
+    return false;
+  };
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
-      (columns && text.find("out-of-place") != std::string::npos) || columnLine())  // 2.0-era: no redop, no #wrong
+      (columns && text.find("out-of-place") != std::string::npos) || columnLine() ||  // 2.0-era: no redop, no #wrong
+      headerlessRow())
     return InputKind::kNcclTests;
   if (text.find("#bytes") != std::string::npos &&
       (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||

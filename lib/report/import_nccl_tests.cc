@@ -1,6 +1,7 @@
 // nccl-tests output as people publish it: every 2.x format, several runs a file, the collective, ranks and nodes of
 // each, its rows as Samples (the lines around the table, prefixes and NCCL INFO: nccl_tests_lines.cc).
 #include <algorithm>
+#include <regex>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -411,6 +412,10 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       auto w = text::words(t);
       std::size_t dummy = 0;
       // a result row: size count type ...; other numeric lines (e.g. "1 warning") are not rows
+      if (!cur.headerSeen && isHeaderlessRow(w)) {  // rows pasted without their column header
+        cur.headerSeen = true;
+        cur.shape = headerShape(kCurrentHeader);
+      }
       if (w.size() >= 5 && text::toUnsigned(w[0], dummy) && text::toUnsigned(w[1], dummy) && cur.headerSeen) {
         cur.rows.push_back({w, i + 1});
       } else if (w.size() >= 9 && text::toUnsigned(w[0], dummy) && text::toUnsigned(w[1], dummy) && !cur.headerSeen) {
@@ -497,10 +502,18 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       int nRanks = 0, nNodes = 0;
       const std::string pickTag = hints.pick > 0 ? fmt::format("#{}", hints.pick) : "";  // advice keeps FILE#k
       if (!why.empty()) {
-        if (hints.ranks <= 0 || hints.nodes <= 0)
+        if (hints.ranks <= 0 || hints.nodes <= 0) {
+          // The example uses the count the log gives (nThread x nGpus x -np, or the highest rank listed + 1) and
+          // 8 GPUs a node (4 for GB200/GB300 trays).
+          const int known = std::max(expected, listed > 0 ? *r.ranks.rbegin() + 1 : 64);
+          static const std::regex kTray(R"(\bGB[23]00\b)", std::regex::icase);
+          int gpn = std::regex_search(r.gpu, kTray) ? 4 : 8;
+          if (known % gpn != 0) gpn = 1;
           throw InputError(fmt::format("{}: the rank list is elided ({}): give the counts with {}:ranks=N,nodes=M{} "
-                                       "(e.g. {}:ranks=64,nodes=8{})",
-                                       source, why, source, pickTag, source, pickTag));
+                                       "(e.g. {}:ranks={},nodes={}{}{})",
+                                       source, why, source, pickTag, source, known, known / gpn, pickTag,
+                                       expected > 0 || listed > 0 ? fmt::format(" for {} GPUs a node", gpn) : ""));
+        }
       }
       if (listed > 0) nRanks = listed;
       else if (expected > 0) nRanks = expected;

@@ -31,6 +31,21 @@ HeaderShape headerShape(const std::string& line) {
   return h;
 }
 
+const char* const kCurrentHeader =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong";
+
+bool isHeaderlessRow(const std::vector<std::string>& w) {
+  static const std::regex type(R"(u?int(8|32|64)|half|float|double|bfloat16|f8e4m3|f8e5m2|fp8_e4m3|fp8_e5m2)");
+  static const std::regex redop(R"(sum|prod|max|min|avg|none|premulsum)");
+  std::size_t u = 0;
+  auto number = [](const std::string& x) { return !x.empty() && (std::isdigit(static_cast<unsigned char>(x[0])) || x == "N/A"); };
+  if (w.size() != 13 || !text::toUnsigned(w[0], u) || !text::toUnsigned(w[1], u)) return false;
+  if (!std::regex_match(w[2], type) || !std::regex_match(w[3], redop)) return false;
+  for (std::size_t k = 4; k < 13; ++k)
+    if (!(number(w[k]) || (k == 4 && w[k] == "-1"))) return false;
+  return true;
+}
+
 bool isAmdGpuName(const std::string& gpu) {
   static const std::regex re(kAmdGpuPattern, std::regex::icase);
   return std::regex_search(gpu, re);
@@ -140,7 +155,8 @@ bool isRankTag(const std::string& l, std::size_t open, std::size_t close) {
 }
 }  // namespace
 
-// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order.
+// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", Ray's "(head, rank=0, pid=1) " and timestamps,
+// in any order.
 std::string stripPrefixes(std::string l) {
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
@@ -154,6 +170,15 @@ std::string stripPrefixes(std::string l) {
       if (i > d && i - d <= 6 && i < l.size() && l[i] == ':' && (i + 1 == l.size() || l[i + 1] == ' ')) {
         // not a time ("10:21:33") and not a data row (those have no ':' there)
         l.erase(0, std::min(l.size(), i + 2));
+        changed = true;
+      }
+    }
+    // Ray's log prefix, "(head, rank=0, pid=3808) " or "(worker1, rank=1, pid=2769, ip=10.0.0.2) " (SkyPilot runs)
+    if (auto k = l.find_first_not_of(" \t"); k != std::string::npos && l[k] == '(') {
+      const auto close = l.find(')', k);
+      if (close != std::string::npos && close - k < 160 && l.substr(k, close - k).find("pid=") != std::string::npos) {
+        l.erase(0, close + 1);
+        if (!l.empty() && l[0] == ' ') l.erase(0, 1);
         changed = true;
       }
     }

@@ -26,8 +26,13 @@ struct HeaderShape {
 };
 // Its words "size", "count", "type" and a "time" (known), else a default shape with known false.
 HeaderShape headerShape(const std::string& line);
+// A result row of today's 13 columns (size count type redop root, then time algbw busbw #wrong twice), as pasted
+// without the column header above it (NVIDIA/nccl-tests issue 294): read as if that header stood there.
+bool isHeaderlessRow(const std::vector<std::string>& words);
+extern const char* const kCurrentHeader;
 
-// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", and timestamps, in any order, removed.
+// srun -l " 0: " / "12: ", Open MPI --tag-output "[1,0]<stdout>:", Ray's "(head, rank=0, pid=1) " and timestamps,
+// in any order, removed.
 std::string stripPrefixes(std::string l);
 // "... via P2P/CUMEM/read" -> "P2P/CUMEM"; "via NET/IB/0/GDRDMA" -> "NET/IB" (gdr set when GDRDMA is named).
 std::string transportIn(const std::string& line, bool& gdr);

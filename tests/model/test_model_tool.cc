@@ -368,6 +368,22 @@ TEST_CASE("fabricbench-model nccl fit: a multi-node run faster than its NICs nam
   CHECK(one.text.find("median 0.2 %") != std::string::npos);
   // The elided list needs the counts.
   CHECK(tool("nccl fit " + log).rc == 2);
+  // 32 x 4 GB300 over two NVL72 racks: the advice is two domains of 64 GPUs (a domain holds at most 72), which fits;
+  // it had advised 1 x 128.
+  const std::string racks = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests-other/gb300-oci-32x4-2racks-allreduce-elided.log";
+  auto hosts = tool("nccl fit " + racks + ":ranks=128,nodes=32");
+  INFO(hosts.text);
+  CHECK(hosts.rc == 0);
+  CHECK(hosts.text.find("at most 72 GPUs) are one node to NCCL: give the run as 2 x 64 GPUs (" + racks +
+                        ":ranks=128,nodes=2)") != std::string::npos);
+  auto domains = tool("nccl fit " + racks + ":ranks=128,nodes=2");
+  INFO(domains.text);
+  CHECK(domains.rc == 0);
+  CHECK(domains.text.find("Faster than its nodes' NICs") == std::string::npos);
+  // Its own elided list: the example carries the count the list gives (highest rank 127) and 4 GPUs a GB300 tray.
+  auto bare = tool("nccl fit " + racks);
+  CHECK(bare.rc == 2);
+  CHECK(bare.text.find("(e.g. " + racks + ":ranks=128,nodes=32 for 4 GPUs a node)") != std::string::npos);
   // The same log with an H100 named (no NVLink across hosts): the checks alone, no NVLink-domain advice.
   {
     const std::string h = editedCopy(log, "NVIDIA GB300", "NVIDIA H100 80GB HBM3",
@@ -585,3 +601,34 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
   std::filesystem::remove_all(tmp);
 }
 #endif
+
+TEST_CASE("fabricbench-model nccl fit: a short rank list's advice, and settings the model does not time", "[tool][nccl]") {
+  const std::string other = std::string(FB_MODEL_TEST_DATA) + "/public-nccl-tests-other/";
+  // NVIDIA/nccl-tests issue 322: -np 1024, the paste lists ranks 0-99; the example takes the launcher's count.
+  auto cut = tool("nccl fit " + other + "h100-issue322-128x8-truncated-ranklist.log");
+  INFO(cut.text);
+  CHECK(cut.rc == 2);
+  CHECK(cut.text.find("100 '#  Rank' lines where nThread x nGpus x -np = 1024") != std::string::npos);
+  CHECK(cut.text.find("ranks=1024,nodes=128 for 8 GPUs a node)") != std::string::npos);
+  CHECK(tool("nccl fit " + other + "h100-issue322-128x8-truncated-ranklist.log:ranks=1024,nodes=128").rc == 0);
+  // NCCL_IB_DISABLE=1 on the launcher line: sockets, which the model does not time; the run's shape says so.
+  auto sock = tool("nccl fit " + other + "h200-openshift-sockets-2x8-g8.log");
+  INFO(sock.text);
+  CHECK(sock.rc == 0);
+  CHECK(sock.text.find("2 x 8 GPUs, allreduce, NCCL_ALGO=Ring") != std::string::npos);
+  CHECK(sock.text.find("NCCL_IB_DISABLE=1 (not modelled)") != std::string::npos);
+  // given by the user, such a key is refused with what the model does know
+  auto given = tool("nccl fit " + other + "h200-openshift-sockets-2x8-g8.log --given NCCL_P2P_DISABLE=1");
+  CHECK(given.rc == 2);
+  CHECK(given.text.find("the model has no setting for NCCL_P2P_DISABLE") != std::string::npos);
+  // Ray's prefix before Open MPI's tag on every line (SkyPilot), and rows pasted without their header
+  auto ray = tool("nccl fit " + other + "h200-gke-skypilot-2x8-allgather-rayprefix.log:coll=allgather");
+  INFO(ray.text);
+  CHECK(ray.rc == 0);
+  CHECK(ray.text.find("(2 x 8 GPUs, allgather)") != std::string::npos);
+  auto rows = tool("nccl fit " + other + "h100-issue294-2x8-rowsonly.log");
+  INFO(rows.text);
+  CHECK(rows.rc == 2);
+  CHECK(rows.text.find("which collective?") != std::string::npos);
+  CHECK(tool("nccl fit " + other + "h100-issue294-2x8-rowsonly.log:coll=allreduce,ranks=16,nodes=2").rc == 0);
+}

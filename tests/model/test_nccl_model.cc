@@ -666,7 +666,9 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
                        {"NVIDIA GB200", 721.8, 480 * 721.8 / 370.8, false},
                        // AMD: Instinct over xGMI, Radeon a PCIe card (no xGMI)
                        {"AMD Instinct MI300X", 0, 0, false},          {"AMD Radeon AI PRO R9700", 0, 0, true},
-                       {"AMD Radeon Instinct MI60", 0, 0, false}};
+                       {"AMD Radeon Instinct MI60", 0, 0, false},
+                       // ROCm's generic name (gfx950 Instinct and gfx1201 Radeon cards alike): not claimed a PCIe card
+                       {"AMD Radeon Graphics", 0, 0, false}};
   int wrong = 0;
   for (const auto& w : want) {
     auto p = ncclGpuPrior(w.name);
@@ -677,6 +679,7 @@ TEST_CASE("nccl priors by the logs' GPU: NVLink ring rate, NVLS, PCIe", "[nccl]"
     wrong += !ok;
   }
   CHECK(wrong == 0);
+  CHECK(ncclGpuPrior("AMD Radeon Graphics")->family.find("unknown class") != std::string::npos);
   CHECK_FALSE(ncclGpuPrior("Some Accelerator 9000").has_value());
   CHECK_FALSE(ncclGpuPrior("").has_value());
 }

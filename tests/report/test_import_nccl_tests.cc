@@ -146,6 +146,19 @@ const Expect kExpect[] = {
     {"nccl-tests-formats/two-runs-second-elided.log:ranks=4,nodes=2#1", 1, "allreduce", 4, 2, "NVIDIA H100 80GB HBM3"},
     {"nccl-tests-formats/two-runs-second-elided.log:ranks=32,nodes=4#2", 1, "allreduce", 32, 4, "NVIDIA H100 80GB HBM3"},
     {"public-nccl-tests-other/mi355x-hisohara-2x8-allreduce.log:coll=allreduce", 1, "allreduce", 16, 2, nullptr},
+    // found in session 23: Ray's prefix before the Open MPI tag; rows without their header; NVL72 racks given as
+    // hosts; a rank list cut short; the old layout with every rank's tagged output; -g 8 over sockets
+    {"public-nccl-tests-other/h200-gke-skypilot-2x8-allgather-rayprefix.log:coll=allgather", 1, "allgather", 16, 2,
+     "NVIDIA H200"},
+    {"public-nccl-tests-other/h100-issue294-2x8-rowsonly.log:coll=allreduce,ranks=16,nodes=2", 1, "allreduce", 16, 2,
+     nullptr},
+    {"public-nccl-tests-other/gb300-oci-32x4-2racks-allreduce-elided.log:ranks=128,nodes=32", 1, "allreduce", 128, 32,
+     "NVIDIA GB300"},
+    {"public-nccl-tests-other/h100-issue322-128x8-truncated-ranklist.log:ranks=1024,nodes=128", 1, "allreduce", 1024,
+     128, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests-other/a100-p4d-efa-eks-2x8-tagoutput-old.log:coll=allreduce", 1, "allreduce", 16, 2,
+     "A100-SXM4-40GB"},
+    {"public-nccl-tests-other/h200-openshift-sockets-2x8-g8.log", 1, "allreduce", 16, 2, "NVIDIA H200"},
 };
 
 double busFactor(const std::string& coll, int n) {
@@ -205,10 +218,11 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 3418);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+  CHECK(rowsChecked == 3614);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
                                // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
                                // + 4 GB200 + 200 of the two superbench logs and the EKS one (34 + 34 + 32 lines) + 400
-                               // of set F's four 10-node logs (4 x 50 lines)
+                               // of set F's four 10-node logs (4 x 50 lines) + 196 of the six found in session 23 (24 + 5 +
+                               // 2 + 5 + 30 + 32 lines)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
@@ -661,6 +675,15 @@ TEST_CASE("nccl_tests_lines: one NCCL INFO line at a time, and the launchers' pr
   // srun -l, Open MPI --tag-output and timestamps, alone and stacked; a data row and a time are left alone
   CHECK(stripPrefixes(" 0: # nThread 1") == "# nThread 1");
   CHECK(stripPrefixes("[1,0]<stdout>:#  Rank  0") == "#  Rank  0");
+  // Ray's log prefix (SkyPilot) before the Open MPI tag, on the head and on a worker
+  CHECK(stripPrefixes("(head, rank=0, pid=3808) [1,0]<stdout>:#  Rank  0") == "#  Rank  0");
+  CHECK(stripPrefixes("(worker1, rank=1, pid=2769, ip=10.100.10.12) [1,9]<stdout>:  1024  16") == "  1024  16");
+  CHECK(stripPrefixes("(see below) 1024") == "(see below) 1024");  // no pid=: not Ray's
+  // today's 13 columns without the header above them; a 12-column row (no root) is not taken for them
+  CHECK(isHeaderlessRow(fb::text::words("134217728 33554432 float sum -1 738.7 181.69 340.67 0 739.9 181.40 340.12 0")));
+  CHECK(isHeaderlessRow(fb::text::words("1024 16 bfloat16 none -1 20.1 0.05 0.05 0 19.8 0.05 0.05 N/A")));
+  CHECK_FALSE(isHeaderlessRow(fb::text::words("134217728 33554432 float sum 738.7 181.69 340.67 0 739.9 181.40 340.12 0")));
+  CHECK_FALSE(isHeaderlessRow(fb::text::words("134217728 33554432 words sum -1 738.7 181.69 340.67 0 739.9 181.40 340.12 0")));
   CHECK(stripPrefixes("2025-06-18T10:21:33.123Z  0: 8388608 2097152 float") == "8388608 2097152 float");
   CHECK(stripPrefixes("[10:21:33] [1,3]<stderr>:NCCL version 2.18.3") == "NCCL version 2.18.3");
   CHECK(stripPrefixes("     8388608       2097152     float     sum") == "     8388608       2097152     float     sum");
