@@ -483,9 +483,21 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                              "line and names no *_perf binary{}",
                                              source, r.rows.front().line, g.fits.empty() ? "" : "; " + g.fits);
         if (g.suggest.empty() && !g.fits.empty()) throw InputError(head);  // a Reduce: nothing to suggest
+        // Without '#  Rank' lines (or nThread x nGpus x -np) the counts are needed too: busbw / algbw gives the ranks
+        // for each candidate where one whole count fits, so one refusal asks for all of it.
+        const bool countless = r.ranks.empty() && !(r.launcherNp > 0);
         std::string args;
-        for (const auto& c : g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest)
-          args += (args.empty() ? "" : " or ") + fmt::format("{}:coll={}", source, c);
+        for (const auto& c : g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest) {
+          std::string counts;
+          if (countless) {
+            const auto f = ranksFromBusFactor(c, r.rows, r.shape);
+            const long lo = f ? static_cast<long>(std::ceil(f->lo - 1e-9)) : 0;
+            counts = f && f->hi < 1e6 && lo == static_cast<long>(std::floor(f->hi + 1e-9))
+                         ? fmt::format(",ranks={},nodes=M", lo)
+                         : ",ranks=N,nodes=M";
+          }
+          args += (args.empty() ? "" : " or ") + fmt::format("{}:coll={}{}", source, c, counts);
+        }
         throw InputError(fmt::format("{}; add it to the file name: {}", head, args));
       }
       if (r.binary.empty()) r.binary = "(coll given by the user)";

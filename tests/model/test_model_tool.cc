@@ -630,5 +630,7 @@ TEST_CASE("fabricbench-model nccl fit: a short rank list's advice, and settings 
   INFO(rows.text);
   CHECK(rows.rc == 2);
   CHECK(rows.text.find("which collective?") != std::string::npos);
+  // no '#  Rank' lines either: the one refusal asks for the counts too, the ranks from busbw / algbw
+  CHECK(rows.text.find("h100-issue294-2x8-rowsonly.log:coll=allreduce,ranks=16,nodes=M") != std::string::npos);
   CHECK(tool("nccl fit " + other + "h100-issue294-2x8-rowsonly.log:coll=allreduce,ranks=16,nodes=2").rc == 0);
 }
