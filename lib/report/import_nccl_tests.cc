@@ -500,6 +500,19 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         }
         throw InputError(fmt::format("{}; add it to the file name: {}", head, args));
       }
+      // Sizes that fall back within one run of one type and op (-d all / -o all restart the sweep with another):
+      // several processes' tables interleaved (nccl-tests built without MPI=1 and started by mpirun runs one
+      // independent 1-rank test per process: NVIDIA/nccl-tests issue 294).
+      for (std::size_t k = 1; k < r.rows.size(); ++k) {
+        const auto &p = r.rows[k - 1].w, &q = r.rows[k].w;
+        std::size_t a = 0, b = 0;
+        const bool sameSweep = p.size() > 3 && q.size() > 3 && p[2] == q[2] && p[3] == q[3];
+        if (sameSweep && text::toUnsigned(p[0], a) && text::toUnsigned(q[0], b) && b < a)
+          throw InputError(fmt::format("{}: line {}: size {} after {} (line {}): the rows of several tables interleaved, "
+                                       "as when mpirun starts nccl-tests built without MPI=1 (one 1-rank test per "
+                                       "process); give one table",
+                                       source, r.rows[k].line, b, a, r.rows[k - 1].line));
+      }
       if (r.binary.empty()) r.binary = "(coll given by the user)";
       // Ranks and nodes.
       int listed = static_cast<int>(r.ranks.size());
