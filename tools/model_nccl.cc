@@ -254,6 +254,22 @@ std::string runShape(const NcclRun& r) {
   return s;
 }
 
+// The sizes left out of a run because nccl-tests counted wrong elements in them ("" when none): "2 MiB, 4 MiB (both
+// placements); 64 MiB out of place (its in-place time is used)".
+std::string wrongNote(const NcclRun& r) {
+  if (r.wrongRows.empty()) return "";
+  std::map<double, std::pair<bool, bool>> by;  // bytes -> (out of place wrong, in place wrong)
+  for (const auto& [b, in] : r.wrongRows) (in ? by[b].second : by[b].first) = true;
+  std::string both, one;
+  for (const auto& [b, w] : by) {
+    if (w.first && w.second) both += (both.empty() ? "" : ", ") + human(b);
+    else one += fmt::format("{}{} {} (its {} time is used)", one.empty() ? "" : "; ", human(b),
+                            w.first ? "out of place" : "in place", w.first ? "in-place" : "out-of-place");
+  }
+  return "Left out, nccl-tests counted wrong elements (#wrong > 0): " + (both.empty() ? "" : both + " (both placements)") +
+         (both.empty() || one.empty() ? "" : "; ") + one + ".\n\n";
+}
+
 // Per-size table of one run: measured, model, error, NCCL's pick in the model.
 std::string pointsTable(const std::vector<NcclFitPoint>& pts) {
   std::string s = "| size | measured us | model us | error % | model's NCCL pick | note |\n|---:|---:|---:|---:|---|---|\n";
@@ -339,7 +355,8 @@ SetResult validateSet(const SetSpec& s, double minBytes, double boundMed, double
     }
     r.md += fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} |\n", run.label, runShape(run),
                         predicted ? "predicted" : "fitted", n, med, mx, verdict, noisy.empty() ? "-" : noisy);
-    detail += fmt::format("\n#### {} ({}, {})\n\n", run.label, runShape(run), predicted ? "predicted" : "fitted") + pointsTable(pts);
+    detail += fmt::format("\n#### {} ({}, {})\n\n", run.label, runShape(run), predicted ? "predicted" : "fitted") +
+              wrongNote(run) + pointsTable(pts);
   };
   for (auto& f : fitRuns) row(f, false);
   for (auto& p : predRuns) row(p, true);
@@ -431,7 +448,7 @@ int cmdFit() {
                          p.noisy ? 1 : 0, p.outlier ? 1 : 0);
     runsMd += fmt::format("## {} ({})\n\nFit residual at sizes >= {}: median {:.1f} %, max {:.1f} % (in-sample, not a validation).\n\n",
                           r.label, runShape(r), human(fo.minBytes), med, mx) +
-              pointsTable(pts) + "\n";
+              wrongNote(r) + pointsTable(pts) + "\n";
     // A multi-node run far faster than the fitted machine can carry between nodes: most likely nodes that share one
     // NVLink domain (GB200/GB300 NVL72 racks, NCCL's MNNVL), which NCCL's tuning treats as one node.
     std::vector<double> signedErr;

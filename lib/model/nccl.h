@@ -232,6 +232,7 @@ struct NcclRun {
   bool nvlsOff = false;          // NCCL_NVLS_ENABLE=0 in the run's environment: no NVLS or NVLSTree
   bool rccl = false;             // an rccl-tests log: RCCL, which has no NVLS or NVLSTree
   std::vector<std::string> unmodelled;  // the run's NCCL_* settings that change its paths, which the model lacks
+  std::vector<std::pair<double, bool>> wrongRows;  // (bytes, in place) left out: nccl-tests counted wrong elements
   std::string gpu;               // the GPU's name from the log ('#  Rank' lines) or the run's fingerprint; "" unknown
   struct Row {
     double bytes = 0, timeUs = 0, inPlaceUs = 0;  // inPlaceUs 0 = not known

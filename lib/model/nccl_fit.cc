@@ -98,6 +98,7 @@ std::vector<NcclRun> ncclRunsOf(const RunData& rd, const std::string& given) {
       nvlsEnv = env["NCCL_NVLS_ENABLE"].get<std::string>();
   }
   for (const auto& s : rd.rows) {
+    if (s.wrong > 0 && s.bytes > 0) byColl[s.coll].wrongRows.push_back({static_cast<double>(s.bytes), s.inPlace});
     if (s.wrong > 0 || s.bytes == 0 || !(s.timeUs > 0)) continue;
     auto& r = byColl[s.coll];
     if (r.coll.empty()) {

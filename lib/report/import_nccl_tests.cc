@@ -101,6 +101,7 @@ struct RunState : InfoFacts {
   std::vector<RankLine> rankLines;  // in log order, for the fingerprint's hosts
   std::string gpu;
   bool elided = false;
+  std::string twiceListed;  // "rank 0 on hosts a and b": a rank listed twice, the lines of two runs interleaved
   int nThread = 0, nGpus = 0;
   int launcherNp = 0;
   bool headerSeen = false;
@@ -380,6 +381,11 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         if (w[k] == "on") rl.host = w[k + 1];
         if (w[k] == "device" && isDigit(w[k + 1][0])) rl.device = std::atoi(w[k + 1].c_str());
       }
+      for (const auto& seen : cur.rankLines)
+        if (seen.rank == rl.rank && cur.twiceListed.empty())
+          cur.twiceListed = fmt::format("rank {} listed twice (line {}{}{})", rl.rank, i + 1,
+                                        seen.host.empty() ? "" : ", host " + seen.host + " and ",
+                                        seen.host.empty() ? "" : rl.host);
       if (!rl.host.empty()) {
         if (cur.hosts.insert(rl.host).second) cur.hostOrder.push_back(rl.host);
         cur.ranksPerHost[rl.host]++;
@@ -486,8 +492,22 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         // Without '#  Rank' lines (or nThread x nGpus x -np) the counts are needed too: busbw / algbw gives the ranks
         // for each candidate where one whole count fits, so one refusal asks for all of it.
         const bool countless = r.ranks.empty() && !(r.launcherNp > 0);
+        // A complete '#  Rank' list is the count: a candidate whose busbw / algbw cannot give it is not offered
+        // (a 16-rank SendRecv's factor 1 fits AllReduce only on 2 ranks).
+        const int listedHere = static_cast<int>(r.ranks.size());
+        const int npHere = r.nThread > 0 && r.nGpus > 0 ? r.nThread * r.nGpus * std::max(1, r.launcherNp) : 0;
+        const bool completeList = listedHere > 0 && !r.elided && *r.ranks.rbegin() + 1 == listedHere && npHere <= listedHere;
+        auto candidates = g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest;
+        if (completeList) {
+          std::vector<std::string> fitting;
+          for (const auto& c : candidates) {
+            const auto f = ranksFromBusFactor(c, r.rows, r.shape);
+            if (!f || (listedHere >= f->lo - 1e-9 && listedHere <= f->hi + 1e-9)) fitting.push_back(c);
+          }
+          if (!fitting.empty()) candidates = fitting;
+        }
         std::string args;
-        for (const auto& c : g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest) {
+        for (const auto& c : candidates) {
           std::string counts;
           if (countless) {
             const auto f = ranksFromBusFactor(c, r.rows, r.shape);
@@ -513,6 +533,10 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                        "process); give one table",
                                        source, r.rows[k].line, b, a, r.rows[k - 1].line));
       }
+      if (!r.twiceListed.empty())
+        throw InputError(fmt::format("{}: {}: the lines of two runs interleaved (two processes printing to one file, "
+                                     "as two `-g N` runs of one node each); give one run's lines",
+                                     source, r.twiceListed));
       if (r.binary.empty()) r.binary = "(coll given by the user)";
       // Ranks and nodes.
       int listed = static_cast<int>(r.ranks.size());

@@ -585,15 +585,17 @@ TEST_CASE("fabricbench-model nccl validate --sets over the public nccl-tests log
       if (run.find("xxrjun-cluster00") == std::string::npos && run.find("voltagepark") == std::string::npos) ++withinAF;  // not G, K
     }
   }
-  // Set F's four 10-node logs (20 runs, 2026-12-07) joined with 3 within: 26 of 51.
-  CHECK(r.text.find(std::to_string(within) + " of 51 predicted runs within the bound") != std::string::npos);
+  // Set F's four 10-node logs (20 runs, 2026-12-07) joined with 3 within: 26 of 51. Session 23 added set A's 8 x 8,
+  // set K's Broadcast and Reduce (three runs) and set M (ALCF Polaris, six runs): none within, 26 of 61.
+  CHECK(r.text.find(std::to_string(within) + " of 61 predicted runs within the bound") != std::string::npos);
   CHECK(withinAF >= 19);
   CHECK(within >= 26);
   CHECK(wrong == 0);
   CHECK(rows > 150);
-  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G", "K"});
-  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each; set K predicts its 4 x 8 AllGather)
-  CHECK(predictedRows.size() == 51);
+  CHECK(sets == std::set<std::string>{"A", "B", "C", "D", "E", "F", "G", "K", "M"});
+  // sets.json's predict lists (set F's and G's logs hold 2 or 5 runs each; set K predicts its 4 x 8 AllGather,
+  // Broadcast and Reduce and its 1 x 8 Broadcast)
+  CHECK(predictedRows.size() == 61);
   for (auto& [run, n] : predictedRows) {
     INFO(run);
     CHECK(n >= 3);
@@ -617,6 +619,17 @@ TEST_CASE("fabricbench-model nccl fit: a short rank list's advice, and settings 
   CHECK(sock.rc == 0);
   CHECK(sock.text.find("2 x 8 GPUs, allreduce, NCCL_ALGO=Ring") != std::string::npos);
   CHECK(sock.text.find("NCCL_IB_DISABLE=1 (not modelled)") != std::string::npos);
+  // Rows that nccl-tests found wrong are left out with a line that names them (Sigma2 Olivia's 4 x 4 GH200 int8)
+  auto corrupt = tool("nccl fit " + other + "gh200-olivia-4x4-int8-corrupt.log");
+  INFO(corrupt.text);
+  CHECK(corrupt.rc == 0);
+  CHECK(corrupt.text.find("Left out, nccl-tests counted wrong elements (#wrong > 0): 2 MiB, 4 MiB, 8 MiB, 16 MiB, 32 MiB "
+                          "(both placements); 64 MiB out of place (its in-place time is used).") != std::string::npos);
+  // A complete 16-rank list: the refusal offers SendRecv only (AllReduce's factor 1 needs 2 ranks)
+  auto sr = tool("nccl fit " + other + "b200-together-sendrecv-2x8-2runs.log");
+  CHECK(sr.rc == 2);
+  CHECK(sr.text.find("add it to the file name: " + other + "b200-together-sendrecv-2x8-2runs.log:coll=sendrecv;") !=
+        std::string::npos);
   // given by the user, such a key is refused with what the model does know
   auto given = tool("nccl fit " + other + "h200-openshift-sockets-2x8-g8.log --given NCCL_P2P_DISABLE=1");
   CHECK(given.rc == 2);

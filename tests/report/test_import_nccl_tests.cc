@@ -159,6 +159,27 @@ const Expect kExpect[] = {
     {"public-nccl-tests-other/a100-p4d-efa-eks-2x8-tagoutput-old.log:coll=allreduce", 1, "allreduce", 16, 2,
      "A100-SXM4-40GB"},
     {"public-nccl-tests-other/h200-openshift-sockets-2x8-g8.log", 1, "allreduce", 16, 2, "NVIDIA H200"},
+    // sets A, K and M's runs added in session 23 (8 x 8; Broadcast and Reduce; ALCF Polaris at 2-540 nodes)
+    {"public-nccl-tests/h100-ib400-gjaion-8x8.log:coll=allreduce", 1, "allreduce", 64, 8, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-voltagepark-1x8-broadcast.log", 1, "broadcast", 8, 1, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-voltagepark-4x8-broadcast.log", 1, "broadcast", 32, 4, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/h100-voltagepark-4x8-reduce.log", 1, "reduce", 32, 4, "NVIDIA H100 80GB HBM3"},
+    {"public-nccl-tests/a100-polaris-n2x4-all_reduce.log:coll=allreduce", 1, "allreduce", 8, 2, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n2x4-all_gather.log:coll=allgather", 1, "allgather", 8, 2, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n8x4-all_reduce.log:coll=allreduce", 1, "allreduce", 32, 8, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n8x4-all_gather.log:coll=allgather", 1, "allgather", 32, 8, "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n256x4-all_reduce.log:coll=allreduce", 1, "allreduce", 1024, 256,
+     "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n256x4-all_gather.log:coll=allgather", 1, "allgather", 1024, 256,
+     "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n540x4-all_reduce.log:coll=allreduce", 1, "allreduce", 2160, 540,
+     "NVIDIA A100-SXM4-40GB"},
+    {"public-nccl-tests/a100-polaris-n540x4-all_gather.log:coll=allgather", 1, "allgather", 2160, 540,
+     "NVIDIA A100-SXM4-40GB"},
+    // rows with wrong elements (read; the model leaves them out and says so); two SendRecv runs of one file
+    {"public-nccl-tests-other/gh200-olivia-4x4-int8-corrupt.log", 1, "allreduce", 16, 4, "NVIDIA GH200 120GB"},
+    {"public-nccl-tests-other/b200-together-sendrecv-2x8-2runs.log:coll=sendrecv", 2, "p2pring,p2pring", 16, 2,
+     "NVIDIA B200"},
 };
 
 double busFactor(const std::string& coll, int n) {
@@ -218,16 +239,23 @@ TEST_CASE("every real log in tests/data reads with the expected runs, collective
   }
   CHECK(wrongFiles == 0);
   CHECK(wrongRows == 0);
-  CHECK(rowsChecked == 3614);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
+  CHECK(rowsChecked == 4388);  // 1998 + 560 from sets I-L (280 data lines, grep of the logs) + 126 rccl-tests (32 + 31
                                // lines) + 36 of our -I 1 log (18 lines) + 90 of the two-run file (31 + 14 lines) + 4 GB300
                                // + 4 GB200 + 200 of the two superbench logs and the EKS one (34 + 34 + 32 lines) + 400
                                // of set F's four 10-node logs (4 x 50 lines) + 196 of the six found in session 23 (24 + 5 +
-                               // 2 + 5 + 30 + 32 lines)
+                               // 2 + 5 + 30 + 32 lines) + 774 of 14 more (387 lines: Olivia 28, B200 SendRecv 20, set A's
+                               // 8 x 8 14, set K's three 31 each, Polaris' eight 29 each)
   // every .log in these folders is either listed above or refused on purpose (INFO only)
   for (const char* dir : {"public-nccl-tests", "nccl-info", "nccl-tests-formats", "public-nccl-tests-other"})
     for (auto& de : fs::directory_iterator(kData + dir))
       if (de.path().extension() == ".log" && !covered.count(de.path().filename().string())) {
         std::string n = de.path().filename().string();
+        if (n == "h100-together-2pods-1x8-g8-interleaved-ring.log") {  // two 1 x 8 runs' lines interleaved
+          CHECK_THROWS_WITH(fb::loadRunsAny(de.path().string()),
+                            Catch::Contains("rank 0 listed twice (line 19, host gpu-dp-2jvzl-ddjjs and "
+                                            "gpu-dp-2jvzl-pqq7p): the lines of two runs interleaved"));
+          continue;
+        }
         if (n == "h100-issue294-16x-nompi-interleaved.log") {  // 16 one-rank tables interleaved row by row
           CHECK_THROWS_WITH(fb::loadRunsAny(de.path().string() + ":coll=allreduce"),
                             Catch::Contains("line 6: size 268435456 after 536870912 (line 5): the rows of several "
