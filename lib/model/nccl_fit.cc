@@ -49,12 +49,13 @@ void applyNcclSetting(NcclRun& r, const std::string& key, const std::string& val
              k == "nccl_p2p_level" || k == "nccl_net_gdr_level" || k == "nccl_collnet_enable") {
     // A run's own setting that moves its traffic onto other paths (sockets, host memory): shown with the run, since
     // the model times the default paths and a fit then blames the NICs or the node's ring rate.
-    if (!fromUser && (k == "nccl_net" || k == "nccl_p2p_level" || v != "0") &&
-        std::find(r.unmodelled.begin(), r.unmodelled.end(), std::string(text::trim(key)) + "=" + v) == r.unmodelled.end())
-      r.unmodelled.push_back(std::string(text::trim(key)) + "=" + v);
     if (fromUser)
       throw InputError(fmt::format("{}={}: the model has no setting for {} (known: algo, proto, nvls, nccl, channels)",
                                    key, val, key));
+    const std::string setting = std::string(text::trim(key)) + "=" + v;
+    if ((k == "nccl_net" || k == "nccl_p2p_level" || v != "0") &&
+        std::find(r.unmodelled.begin(), r.unmodelled.end(), setting) == r.unmodelled.end())
+      r.unmodelled.push_back(setting);
   } else if (fromUser) {
     throw InputError(fmt::format("{}={}: unknown key '{}' (known: algo, proto, nvls, nccl, channels, or NCCL_ALGO, "
                                  "NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_VERSION, NCCL_MIN_CTAS, NCCL_MIN_NCHANNELS)",

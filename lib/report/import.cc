@@ -29,21 +29,18 @@ InputKind sniffInput(const std::string& text) {
   const bool columns = text.find("#wrong") != std::string::npos ||
                        (text.find("redop") != std::string::npos && text.find("error") != std::string::npos);
   // nccl-tests' column line ("#  size  count  type  redop  root  time ..."): vendors' excerpts (AWS's p5 sample
-  // output) start there, without the "out-of-place  in-place" line above it.
+  // output) start there, without the "out-of-place  in-place" line above it; some pastes hold only result rows of
+  // today's 13 columns, without that header (NVIDIA/nccl-tests issue 294).
   auto columnLine = [&] {
-    for (const auto& l : text::split(text, '\n'))  // after any srun/mpirun prefix
+    for (const auto& l : text::split(text, '\n')) {  // after any srun/mpirun prefix
       if (auto h = l.find('#'); h != std::string::npos && nccltests::headerShape(l.substr(h)).known) return true;
-    return false;
-  };
-  auto headerlessRow = [&] {  // result rows pasted without the header (NVIDIA/nccl-tests issue 294)
-    for (const auto& l : text::split(text, '\n'))
       if (nccltests::isHeaderlessRow(text::words(nccltests::stripPrefixes(l)))) return true;
+    }
     return false;
   };
   if (text.find("# nccl-tests version") != std::string::npos ||
       text.find("# Collective test starting:") != std::string::npos ||
-      (columns && text.find("out-of-place") != std::string::npos) || columnLine() ||  // 2.0-era: no redop, no #wrong
-      headerlessRow())
+      (columns && text.find("out-of-place") != std::string::npos) || columnLine())  // 2.0-era: no redop, no #wrong
     return InputKind::kNcclTests;
   if (text.find("#bytes") != std::string::npos &&
       (text.find("BW average") != std::string::npos || text.find("t_avg") != std::string::npos ||

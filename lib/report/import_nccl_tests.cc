@@ -64,23 +64,6 @@ std::string collFromUser(const std::string& s) {
   return collOfToken(l);
 }
 
-// nccl-tests' type column: its name, the suite's name for it and its bytes.
-struct NcclTestsType {
-  const char* name;
-  const char* dtype;
-  std::size_t bytes;
-};
-const NcclTestsType* ncclTestsType(const std::string& t) {
-  static const NcclTestsType table[] = {
-      {"float", "float32", 4}, {"half", "float16", 2},  {"double", "float64", 8}, {"bfloat16", "bfloat16", 2},
-      {"int8", "int8", 1},     {"uint8", "uint8", 1},   {"int32", "int32", 4},    {"uint32", "uint32", 4},
-      {"int", "int32", 4},     {"int64", "int64", 8},   {"uint64", "uint64", 8},  {"f8e4m3", "fp8e4m3", 1},
-      {"f8e5m2", "fp8e5m2", 1}};
-  for (const auto& e : table)
-    if (t == e.name) return &e;
-  return nullptr;
-}
-
 // The suite's name for an nccl-tests type (an unknown one as printed).
 std::string dtypeOf(const std::string& t) {
   const NcclTestsType* e = ncclTestsType(t);
@@ -299,9 +282,14 @@ std::optional<BusFactorRanks> ranksFromBusFactor(const std::string& coll, const 
   return out;
 }
 
+// The whole rank counts a BusFactorRanks allows, lowest and highest (1e9 when unbounded); none where lo > hi.
+std::pair<long, long> wholeRanks(const BusFactorRanks& r) {
+  return {static_cast<long>(std::ceil(r.lo - 1e-9)), static_cast<long>(std::floor(std::min(r.hi, 1e9) + 1e-9))};
+}
+
 // "16 ranks" or "16-17 ranks" or "at least 40 ranks": what a BusFactorRanks allows.
 std::string ranksText(const BusFactorRanks& r) {
-  const long lo = static_cast<long>(std::ceil(r.lo - 1e-9)), hi = static_cast<long>(std::floor(std::min(r.hi, 1e9) + 1e-9));
+  const auto [lo, hi] = wholeRanks(r);
   if (r.lo > 1e6 || lo > hi) return fmt::format("no whole rank count (the factor, below {:g}, meets none)", r.limit);
   if (r.hi > 1e6) return fmt::format("at least {} ranks", lo);
   return lo == hi ? fmt::format("{} ranks", lo) : fmt::format("{}-{} ranks", lo, hi);
@@ -483,6 +471,17 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
     try {
       auto& r = runs[ri];
       if (r.coll.empty()) r.coll = userColl;
+      // What the '#  Rank' list says: its count, and why it is incomplete ("" when complete or absent).
+      int listed = static_cast<int>(r.ranks.size());
+      int expected = 0;
+      if (r.nThread > 0 && r.nGpus > 0) expected = r.nThread * r.nGpus * std::max(1, r.launcherNp);
+      bool gaps = listed > 0 && *r.ranks.rbegin() + 1 != listed;
+      bool shortList = listed > 0 && expected > 0 && listed < expected;
+      std::string why = r.elided ? "'...' between the '#  Rank' lines"
+                        : gaps   ? fmt::format("rank numbers with gaps ({} listed, highest {})", listed, *r.ranks.rbegin())
+                        : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
+                                    : "";
+      const bool complete = why.empty() && listed > 0;
       if (r.coll.empty()) {
         const auto g = collCandidates(r.rows.back().w, r.shape);
         const std::string head = fmt::format("{}: line {}: which collective? The log has no '# Collective test starting:' "
@@ -494,15 +493,12 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
         const bool countless = r.ranks.empty() && !(r.launcherNp > 0);
         // A complete '#  Rank' list is the count: a candidate whose busbw / algbw cannot give it is not offered
         // (a 16-rank SendRecv's factor 1 fits AllReduce only on 2 ranks).
-        const int listedHere = static_cast<int>(r.ranks.size());
-        const int npHere = r.nThread > 0 && r.nGpus > 0 ? r.nThread * r.nGpus * std::max(1, r.launcherNp) : 0;
-        const bool completeList = listedHere > 0 && !r.elided && *r.ranks.rbegin() + 1 == listedHere && npHere <= listedHere;
         auto candidates = g.suggest.empty() ? std::vector<std::string>{"allreduce"} : g.suggest;
-        if (completeList) {
+        if (complete) {
           std::vector<std::string> fitting;
           for (const auto& c : candidates) {
             const auto f = ranksFromBusFactor(c, r.rows, r.shape);
-            if (!f || (listedHere >= f->lo - 1e-9 && listedHere <= f->hi + 1e-9)) fitting.push_back(c);
+            if (!f || (listed >= f->lo - 1e-9 && listed <= f->hi + 1e-9)) fitting.push_back(c);
           }
           if (!fitting.empty()) candidates = fitting;
         }
@@ -511,10 +507,8 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
           std::string counts;
           if (countless) {
             const auto f = ranksFromBusFactor(c, r.rows, r.shape);
-            const long lo = f ? static_cast<long>(std::ceil(f->lo - 1e-9)) : 0;
-            counts = f && f->hi < 1e6 && lo == static_cast<long>(std::floor(f->hi + 1e-9))
-                         ? fmt::format(",ranks={},nodes=M", lo)
-                         : ",ranks=N,nodes=M";
+            const auto [lo, hi] = f ? wholeRanks(*f) : std::pair<long, long>{0, -1};
+            counts = f && f->hi < 1e6 && lo == hi ? fmt::format(",ranks={},nodes=M", lo) : ",ranks=N,nodes=M";
           }
           args += (args.empty() ? "" : " or ") + fmt::format("{}:coll={}{}", source, c, counts);
         }
@@ -539,15 +533,6 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
                                      source, r.twiceListed));
       if (r.binary.empty()) r.binary = "(coll given by the user)";
       // Ranks and nodes.
-      int listed = static_cast<int>(r.ranks.size());
-      int expected = 0;
-      if (r.nThread > 0 && r.nGpus > 0) expected = r.nThread * r.nGpus * std::max(1, r.launcherNp);
-      bool gaps = listed > 0 && *r.ranks.rbegin() + 1 != listed;
-      bool shortList = listed > 0 && expected > 0 && listed < expected;
-      std::string why = r.elided ? "'...' between the '#  Rank' lines"
-                        : gaps   ? fmt::format("rank numbers with gaps ({} listed, highest {})", listed, *r.ranks.rbegin())
-                        : shortList ? fmt::format("{} '#  Rank' lines where nThread x nGpus x -np = {}", listed, expected)
-                                    : "";
       int nRanks = 0, nNodes = 0;
       const std::string pickTag = hints.pick > 0 ? fmt::format("#{}", hints.pick) : "";  // advice keeps FILE#k
       if (!why.empty()) {
@@ -568,7 +553,6 @@ std::vector<NcclTestsRun> parseNcclTestsRuns(const std::string& text, const std:
       else if (expected > 0) nRanks = expected;
       nNodes = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
       // A complete rank list is the log's own count: a hint may fill in an elided or absent list, never contradict it.
-      const bool complete = why.empty() && listed > 0;
       if (complete && hints.ranks > 0 && hints.ranks != listed)
         throw InputError(fmt::format("{}: :ranks={} contradicts the log's complete '#  Rank' list of {} ranks", source,
                                      hints.ranks, listed));

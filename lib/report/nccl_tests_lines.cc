@@ -34,13 +34,23 @@ HeaderShape headerShape(const std::string& line) {
 const char* const kCurrentHeader =
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong";
 
+const NcclTestsType* ncclTestsType(const std::string& t) {
+  static const NcclTestsType table[] = {
+      {"float", "float32", 4}, {"half", "float16", 2},  {"double", "float64", 8}, {"bfloat16", "bfloat16", 2},
+      {"int8", "int8", 1},     {"uint8", "uint8", 1},   {"int32", "int32", 4},    {"uint32", "uint32", 4},
+      {"int", "int32", 4},     {"int64", "int64", 8},   {"uint64", "uint64", 8},  {"f8e4m3", "fp8e4m3", 1},
+      {"f8e5m2", "fp8e5m2", 1}};
+  for (const auto& e : table)
+    if (t == e.name) return &e;
+  return nullptr;
+}
+
 bool isHeaderlessRow(const std::vector<std::string>& w) {
-  static const std::regex type(R"(u?int(8|32|64)|half|float|double|bfloat16|f8e4m3|f8e5m2|fp8_e4m3|fp8_e5m2)");
   static const std::regex redop(R"(sum|prod|max|min|avg|none|premulsum)");
   std::size_t u = 0;
   auto number = [](const std::string& x) { return !x.empty() && (std::isdigit(static_cast<unsigned char>(x[0])) || x == "N/A"); };
   if (w.size() != 13 || !text::toUnsigned(w[0], u) || !text::toUnsigned(w[1], u)) return false;
-  if (!std::regex_match(w[2], type) || !std::regex_match(w[3], redop)) return false;
+  if (!ncclTestsType(w[2]) || !std::regex_match(w[3], redop)) return false;
   for (std::size_t k = 4; k < 13; ++k)
     if (!(number(w[k]) || (k == 4 && w[k] == "-1"))) return false;
   return true;

@@ -26,6 +26,13 @@ struct HeaderShape {
 };
 // Its words "size", "count", "type" and a "time" (known), else a default shape with known false.
 HeaderShape headerShape(const std::string& line);
+// nccl-tests' type column: its name, the suite's name for it and its bytes; nullptr for a name it does not print.
+struct NcclTestsType {
+  const char* name;
+  const char* dtype;
+  std::size_t bytes;
+};
+const NcclTestsType* ncclTestsType(const std::string& t);
 // A result row of today's 13 columns (size count type redop root, then time algbw busbw #wrong twice), as pasted
 // without the column header above it (NVIDIA/nccl-tests issue 294): read as if that header stood there.
 bool isHeaderlessRow(const std::vector<std::string>& words);
