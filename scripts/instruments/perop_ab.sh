@@ -25,6 +25,9 @@
 #   nt-rest    nt with scripts/instruments/rest.c preloaded: its thread sleeps REST_US (2000) before each size's loop
 #   fb-pin     fb with taskset -c 3 inside mpirun as well (in case mpirun widens the CPU set it inherits)
 #   nt-free    nt on every core (no taskset): do its own threads, sharing CPU 3 with the loop, slow it?
+#   fb-ct, nt-ct  fb and nt with scripts/instruments/calltime.c preloaded: the host time of each ncclAllReduce and
+#              cudaEventRecord in the per-op loops, and the application's own time between them (ct-*.csv;
+#              summarise with scripts/instruments/calltime_sum.py DIR): in which call is nt's extra time?
 #   fb-shm     fb writing its result files on /dev/shm (tmpfs: fsync returns at once): do the rows' fsyncs, where
 #              fb's main thread blocks between its loops, make its loops faster than nccl-tests' (see nt-rest)?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
@@ -49,6 +52,7 @@ if [[ " ${VARIANTS:-} " == *" nt-mpi "* ]]; then
     BUILDDIR=$PWD/.nccl-tests/build-mpi $PWD/.nccl-tests/build-mpi/all_reduce_perf > /tmp/nt-mpi-build.log 2>&1 ||
     { tail -5 /tmp/nt-mpi-build.log; which mpirun mpicc; echo "nt-mpi not built: variant dropped"; VARIANTS=${VARIANTS/nt-mpi/}; }
 fi
+[[ " ${VARIANTS:-} " == *"-ct "* ]] && { cc -O2 -shared -fPIC -o /tmp/calltime.so scripts/instruments/calltime.c -ldl || exit 1; }
 [[ " ${VARIANTS:-} " == *" nt-rest "* ]] && { cc -O2 -shared -fPIC -o /tmp/rest.so scripts/instruments/rest.c -ldl || exit 1; }
 echo "built $((SECONDS-t0))s"
 D=$OUT/diag; mkdir -p $D
@@ -83,6 +87,8 @@ run() {
     nt-rest) taskset -c 3 env LD_PRELOAD=/tmp/rest.so $NT "${nt[@]}" -J $D/nt-rest-r$2.json > $D/nt-rest-r$2.log 2>&1 ;;
     fb-shm) taskset -c 3 "${M[@]}" "${fb0[@]}" --results-dir /dev/shm/fbab --run-id fb-shm-r$2 > $D/fb-shm-r$2.log 2>&1
       mv /dev/shm/fbab/fb-shm-r$2 $D/ ;;
+    fb-ct) taskset -c 3 "${M[@]}" -x LD_PRELOAD=/tmp/calltime.so -x CALLTIME_OUT=$D/ct-fb-r$2.csv "${fb[@]}" --run-id fb-ct-r$2 > $D/fb-ct-r$2.log 2>&1 ;;
+    nt-ct) taskset -c 3 env LD_PRELOAD=/tmp/calltime.so CALLTIME_OUT=$D/ct-nt-r$2.csv $NT "${nt[@]}" -J $D/nt-ct-r$2.json > $D/nt-ct-r$2.log 2>&1 ;;
     nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac

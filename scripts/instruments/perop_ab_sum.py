@@ -40,7 +40,7 @@ PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")
          ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"),
          ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"),
          ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"),
-         ("fb-shm", "fb"), ("fb-shm", "nt"))
+         ("fb-shm", "fb"), ("fb-shm", "nt"), ("fb-ct", "nt-ct"), ("fb-ct", "fb"), ("nt-ct", "nt"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -54,7 +54,7 @@ for a, b in PAIRS:
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
              ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt"),
-             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt")):
+             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt"), ("fb-ct", "nt-ct")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
