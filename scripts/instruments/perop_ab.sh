@@ -28,6 +28,9 @@
 #   fb-ct, nt-ct  fb and nt with scripts/instruments/calltime.c preloaded: the host time of each ncclAllReduce and
 #              cudaEventRecord in the per-op loops, and the application's own time between them (ct-*.csv;
 #              summarise with scripts/instruments/calltime_sum.py DIR): in which call is nt's extra time?
+#   fb-pad, nt-pad  fb and nt with scripts/instruments/pad.c preloaded: one malloc of 16-8192 random bytes before
+#              main shifts every later small allocation inside its page (address-space randomisation moves whole
+#              pages only): do a process's level and the gap follow its heap's layout? (pad-*.txt: each size)
 #   fb-shm     fb writing its result files on /dev/shm (tmpfs: fsync returns at once): do the rows' fsyncs, where
 #              fb's main thread blocks between its loops, make its loops faster than nccl-tests' (see nt-rest)?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
@@ -52,6 +55,7 @@ if [[ " ${VARIANTS:-} " == *" nt-mpi "* ]]; then
     BUILDDIR=$PWD/.nccl-tests/build-mpi $PWD/.nccl-tests/build-mpi/all_reduce_perf > /tmp/nt-mpi-build.log 2>&1 ||
     { tail -5 /tmp/nt-mpi-build.log; which mpirun mpicc; echo "nt-mpi not built: variant dropped"; VARIANTS=${VARIANTS/nt-mpi/}; }
 fi
+[[ " ${VARIANTS:-} " == *"-pad "* ]] && { cc -O2 -shared -fPIC -o /tmp/pad.so scripts/instruments/pad.c || exit 1; }
 [[ " ${VARIANTS:-} " == *"-ct "* ]] && { cc -O2 -shared -fPIC -o /tmp/calltime.so scripts/instruments/calltime.c -ldl || exit 1; }
 [[ " ${VARIANTS:-} " == *" nt-rest "* ]] && { cc -O2 -shared -fPIC -o /tmp/rest.so scripts/instruments/rest.c -ldl || exit 1; }
 echo "built $((SECONDS-t0))s"
@@ -89,6 +93,8 @@ run() {
       mv /dev/shm/fbab/fb-shm-r$2 $D/ ;;
     fb-ct) taskset -c 3 "${M[@]}" -x LD_PRELOAD=/tmp/calltime.so -x CALLTIME_OUT=$D/ct-fb-r$2.csv "${fb[@]}" --run-id fb-ct-r$2 > $D/fb-ct-r$2.log 2>&1 ;;
     nt-ct) taskset -c 3 env LD_PRELOAD=/tmp/calltime.so CALLTIME_OUT=$D/ct-nt-r$2.csv $NT "${nt[@]}" -J $D/nt-ct-r$2.json > $D/nt-ct-r$2.log 2>&1 ;;
+    fb-pad) taskset -c 3 "${M[@]}" -x LD_PRELOAD=/tmp/pad.so -x PAD_BYTES=random -x PAD_OUT=$D/pad-fb-pad-r$2.txt "${fb[@]}" --run-id fb-pad-r$2 > $D/fb-pad-r$2.log 2>&1 ;;
+    nt-pad) taskset -c 3 env LD_PRELOAD=/tmp/pad.so PAD_BYTES=random PAD_OUT=$D/pad-nt-pad-r$2.txt $NT "${nt[@]}" -J $D/nt-pad-r$2.json > $D/nt-pad-r$2.log 2>&1 ;;
     nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac

@@ -9,6 +9,7 @@ v = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(v)
 data = {}  # variant -> (bytes, placement) -> {round: p50}
 pooled = {}  # variant -> bytes -> every out-of-place operation's time (us), all rounds
+by_index = {}  # variant -> operation index -> every out-of-place time (us) at that index, all sizes and rounds
 for p in sorted(glob.glob(f"{D}/nt*-r*.json")):
     var, rnd = os.path.basename(p)[: -len(".json")].rsplit("-r", 1)
     for (coll, b, pl), val in v.nccl_tests_json(p, "p50_us").items():
@@ -17,6 +18,8 @@ for p in sorted(glob.glob(f"{D}/nt*-r*.json")):
         t = r.get("out_of_place_per_iter", {}).get("times_us")
         if t:
             pooled.setdefault(var, {}).setdefault(int(r["size"]), []).extend(t)
+            for i, x in enumerate(t):
+                by_index.setdefault(var, {}).setdefault(i, []).append(x)
 for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
     var, rnd = os.path.basename(os.path.dirname(run)).rsplit("-r", 1)
     doc = json.load(open(run))
@@ -27,6 +30,8 @@ for run in sorted(glob.glob(f"{D}/fb*-r*/run.json")):
             data.setdefault(var, {}).setdefault((int(row["size_bytes"]), row["placement"]), {})[int(rnd)] = s[len(s) // 2]
             if row["placement"] == "out":
                 pooled.setdefault(var, {}).setdefault(int(row["size_bytes"]), []).extend(ops)
+                for i, x in enumerate(ops):
+                    by_index.setdefault(var, {}).setdefault(i, []).append(x)
 vars_ = sorted(data)
 keys = sorted(data.get("nt", {}), key=lambda k: (k[1], k[0]))
 print("size placement | " + " | ".join(vars_))
@@ -40,7 +45,8 @@ PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")
          ("fb-c1", "nt-c1"), ("fb-c1", "fb"), ("nt-c1", "nt"), ("nt-env", "nt"), ("fb", "nt-env"),
          ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"),
          ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"),
-         ("fb-shm", "fb"), ("fb-shm", "nt"), ("fb-ct", "nt-ct"), ("fb-ct", "fb"), ("nt-ct", "nt"))
+         ("fb-shm", "fb"), ("fb-shm", "nt"), ("fb-ct", "nt-ct"), ("fb-ct", "fb"), ("nt-ct", "nt"),
+         ("fb-pad", "nt-pad"), ("fb-pad", "fb"), ("nt-pad", "nt"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -54,7 +60,7 @@ for a, b in PAIRS:
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
              ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt"),
-             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt"), ("fb-ct", "nt-ct")):
+             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt"), ("fb-ct", "nt-ct"), ("fb-pad", "nt-pad")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []
@@ -104,6 +110,20 @@ if len(lv) >= 2:
         med = lambda a: f"{statistics.median(a):.2f}" if a else "-"
         print(f"{x}: fast {len(f)} processes, median level {med(f)} us; slow {len(s)}, median level {med(s)} us")
 
+# pad.c's variants: each process's out-of-place level beside the bytes its heap was shifted by, and the spread of the
+# levels against the same tool unshifted (a layout effect widens it).
+for x, base in (("fb-pad", "fb"), ("nt-pad", "nt")):
+    pads = {}
+    for p in glob.glob(f"{D}/pad-{x}-r*.txt"):
+        pads[int(p[: -len(".txt")].rsplit("-r", 1)[1])] = int(open(p).read().split()[0])
+    pts = sorted((pads[r], v) for (y, r), v in lv.items() if y == x and r in pads)
+    if not pts:
+        continue
+    sd = lambda a: f"{statistics.pstdev(a):.2f}" if len(a) > 1 else "-"
+    print(f"{x}: level us by heap shift bytes: " + ", ".join(f"{b}:{v:.2f}" for b, v in pts))
+    print(f"{x}: spread of process levels (pstdev) {sd([v for _, v in pts])} us against {base}'s "
+          f"{sd([v for (y, r), v in lv.items() if y == base])}")
+
 # Every operation of every round pooled, out of place: the lower quartile (a process's loop without its jitter) and the
 # share of operations above 1.4 x it (session 21: nccl-tests' quartile rose from 64 KiB, and it had 2-4 x fb's spikes).
 if pooled:
@@ -121,3 +141,17 @@ if pooled:
             q = t[len(t) // 4]
             cells.append(f"{q:6.2f} / {100 * sum(y > 1.4 * q for y in t) / len(t):4.1f}%")
         print(f"{b:>8} | " + " | ".join(cells))
+
+# By operation index, out of place: the median over sizes and rounds at each index, each variant against fb (a
+# warm-up shows as a difference at the first indices only).
+if "fb" in by_index:
+    print()
+    for x in sorted(by_index):
+        if x == "fb":
+            continue
+        n = sorted(set(by_index[x]) & set(by_index["fb"]))
+        d = [statistics.median(by_index[x][i]) - statistics.median(by_index["fb"][i]) for i in n]
+        if d:
+            rest = sorted(d[1:]) or d
+            print(f"{x} - fb by operation index, out of place: first {d[0]:+.2f} us, the others {rest[0]:+.2f} to "
+                  f"{rest[-1]:+.2f}, median of all {len(d)} {statistics.median(d):+.2f}; {x} higher at {sum(v > 0 for v in d)}")
