@@ -122,6 +122,7 @@ void validateTiming(Options& o, const RawFlags& flags) {
   auto timerFlag = parseTimerFlag(flags.timer);
   if (!timerFlag) throw ConfigError("unknown --timer '" + flags.timer + "' (choose rank or nccl-tests)");
   o.runner.timer = *timerFlag == kTimerNcclTests ? Timer::kNcclTests : Timer::kRank;
+  o.coll.ncclTestsLoop = o.runner.timer == Timer::kNcclTests;
   // Buffers move as nccl-tests moves them (no operation finds its data in the GPU's L2), with
   // either timer, unless --reuse-buffers asks for one cache-warm buffer.
   if (o.coll.rotateBuffers && flags.reuseBuffers) throw ConfigError("--rotate-buffers and --reuse-buffers exclude each other");

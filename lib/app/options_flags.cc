@@ -115,7 +115,8 @@ void addTimingOptions(CLI::App& app, Options& o, RawFlags& flags) {
                  "size's batches took 2 s; --benchmark_repetitions=N means the same)")
       ->capture_default_str();
   app.add_flag("--per-op", o.runner.perOp,
-               "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends)");
+               "one more batch timed operation by operation: p50/p99 latency columns (events on GPU backends; "
+               "with --timer nccl-tests in nccl-tests' -I loop: a clock read and cudaSetDevice before each event)");
   app.add_option("--require", flags.required,
                  "tcp,mpi,verbs (= rdma),nccl,cuda or gpu (= nccl or cuda): the run is 'partial' (exit 4), not passed, "
                  "unless each produced rows (the Slurm scripts require gpu when GPUs were requested); with --doctor: "

@@ -78,6 +78,8 @@ struct CollectiveOptions {
                                    // as nccl-tests moves them (no L2 reuse)
   std::size_t rotateSpan = 0;      // bytes the rotation spans: the sweep's largest size (nccl-tests' -e)
   int rotateOps = 1024;            // the most operations of one batch (-n, -w): positions to allocate
+  bool ncclTestsLoop = false;      // --per-op under --timer nccl-tests: nccl-tests' -I loop (per operation a host
+                                   // clock read, cudaSetDevice, the event, then the operation)
   std::string logDir;              // where backends may save their own logs (NCCL_DEBUG_FILE)
   std::vector<std::string> require;  // nccl: --require ib|roce|gdr|nvlink|rails=N, checked on NCCL's attestation
 };

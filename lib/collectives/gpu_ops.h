@@ -1,6 +1,7 @@
 // What the cuda and nccl collectives do alike around their operations (host code over the CUDA
 // runtime; each backend passes how it enqueues an operation and how it waits with its deadline).
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -20,8 +21,12 @@ inline void check(cudaError_t e, const char* what) {
 // --per-op: an event after every operation on the stream (no graph, no host sync between
 // operations); operation i's time (seconds) is event i-1 -> event i. enqueue(i) puts operation i
 // on the stream; waitFor(lastEvent) waits for it (the backend's deadline and error checks).
+// ncclTestsLoop: nccl-tests' -I loop instead (BenchTime: per operation a host clock read,
+// cudaSetDevice, the event, then the operation; one more event after the last), whose host work
+// between operations (0.25-0.36 us on an H100, scripts/instruments/calltime.c) is in its figures.
 template <typename Enqueue, typename WaitFor>
-std::vector<double> timeEachOp(cudaStream_t stream, int iters, Enqueue&& enqueue, WaitFor&& waitFor) {
+std::vector<double> timeEachOp(cudaStream_t stream, int iters, Enqueue&& enqueue, WaitFor&& waitFor,
+                               bool ncclTestsLoop = false, int device = 0) {
   if (iters <= 0) return {};
   std::vector<cudaEvent_t> ev(static_cast<std::size_t>(iters) + 1, nullptr);
   struct Destroy {
@@ -32,10 +37,23 @@ std::vector<double> timeEachOp(cudaStream_t stream, int iters, Enqueue&& enqueue
     }
   } destroy{ev};
   for (auto& e : ev) check(cudaEventCreate(&e), "cudaEventCreate (--per-op)");
-  check(cudaEventRecord(ev[0], stream), "cudaEventRecord (--per-op)");
-  for (int i = 0; i < iters; ++i) {
-    enqueue(i);
-    check(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream), "cudaEventRecord (--per-op)");
+  if (ncclTestsLoop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    volatile double sinceStart = 0;  // nccl-tests reads its timer at the top of every iteration
+    for (int i = 0; i < iters; ++i) {
+      sinceStart = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      check(cudaSetDevice(device), "cudaSetDevice (--per-op)");
+      check(cudaEventRecord(ev[static_cast<std::size_t>(i)], stream), "cudaEventRecord (--per-op)");
+      enqueue(i);
+    }
+    (void)sinceStart;
+    check(cudaEventRecord(ev.back(), stream), "cudaEventRecord (--per-op)");
+  } else {
+    check(cudaEventRecord(ev[0], stream), "cudaEventRecord (--per-op)");
+    for (int i = 0; i < iters; ++i) {
+      enqueue(i);
+      check(cudaEventRecord(ev[static_cast<std::size_t>(i) + 1], stream), "cudaEventRecord (--per-op)");
+    }
   }
   waitFor(ev.back());
   std::vector<double> t;

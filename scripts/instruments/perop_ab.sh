@@ -31,6 +31,8 @@
 #   fb-pad, nt-pad  fb and nt with scripts/instruments/pad.c preloaded: one malloc of 16-8192 random bytes before
 #              main shifts every later small allocation inside its page (address-space randomisation moves whole
 #              pages only): do a process's level and the gap follow its heap's layout? (pad-*.txt: each size)
+#   fb-ntl     fb with --timer nccl-tests -a 1, whose --per-op batch runs nccl-tests' -I loop (a clock read and
+#              cudaSetDevice before each operation's event; lib/collectives/gpu_ops.h)
 #   fb-shm     fb writing its result files on /dev/shm (tmpfs: fsync returns at once): do the rows' fsyncs, where
 #              fb's main thread blocks between its loops, make its loops faster than nccl-tests' (see nt-rest)?
 # THREADS=1 first runs one fb and one nt under scripts/instruments/threads.py: each thread's name, CPU time and
@@ -95,6 +97,7 @@ run() {
     nt-ct) taskset -c 3 env LD_PRELOAD=/tmp/calltime.so CALLTIME_OUT=$D/ct-nt-r$2.csv $NT "${nt[@]}" -J $D/nt-ct-r$2.json > $D/nt-ct-r$2.log 2>&1 ;;
     fb-pad) taskset -c 3 "${M[@]}" -x LD_PRELOAD=/tmp/pad.so -x PAD_BYTES=random -x PAD_OUT=$D/pad-fb-pad-r$2.txt "${fb[@]}" --run-id fb-pad-r$2 > $D/fb-pad-r$2.log 2>&1 ;;
     nt-pad) taskset -c 3 env LD_PRELOAD=/tmp/pad.so PAD_BYTES=random PAD_OUT=$D/pad-nt-pad-r$2.txt $NT "${nt[@]}" -J $D/nt-pad-r$2.json > $D/nt-pad-r$2.log 2>&1 ;;
+    fb-ntl) taskset -c 3 "${M[@]}" "${fb[@]/#rank/nccl-tests}" -a 1 --run-id fb-ntl-r$2 > $D/fb-ntl-r$2.log 2>&1 ;;
     nt-free) $NT "${nt[@]}" -J $D/nt-free-r$2.json > $D/nt-free-r$2.log 2>&1 ;;
     fb-rep1) taskset -c 3 "${M[@]}" "${fb[@]}" --repeat 1 --run-id fb-rep1-r$2 > $D/fb-rep1-r$2.log 2>&1 ;;
   esac

@@ -46,7 +46,7 @@ PAIRS = (("fb", "fb-noplug"), ("nt-plug", "nt"), ("fb", "nt"), ("fb", "nt-plug")
          ("nt-c0", "nt"), ("fb", "nt-c0"), ("fb-reuse", "fb"), ("fb-reuse", "nt"),
          ("nt-rest", "nt"), ("fb", "nt-rest"), ("fb-pin", "fb"), ("nt-free", "nt"),
          ("fb-shm", "fb"), ("fb-shm", "nt"), ("fb-ct", "nt-ct"), ("fb-ct", "fb"), ("nt-ct", "nt"),
-         ("fb-pad", "nt-pad"), ("fb-pad", "fb"), ("nt-pad", "nt"))
+         ("fb-pad", "nt-pad"), ("fb-pad", "fb"), ("nt-pad", "nt"), ("fb-ntl", "nt"), ("fb-ntl", "fb"))
 for a, b in PAIRS:
     if a not in data or b not in data:
         continue
@@ -60,7 +60,7 @@ for a, b in PAIRS:
 print()
 for a, b in (("fb", "nt"), ("fb-noplug", "nt"), ("fb-R", "nt-R"), ("fb-rep1", "nt"), ("fb", "nt-mpi"), ("fb", "nt-malloc"),
              ("fb-noucx", "nt"), ("fb-c1", "nt-c1"), ("fb", "nt-env"), ("fb", "nt-c0"), ("fb-reuse", "nt"),
-             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt"), ("fb-ct", "nt-ct"), ("fb-pad", "nt-pad")):
+             ("nt-c0", "nt"), ("nt-env", "nt"), ("fb-reuse", "fb"), ("fb", "nt-rest"), ("nt-rest", "nt"), ("fb-ct", "nt-ct"), ("fb-pad", "nt-pad"), ("fb-ntl", "nt")):
     if a not in data or b not in data:
         continue
     ok, bad = 0, []

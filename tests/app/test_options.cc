@@ -82,6 +82,14 @@ TEST_CASE("a repeated scalar flag: the last one wins; list flags add up") {
   CHECK(o.transports == std::vector<std::string>{"tcp", "mpi"});
 }
 
+TEST_CASE("--per-op's loop follows the timer: nccl-tests' -I loop under --timer nccl-tests, the lean one under rank") {
+  CHECK_FALSE(parse({"--per-op"}).coll.ncclTestsLoop);
+  CHECK_FALSE(parse({"--per-op", "--timer", "rank"}).coll.ncclTestsLoop);
+  CHECK(parse({"--per-op", "--timer", "nccl-tests"}).coll.ncclTestsLoop);
+  CHECK(parse({"--per-op", "--timer", "host"}).coll.ncclTestsLoop);  // the old name of the nccl-tests timer
+  CHECK_FALSE(parse({"--timer", "nccl-tests", "--timer", "gpu"}).coll.ncclTestsLoop);
+}
+
 TEST_CASE("bad input: one line naming the problem") {
   CHECK(refusal({"--transport", "rdma"}) == "unknown transport 'rdma' (choose tcp, mpi, verbs, nccl, cuda or auto)");
   CHECK(refusal({"--transport", "tcp,,mpi"}) ==

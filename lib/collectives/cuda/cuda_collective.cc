@@ -95,9 +95,10 @@ std::vector<double> CudaIpcCollective::runPerOp(int iters, Deadline deadline) {
   if (iters <= 0) return {};
   std::memset(status_, 0, sizeof(*status_));
   setTimeouts(deadline);
-  return gpuops::timeEachOp(stream_, iters, [&](int) { launchOne(); }, [&](cudaEvent_t last) {
-    finish(last, deadline, std::to_string(iters) + " operations timed one by one");
-  });
+  return gpuops::timeEachOp(
+      stream_, iters, [&](int) { launchOne(); },
+      [&](cudaEvent_t last) { finish(last, deadline, std::to_string(iters) + " operations timed one by one"); },
+      opts_.ncclTestsLoop, device_);
 }
 
 std::int64_t CudaIpcCollective::check(int seed, Deadline deadline) {

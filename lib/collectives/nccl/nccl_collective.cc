@@ -199,10 +199,13 @@ class NcclCollective : public Collective {
   // operations); operation i's time is event i-1 → event i.
   std::vector<double> runPerOp(int iters, Deadline deadline) override {
     FB_CUDA_CHECK(cudaSetDevice(device_));
-    return gpuops::timeEachOp(stream_, iters, [&](int i) { enqueue(i); }, [&](cudaEvent_t last) {
-      comm_->checkAsync("nccl per-op batch");
-      comm_->wait(last, deadline, "nccl per-op batch");
-    });
+    return gpuops::timeEachOp(
+        stream_, iters, [&](int i) { enqueue(i); },
+        [&](cudaEvent_t last) {
+          comm_->checkAsync("nccl per-op batch");
+          comm_->wait(last, deadline, "nccl per-op batch");
+        },
+        opts_.ncclTestsLoop, device_);
   }
 
   std::int64_t check(int seed, Deadline deadline) override {
