@@ -22,8 +22,8 @@ inline void check(cudaError_t e, const char* what) {
 // operations); operation i's time (seconds) is event i-1 -> event i. enqueue(i) puts operation i
 // on the stream; waitFor(lastEvent) waits for it (the backend's deadline and error checks).
 // ncclTestsLoop: nccl-tests' -I loop instead (BenchTime: per operation a host clock read,
-// cudaSetDevice, the event, then the operation; one more event after the last), whose host work
-// between operations (0.25-0.36 us on an H100, scripts/instruments/calltime.c) is in its figures.
+// cudaSetDevice, the event, then the operation; one more event after the last), so that where the
+// host's loop sets an operation's time, nccl-tests' host work is in it (doc/timers.md).
 template <typename Enqueue, typename WaitFor>
 std::vector<double> timeEachOp(cudaStream_t stream, int iters, Enqueue&& enqueue, WaitFor&& waitFor,
                                bool ncclTestsLoop = false, int device = 0) {

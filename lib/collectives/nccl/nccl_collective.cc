@@ -196,7 +196,7 @@ class NcclCollective : public Collective {
   }
 
   // --per-op: an event after every operation on the stream (no graph, no host sync between
-  // operations); operation i's time is event i-1 → event i.
+  // operations); operation i's time is event i-1 → event i (nccl-tests' loop under --timer nccl-tests).
   std::vector<double> runPerOp(int iters, Deadline deadline) override {
     FB_CUDA_CHECK(cudaSetDevice(device_));
     return gpuops::timeEachOp(
